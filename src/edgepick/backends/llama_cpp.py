@@ -1,0 +1,184 @@
+"""In-process llama.cpp through llama-cpp-python.
+
+Generation runs its own greedy loop over llama.cpp's batch API (not `create_completion`), so the
+per-token cost on top of llama.cpp is one C sampler call, and each token's arrival time is known.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import ClassVar
+
+import numpy as np
+
+from edgepick.backends.base import Generation, register_backend
+from edgepick.errors import EdgepickError
+from edgepick.records.candidate import Candidate
+
+KV_TYPES = {"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q5_0": 6, "q5_1": 7, "q8_0": 8, "bf16": 30}
+
+# Used when the GGUF carries no chat template (base models): a plain transcript.
+FALLBACK_TEMPLATE = (
+    "{% for m in messages %}{% if m['role'] == 'system' %}{{ m['content'] }}\n\n"
+    "{% elif m['role'] == 'user' %}User: {{ m['content'] }}\n"
+    "{% else %}Assistant: {{ m['content'] }}\n{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}Assistant:{% endif %}"
+)
+
+
+def engine_version() -> str:
+    import llama_cpp
+
+    return f"llama-cpp-python {llama_cpp.__version__}"
+
+
+@register_backend("llama_cpp")
+class LlamaCppBackend:
+    name: ClassVar[str] = "llama_cpp"
+
+    def __init__(self) -> None:
+        self.llm = None
+        self.candidate: Candidate | None = None
+        self._sampler = None
+        self._formatter = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def load(self, candidate: Candidate, need_logits: bool = False) -> float:
+        import llama_cpp
+
+        path = candidate.model
+        if not os.path.isfile(path):
+            raise EdgepickError(f"{path}: model file not found")
+        s = candidate.settings
+        if s.kv_type not in KV_TYPES:
+            raise EdgepickError(f"unknown KV cache type '{s.kv_type}'; known: {', '.join(KV_TYPES)}")
+        t0 = time.perf_counter()
+        try:
+            self.llm = llama_cpp.Llama(
+                model_path=path, n_ctx=s.n_ctx, n_batch=s.n_batch, n_ubatch=s.n_ubatch,
+                n_threads=s.threads, n_threads_batch=s.threads, seed=s.seed,
+                type_k=KV_TYPES[s.kv_type], type_v=KV_TYPES[s.kv_type],
+                flash_attn=s.flash_attn, use_mmap=s.mmap, logits_all=need_logits,
+                verbose=False,
+            )
+        except (ValueError, RuntimeError) as exc:
+            raise EdgepickError(f"{path}: llama.cpp could not load the model ({exc})") from None
+        load_s = time.perf_counter() - t0
+        self.candidate = candidate
+        self._sampler = llama_cpp.llama_sampler_init_greedy()
+        return load_s
+
+    def unload(self) -> None:
+        import llama_cpp
+
+        if self._sampler is not None:
+            llama_cpp.llama_sampler_free(self._sampler)
+            self._sampler = None
+        if self.llm is not None:
+            self.llm.close()
+            self.llm = None
+
+    # -- text ------------------------------------------------------------------------------
+    def tokenize(self, text: str, add_bos: bool = True) -> list[int]:
+        return self._require().tokenize(text.encode("utf-8"), add_bos=add_bos, special=True)
+
+    def detokenize(self, tokens: list[int]) -> str:
+        return self._require().detokenize(tokens).decode("utf-8", errors="replace")
+
+    def render_chat(self, messages: list[dict]) -> str:
+        if self._formatter is None:
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            llm = self._require()
+            template = llm.metadata.get("tokenizer.chat_template") or FALLBACK_TEMPLATE
+            bos = llm._model.token_get_text(llm.token_bos()) if llm.token_bos() >= 0 else ""
+            eos = llm._model.token_get_text(llm.token_eos()) if llm.token_eos() >= 0 else ""
+            self._formatter = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
+        return self._formatter(messages=messages).prompt
+
+    @property
+    def n_vocab(self) -> int:
+        return self._require().n_vocab()
+
+    @property
+    def n_ctx(self) -> int:
+        return self._require().n_ctx()
+
+    # -- inference -------------------------------------------------------------------------
+    def generate(self, prompt: str | list[dict] | list[int], max_tokens: int, *, chat: bool = False,
+                 stop: list[str] | None = None, logprobs: bool = False,
+                 ignore_eos: bool = False) -> Generation:
+        import llama_cpp
+
+        llm = self._require()
+        t0 = time.perf_counter()
+        if isinstance(prompt, list) and prompt and isinstance(prompt[0], int):
+            tokens = list(prompt)
+        else:
+            text = self.render_chat(prompt) if chat or isinstance(prompt, list) else prompt
+            # A chat template writes its own BOS; adding another would change the input.
+            has_bos = bool(llm._model.token_get_text(llm.token_bos())) and chat and \
+                text.startswith(llm._model.token_get_text(llm.token_bos()))
+            tokens = self.tokenize(text, add_bos=not has_bos)
+        if len(tokens) + max_tokens > llm.n_ctx():
+            max_tokens = llm.n_ctx() - len(tokens)
+            if max_tokens <= 0:
+                raise EdgepickError(
+                    f"prompt of {len(tokens)} tokens does not fit the context of {llm.n_ctx()}")
+        llm.reset()
+        vocab = llm._model.vocab
+        ctx = llm._ctx.ctx
+        out: list[int] = []
+        times: list[float] = []
+        lps: list[float] = [] if logprobs else None
+        text_so_far = ""
+        finish = "length"
+        llm.eval(tokens)
+        prefill_s = time.perf_counter() - t0
+        for _ in range(max_tokens):
+            if logprobs:
+                row = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(ctx, -1),
+                                            shape=(llm.n_vocab(),))
+            tok = llama_cpp.llama_sampler_sample(self._sampler, ctx, -1)
+            times.append(time.perf_counter() - t0)
+            if logprobs:
+                m = float(row.max())
+                lps.append(float(row[tok]) - m - float(np.log(np.exp(row - m).sum())))
+            if not ignore_eos and llama_cpp.llama_vocab_is_eog(vocab, tok):
+                times.pop()
+                if logprobs:
+                    lps.pop()
+                finish = "stop"
+                break
+            out.append(tok)
+            if stop:
+                text_so_far = self.detokenize(out)
+                if any(s in text_so_far for s in stop):
+                    finish = "stop"
+                    break
+            if len(out) < max_tokens:
+                llm.eval([tok])
+        text = self.detokenize(out)
+        if stop:
+            cut = min((text.find(s) for s in stop if s in text), default=-1)
+            if cut >= 0:
+                text = text[:cut]
+        return Generation(text=text, prompt_tokens=len(tokens), generated_tokens=len(out),
+                          token_times=times, prefill_s=prefill_s, finish_reason=finish,
+                          token_logprobs=lps)
+
+    def logits(self, tokens: list[int]) -> np.ndarray:
+        llm = self._require()
+        if not llm._logits_all:
+            raise EdgepickError("this model was loaded without full logits; load with need_logits")
+        if len(tokens) > llm.n_ctx():
+            raise EdgepickError(f"{len(tokens)} tokens do not fit the context of {llm.n_ctx()}")
+        llm.reset()
+        llm.eval(tokens)
+        return np.array(llm.scores[: len(tokens)], dtype=np.float32, copy=True)
+
+    def _require(self):
+        if self.llm is None:
+            raise EdgepickError("backend used before a model was loaded")
+        return self.llm

@@ -1,0 +1,61 @@
+"""Entry point: builds the typer app from every `cmd_*` module and turns errors into one line.
+
+Command modules are discovered rather than listed so that each stage adds its commands in a
+file of its own.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sys
+
+import typer
+from rich.console import Console
+
+from edgepick.errors import EdgepickError
+
+app = typer.Typer(
+    name="edgepick",
+    help="Choose, prove and run the right LLM configuration for an edge device.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+err_console = Console(stderr=True)
+
+
+def _register_commands() -> None:
+    import edgepick.cli as pkg
+
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+        if info.name.startswith("cmd_"):
+            module = importlib.import_module(f"edgepick.cli.{info.name}")
+            module.register(app)
+
+
+_register_commands()
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        rc = app(args=argv, standalone_mode=False)
+        if isinstance(rc, int) and rc:
+            sys.exit(rc)
+    except EdgepickError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        err_console.print("interrupted; results stored so far are kept")
+        sys.exit(130)
+    except SystemExit:
+        raise
+    except Exception as exc:  # click's own usage errors come through here
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        if isinstance(exc, click.exceptions.Abort):
+            sys.exit(1)
+        raise

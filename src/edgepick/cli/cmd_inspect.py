@@ -1,0 +1,55 @@
+"""`edgepick inspect`: a model's shape from its GGUF header or config.json."""
+
+from __future__ import annotations
+
+import typer
+from rich.table import Table
+
+from edgepick.cli.output import console, human_bytes, print_json
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def inspect(model: str = typer.Argument(..., help="GGUF file, config.json, or bundled name"),
+                json_out: bool = typer.Option(False, "--json", help="print JSON"),
+                tensors: bool = typer.Option(False, "--tensors", help="list every tensor")) -> None:
+        """Read a model's architecture and per-tensor quant types (header only; no weights)."""
+        from edgepick.models.spec import load_spec
+
+        spec = load_spec(model)
+        data = spec.model_dump(mode="json")
+        data["weights_bytes"] = spec.weights_bytes
+        data["bits_per_weight"] = spec.bits_per_weight
+        if json_out:
+            if not tensors:
+                data.pop("tensors")
+            print_json(data)
+            return
+        t = Table(title=f"{spec.name}  ({spec.source_kind}: {spec.source})", show_header=False)
+        kv = spec.n_kv_heads
+        kv_text = str(kv[0]) if len(set(kv)) == 1 else ",".join(map(str, kv))
+        rows = [
+            ("architecture", spec.architecture),
+            ("parameters", f"{spec.n_params:,} ({spec.n_params / 1e6:.1f} M)"),
+            ("layers", spec.n_layers), ("embedding", spec.n_embd),
+            ("attention heads", spec.n_heads), ("KV heads", kv_text),
+            ("head size (K / V)", f"{spec.head_dim_k} / {spec.head_dim_v}"),
+            ("sliding window", "none" if not spec.sliding_window else
+             f"{spec.sliding_window} tokens on {len(spec.swa_layers)} of {spec.n_layers} layers "
+             f"(global: {[i for i in range(spec.n_layers) if i not in spec.swa_layers]})"),
+            ("context length", spec.context_length), ("vocabulary", spec.vocab_size),
+            ("tied embeddings", spec.tied_embeddings),
+            ("file type", spec.file_type or "-"),
+            ("tensor types", ", ".join(f"{k}×{v}" for k, v in sorted(spec.quant_types.items()))),
+            ("weights", human_bytes(spec.weights_bytes)),
+            ("file size", human_bytes(spec.file_size_bytes)),
+            ("bits per weight", f"{spec.bits_per_weight:.2f}" if spec.bits_per_weight else "-"),
+        ]
+        for k, v in rows:
+            t.add_row(k, str(v))
+        console.print(t)
+        if tensors:
+            tt = Table("tensor", "type", "shape", "bytes")
+            for ti in spec.tensors:
+                tt.add_row(ti.name, ti.type, "×".join(map(str, ti.shape)), human_bytes(ti.n_bytes))
+            console.print(tt)

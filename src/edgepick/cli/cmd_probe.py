@@ -1,0 +1,54 @@
+"""`edgepick probe` and `edgepick devices`: this machine measured, and the catalog."""
+
+from __future__ import annotations
+
+import typer
+from rich.table import Table
+
+from edgepick.cli.output import console, human_bytes, print_json
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def probe(json_out: bool = typer.Option(False, "--json", help="print JSON")) -> None:
+        """Measure this machine: cores, RAM, memory read bandwidth, compute, CPU features, sensors."""
+        from edgepick.devices.probe import probe as run_probe
+
+        with console.status("measuring memory bandwidth and compute…"):
+            dev = run_probe()
+        if json_out:
+            print_json(dev)
+            return
+        bw = dev.extra["bandwidth"]
+        t = Table(title="this machine (measured)", show_header=False)
+        for k, v in [
+            ("machine", dev.description), ("physical cores", dev.cores),
+            ("RAM total", human_bytes(dev.total_ram_bytes)),
+            ("RAM available (model budget)", human_bytes(dev.model_budget_bytes)),
+            ("read bandwidth", f"{dev.bandwidth_gbps:.1f} GB/s median of {bw['runs']} "
+                               f"(min {bw['min']:.1f}, max {bw['max']:.1f}; {bw['threads']} threads)"),
+            ("FP32 matmul", f"{dev.compute_gflops:.0f} GFLOPS"),
+            ("CPU features", ", ".join(dev.cpu_features) or "-"),
+            ("temperatures", dev.extra["temperatures_c"] or "not exposed by the OS"),
+            ("battery", dev.extra["battery"] or "none"),
+            ("load average", " ".join(f"{x:.2f}" for x in dev.extra["load_avg"])),
+        ]:
+            t.add_row(k, str(v))
+        console.print(t)
+
+    @app.command()
+    def devices(json_out: bool = typer.Option(False, "--json", help="print JSON")) -> None:
+        """List the device catalog (use a name with --device, or a YAML file of your own)."""
+        from edgepick.devices.catalog import catalog
+
+        profiles = list(catalog().values())
+        if json_out:
+            print_json(profiles)
+            return
+        t = Table("name", "RAM", "model budget", "bandwidth", "compute", "power", "description")
+        for d in profiles:
+            t.add_row(d.name, human_bytes(d.total_ram_bytes), human_bytes(d.model_budget_bytes),
+                      f"{d.bandwidth_gbps:g} GB/s",
+                      f"{d.compute_gflops:g} GFLOPS" if d.compute_gflops else "-",
+                      f"{d.power_budget_w:g} W" if d.power_budget_w else "-", d.description)
+        console.print(t)

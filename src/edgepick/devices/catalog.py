@@ -1,0 +1,72 @@
+"""The shipped device catalog and user profile files."""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from importlib.resources import files
+
+import yaml
+from pydantic import ValidationError
+
+from edgepick.errors import EdgepickError, InputError
+from edgepick.records.device import DeviceProfile
+from edgepick.units import parse_size
+
+_SIZE_FIELDS = {"total_ram": "total_ram_bytes", "model_budget": "model_budget_bytes"}
+
+
+def _profile(entry: dict, source: str, index: int | None = None) -> DeviceProfile:
+    if not isinstance(entry, dict):
+        raise InputError(source, "each device must be a mapping of fields")
+    data = dict(entry)
+    for short, full in _SIZE_FIELDS.items():
+        if short in data:
+            try:
+                data[full] = parse_size(data.pop(short))
+            except ValueError as exc:
+                raise InputError(source, str(exc), field=short) from None
+    try:
+        return DeviceProfile(**data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        where = f"device #{index + 1}: " if index is not None else ""
+        raise InputError(source, where + err["msg"], field=field) from None
+
+
+def _read_yaml(path: str) -> object:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return yaml.safe_load(fh)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(path, f"malformed YAML ({getattr(exc, 'problem', exc)})",
+                         line=mark.line + 1 if mark else None) from None
+
+
+@lru_cache(maxsize=1)
+def catalog() -> dict[str, DeviceProfile]:
+    source = str(files("edgepick").joinpath("data/devices.yaml"))
+    entries = _read_yaml(source)
+    return {e["name"]: _profile(e, source, i) for i, e in enumerate(entries)}
+
+
+def load_device(name_or_path: str) -> DeviceProfile:
+    """`local` probes this machine; a catalog name; or a YAML file with one profile (or a list)."""
+    if name_or_path == "local":
+        from edgepick.devices.probe import probe
+
+        return probe()
+    if name_or_path in catalog():
+        return catalog()[name_or_path]
+    if os.path.isfile(name_or_path):
+        data = _read_yaml(name_or_path)
+        if isinstance(data, list):
+            if len(data) != 1:
+                raise InputError(name_or_path, f"expected one device profile, found {len(data)}")
+            data = data[0]
+        return _profile(data, name_or_path)
+    raise EdgepickError(f"unknown device '{name_or_path}': not a catalog name, 'local', or a file "
+                        f"(catalog: {', '.join(catalog())})")
+

@@ -1,0 +1,100 @@
+"""Measure this machine: cores, memory, sustained read bandwidth, compute, sensors."""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import psutil
+
+from edgepick.records.device import DeviceProfile
+
+_FEATURES = ("avx", "avx2", "avx512f", "avx512_vnni", "avx_vnni", "fma", "f16c", "amx_tile",
+             "neon", "asimd", "asimddp", "sve", "i8mm")
+
+
+def cpu_features() -> list[str]:
+    flags: set[str] = set()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith(("flags", "Features")):
+                    flags.update(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    found = [f for f in _FEATURES if f in flags]
+    if "asimd" in found and "neon" not in found:
+        found.insert(0, "neon")
+    return found
+
+
+def measure_bandwidth(size_bytes: int = 512 * 1024**2, runs: int = 5,
+                      threads: int | None = None) -> dict:
+    """Median GB/s of timed streaming reads of a buffer far larger than the caches.
+
+    Each thread sums its own slice; numpy releases the GIL in the reduction, so all cores read
+    at once, as a decoding engine does.
+    """
+    threads = threads or os.cpu_count() or 1
+    buf = np.ones(size_bytes // 8, dtype=np.int64)
+    parts = np.array_split(buf, threads)
+    results = []
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(np.add.reduce, parts))  # warm-up: fault the pages in
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            list(pool.map(np.add.reduce, parts))
+            results.append(buf.nbytes / (time.perf_counter() - t0) / 1e9)
+    return {"median": statistics.median(results), "min": min(results), "max": max(results),
+            "runs": runs, "buffer_bytes": buf.nbytes, "threads": threads}
+
+
+def measure_compute(n: int = 1024, runs: int = 5) -> float:
+    """Median FP32 GFLOPS of a square matmul (numpy's BLAS, all cores)."""
+    a = np.random.default_rng(0).random((n, n), dtype=np.float32)
+    b = a.T.copy()
+    a @ b
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        a @ b
+        times.append(time.perf_counter() - t0)
+    return 2 * n**3 / statistics.median(times) / 1e9
+
+
+def sensors() -> dict:
+    out: dict = {}
+    try:
+        temps = psutil.sensors_temperatures() or {}
+        out["temperatures_c"] = {k: [t.current for t in v] for k, v in temps.items()}
+    except (AttributeError, OSError):
+        out["temperatures_c"] = {}
+    try:
+        bat = psutil.sensors_battery()
+        out["battery"] = None if bat is None else {"percent": bat.percent,
+                                                   "plugged": bat.power_plugged}
+    except (AttributeError, OSError):
+        out["battery"] = None
+    out["load_avg"] = list(os.getloadavg())
+    return out
+
+
+def probe(bandwidth_bytes: int = 512 * 1024**2) -> DeviceProfile:
+    vm = psutil.virtual_memory()
+    bw = measure_bandwidth(bandwidth_bytes)
+    gflops = measure_compute()
+    extra = sensors()
+    extra["bandwidth"] = bw
+    extra["swap_total_bytes"] = psutil.swap_memory().total
+    return DeviceProfile(
+        name="local", description=f"{platform.node()} ({platform.machine()}, {platform.system()})",
+        total_ram_bytes=vm.total, model_budget_bytes=vm.available,
+        bandwidth_gbps=round(bw["median"], 2), compute_gflops=round(gflops, 1),
+        cores=psutil.cpu_count(logical=False) or os.cpu_count(), cpu_features=cpu_features(),
+        notes=f"logical cpus {os.cpu_count()}; budget = RAM available at probe time",
+        measured=True, extra=extra,
+    )

@@ -1,0 +1,1 @@
+"""Fit: what can run at all on the target, before anything runs (SPEC §4)."""

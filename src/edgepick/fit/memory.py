@@ -1,0 +1,48 @@
+"""Memory the llama.cpp CPU runtime needs: weights, KV cache, compute and output buffers.
+
+KV cache cells per layer follow llama.cpp (src/llama-kv-cache-iswa.cpp): a sliding-window layer
+keeps pad256(min(n_ctx, n_swa + n_ubatch)) cells, a global layer n_ctx cells.
+"""
+
+from __future__ import annotations
+
+from edgepick.models.quant_types import row_bytes, type_sizes
+from edgepick.records.model import ModelSpec
+
+KV_TYPE_NAMES = {"f32": "F32", "f16": "F16", "bf16": "BF16", "q8_0": "Q8_0", "q4_0": "Q4_0",
+                 "q4_1": "Q4_1", "q5_0": "Q5_0", "q5_1": "Q5_1"}
+
+
+def _pad(x: int, n: int) -> int:
+    return (x + n - 1) // n * n
+
+
+def kv_cells(spec: ModelSpec, layer: int, n_ctx: int, n_ubatch: int = 512) -> int:
+    if spec.sliding_window and layer in spec.swa_layers:
+        return min(n_ctx, _pad(min(n_ctx, spec.sliding_window + n_ubatch), 256))
+    return n_ctx
+
+
+def kv_row_bytes(spec: ModelSpec, layer: int, kv_type: str) -> int:
+    """Bytes of K plus V for one cell of one layer."""
+    t = KV_TYPE_NAMES[kv_type]
+    n_kv = spec.n_kv_heads[layer] if layer < len(spec.n_kv_heads) else spec.n_kv_heads[-1]
+    return row_bytes(t, n_kv * spec.head_dim_k) + row_bytes(t, n_kv * spec.head_dim_v)
+
+
+def kv_cache_bytes(spec: ModelSpec, n_ctx: int, kv_type: str = "f16", n_ubatch: int = 512) -> int:
+    """2 × layers × ctx × KV heads × head size × bytes/element, per layer, SWA layers capped."""
+    return sum(kv_cells(spec, i, n_ctx, n_ubatch) * kv_row_bytes(spec, i, kv_type)
+               for i in range(spec.n_layers))
+
+
+def kv_read_bytes(spec: ModelSpec, n_ctx: int, fill: int, kv_type: str = "f16",
+               n_ubatch: int = 512) -> int:
+    """KV bytes one decode step reads with `fill` tokens already in the cache."""
+    return sum(min(fill, kv_cells(spec, i, n_ctx, n_ubatch)) * kv_row_bytes(spec, i, kv_type)
+               for i in range(spec.n_layers))
+
+
+def kv_bytes_per_element(kv_type: str) -> float:
+    block, size = type_sizes(KV_TYPE_NAMES[kv_type])
+    return size / block

@@ -1,0 +1,1 @@
+"""Model reading (GGUF headers, Hugging Face configs) and GGUF rewriting."""

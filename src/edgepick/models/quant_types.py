@@ -1,0 +1,178 @@
+"""llama.cpp's quantization types: sizes, file types, and which type each tensor gets.
+
+Sizes come from the `gguf` package's own table (block size and bytes per block, scales
+included). `planned_tensor_types` follows llama.cpp's `llama_tensor_get_type` (src/llama-quant.cpp
+of the pinned llama.cpp) for the file types people actually build, so that a size can be
+predicted exactly for a model that has not been quantized yet.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from edgepick.errors import EdgepickError
+
+# File type (what `llama-quantize` is asked for) -> the ggml type most tensors get.
+FTYPE_BASE = {
+    "F32": "F32", "F16": "F16", "BF16": "BF16", "Q8_0": "Q8_0",
+    "Q6_K": "Q6_K", "Q5_K_M": "Q5_K", "Q5_K_S": "Q5_K", "Q5_1": "Q5_1", "Q5_0": "Q5_0",
+    "Q4_K_M": "Q4_K", "Q4_K_S": "Q4_K", "Q4_1": "Q4_1", "Q4_0": "Q4_0",
+    "IQ4_NL": "IQ4_NL", "IQ4_XS": "IQ4_XS",
+    "Q3_K_L": "Q3_K", "Q3_K_M": "Q3_K", "Q3_K_S": "Q3_K", "Q2_K": "Q2_K",
+}
+# Fallbacks when a row length is not a multiple of the type's block (llama-quant.cpp).
+_FALLBACK = {"Q2_K": "Q4_0", "Q3_K": "Q4_0", "Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0",
+             "IQ4_XS": "IQ4_NL"}
+# gguf's LlamaFileType member names for general.file_type values
+_FTYPE_ALIASES = {"ALL_F32": "F32", "MOSTLY_F16": "F16", "MOSTLY_BF16": "BF16"}
+
+
+def type_sizes(ggml_type: str) -> tuple[int, int]:
+    """(elements per block, bytes per block) of a ggml type."""
+    import gguf
+
+    try:
+        qt = gguf.GGMLQuantizationType[ggml_type.upper()]
+    except KeyError:
+        raise EdgepickError(f"unknown ggml type '{ggml_type}'") from None
+    return gguf.GGML_QUANT_SIZES[qt]
+
+
+def bits_per_weight(ggml_type: str) -> float:
+    block, size = type_sizes(ggml_type)
+    return 8.0 * size / block
+
+
+def row_bytes(ggml_type: str, n_cols: int) -> int:
+    block, size = type_sizes(ggml_type)
+    return (n_cols // block) * size
+
+
+def normalize_ftype(name: str) -> str:
+    key = name.strip().upper().replace("-", "_")
+    if key.startswith("MOSTLY_"):
+        key = key[len("MOSTLY_"):]
+    key = _FTYPE_ALIASES.get(key, key)
+    if key not in FTYPE_BASE:
+        raise EdgepickError(f"unknown quantization type '{name}'; known: {', '.join(FTYPE_BASE)}")
+    return key
+
+
+def ftype_name_from_gguf(value: int) -> str | None:
+    import gguf
+
+    try:
+        name = gguf.LlamaFileType(value).name
+    except ValueError:
+        return None
+    name = _FTYPE_ALIASES.get(name, name.removeprefix("MOSTLY_"))
+    return name
+
+
+@dataclass
+class PlannedTensor:
+    name: str
+    shape: list[int]  # GGUF order: shape[0] is the row length
+    type: str
+    n_bytes: int
+    fell_back_from: str | None = None
+
+
+def _quantizable(name: str, shape: list[int]) -> bool:
+    return len(shape) >= 2 and name.endswith(".weight") and "norm" not in name \
+        and not name.startswith("position_embd") and "rope_freqs" not in name
+
+
+def _use_more_bits(i: int, n: int) -> bool:
+    return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
+
+
+def planned_tensor_types(tensors: list[tuple[str, list[int], str]], ftype: str,
+                         n_gqa: int = 1) -> list[PlannedTensor]:
+    """Which ggml type llama.cpp gives each tensor when asked for `ftype`.
+
+    `tensors` holds (name, GGUF shape, current type); non-quantizable tensors keep their type.
+    """
+    ftype = normalize_ftype(ftype)
+    base = FTYPE_BASE[ftype]
+    quantized = base not in ("F32", "F16", "BF16")
+    names = {t[0] for t in tensors}
+    tied = "output.weight" not in names
+    n_v = sum(1 for t in tensors if re.search(r"attn_v\.weight$", t[0]))
+    n_down = sum(1 for t in tensors if re.search(r"ffn_down(_exps)?\.weight$", t[0]))
+    i_v = i_down = 0
+    out: list[PlannedTensor] = []
+    for name, shape, current in tensors:
+        if not _quantizable(name, shape):
+            out.append(PlannedTensor(name, shape, current, _nbytes(current, shape)))
+            continue
+        new = base
+        if quantized:
+            new, i_v, i_down = _mixture_rule(name, shape, ftype, base, tied, n_gqa,
+                                             i_v, n_v, i_down, n_down)
+            fell = None
+            block = type_sizes(new)[0]
+            if shape[0] % block:
+                fell = new
+                new = _FALLBACK.get(new, new)
+                if shape[0] % type_sizes(new)[0]:
+                    new = "F16"
+            out.append(PlannedTensor(name, shape, new, _nbytes(new, shape), fell))
+        else:
+            out.append(PlannedTensor(name, shape, new, _nbytes(new, shape)))
+    return out
+
+
+def _mixture_rule(name: str, shape: list[int], ftype: str, base: str, tied: bool, n_gqa: int,
+                  i_v: int, n_v: int, i_down: int, n_down: int) -> tuple[str, int, int]:
+    new = base
+    if name == "output.weight" or (tied and name == "token_embd.weight"):
+        if shape[0] % type_sizes(base)[0]:
+            new = "Q8_0"
+        elif base != "Q8_0":
+            new = "Q6_K"
+        return new, i_v, i_down
+    if name == "token_embd.weight":
+        return new, i_v, i_down
+    if name.endswith("attn_v.weight"):
+        if ftype == "Q2_K":
+            new = "Q4_K" if n_gqa >= 4 else "Q3_K"
+        elif ftype == "Q3_K_M":
+            new = "Q5_K" if i_v < 2 else "Q4_K"
+        elif ftype == "Q3_K_L":
+            new = "Q5_K"
+        elif ftype in ("IQ4_NL", "IQ4_XS") and n_gqa >= 4:
+            new = "Q5_K"
+        elif ftype in ("Q4_K_M", "Q5_K_M") and _use_more_bits(i_v, n_v):
+            new = "Q6_K"
+        elif ftype == "Q4_K_S" and i_v < 4:
+            new = "Q5_K"
+        return new, i_v + 1, i_down
+    if re.search(r"ffn_down(_exps)?\.weight$", name):
+        i, n = i_down, n_down
+        if ftype == "Q2_K":
+            new = "Q3_K"
+        elif ftype == "Q3_K_M":
+            new = "Q5_K" if i < n // 16 else "Q4_K"
+        elif ftype == "Q3_K_L":
+            new = "Q5_K"
+        elif ftype in ("Q4_K_M", "Q5_K_M") and _use_more_bits(i, n):
+            new = "Q6_K"
+        elif ftype in ("IQ4_NL", "IQ4_XS") and i < n // 8:
+            new = "Q5_K"
+        elif ftype == "Q4_K_S" and i < n // 8:
+            new = "Q5_K"
+        return new, i_v, i_down + 1
+    if name.endswith("attn_output.weight"):
+        new = {"Q2_K": "Q3_K", "Q3_K_M": "Q4_K", "Q3_K_L": "Q5_K"}.get(ftype, base)
+    elif name.endswith("attn_qkv.weight"):
+        new = {"Q3_K_M": "Q4_K", "Q3_K_L": "Q4_K", "Q4_K_M": "Q5_K", "Q5_K_M": "Q6_K"}.get(ftype, base)
+    return new, i_v, i_down
+
+
+def _nbytes(ggml_type: str, shape: list[int]) -> int:
+    rows = 1
+    for d in shape[1:]:
+        rows *= d
+    return row_bytes(ggml_type, shape[0]) * rows

@@ -1,0 +1,30 @@
+"""The fit planner's estimate for one model × quant × context on one device."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class FitEstimate(BaseModel):
+    model: str
+    quant: str
+    ctx: int
+    kv_type: str
+    device: str
+    weights_bytes: int
+    weights_exact: bool  # True when read from the file's own tensor types
+    kv_cache_bytes: int
+    overhead_bytes: int  # compute buffers + output buffer + runtime baseline
+    total_bytes: int
+    budget_bytes: int
+    margin: float
+    verdict: str  # fits | tight | no
+    kv_fill_tokens: int  # tokens in the cache while decoding, for the speed figures
+    bytes_per_token: int  # weights + KV read to decode one token at that fill
+    decode_tps_bound: float
+    decode_tps_estimate: float
+    efficiency: float
+    prefill_tps_estimate: float | None
+    higher_precision: dict[str, str] = Field(default_factory=dict)  # tensor class -> type kept
+    fallbacks: list[str] = Field(default_factory=list)  # tensors whose rows forced another type
+    risks: list[str] = Field(default_factory=list)  # task-prior warnings (seed 000 §3.3)

@@ -1,0 +1,57 @@
+"""Shared fixtures: real models from installed packages, cut small where speed matters."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def tiny_model() -> str:
+    """SmolLM2 cut to 2 blocks, F16: loads and runs in milliseconds."""
+    from edgepick.assets.bundled import tiny_f16
+
+    return str(tiny_f16())
+
+
+@pytest.fixture(scope="session")
+def smollm2_q4_1() -> str:
+    from edgepick.assets.bundled import smollm2_q4_1
+
+    return str(smollm2_q4_1())
+
+
+@pytest.fixture(scope="session")
+def smollm2_f16() -> str:
+    from edgepick.assets.bundled import smollm2_f16
+
+    return str(smollm2_f16())
+
+
+@pytest.fixture(scope="session")
+def gemma3_q4_k_m() -> str:
+    from edgepick.assets.bundled import gemma3_270m_q4_k_m
+
+    return str(gemma3_270m_q4_k_m())
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> str:
+    return str(tmp_path / "results.sqlite")
+
+
+def run_cli(*args: str, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    """Run `python -m edgepick ARGS` as a user would, capturing output."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "edgepick", *args], capture_output=True,
+                          text=True, env=full_env, timeout=timeout)
+
+
+@pytest.fixture
+def cli():
+    return run_cli
