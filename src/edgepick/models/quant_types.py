@@ -102,10 +102,12 @@ def planned_tensor_types(tensors: list[tuple[str, list[int], str]], ftype: str,
     n_v = sum(1 for t in tensors if re.search(r"attn_v\.weight$", t[0]))
     n_down = sum(1 for t in tensors if re.search(r"ffn_down(_exps)?\.weight$", t[0]))
     i_v = i_down = 0
-    out: list[PlannedTensor] = []
-    for name, shape, current in tensors:
+    by_name: dict[str, PlannedTensor] = {}
+    # llama.cpp visits tensors in block order (not file order); the per-layer counters of the
+    # mixture rules depend on it.
+    for name, shape, current in sorted(tensors, key=lambda t: _block_index(t[0])):
         if not _quantizable(name, shape):
-            out.append(PlannedTensor(name, shape, current, _nbytes(current, shape)))
+            by_name[name] = PlannedTensor(name, shape, current, _nbytes(current, shape))
             continue
         new = base
         if quantized:
@@ -118,10 +120,15 @@ def planned_tensor_types(tensors: list[tuple[str, list[int], str]], ftype: str,
                 new = _FALLBACK.get(new, new)
                 if shape[0] % type_sizes(new)[0]:
                     new = "F16"
-            out.append(PlannedTensor(name, shape, new, _nbytes(new, shape), fell))
+            by_name[name] = PlannedTensor(name, shape, new, _nbytes(new, shape), fell)
         else:
-            out.append(PlannedTensor(name, shape, new, _nbytes(new, shape)))
-    return out
+            by_name[name] = PlannedTensor(name, shape, new, _nbytes(new, shape))
+    return [by_name[t[0]] for t in tensors]
+
+
+def _block_index(name: str) -> int:
+    m = re.match(r"blk\.(\d+)\.", name)
+    return int(m.group(1)) if m else -1
 
 
 def _mixture_rule(name: str, shape: list[int], ftype: str, base: str, tied: bool, n_gqa: int,

@@ -15,6 +15,8 @@ class RuntimeSettings(BaseModel):
     n_ubatch: int = 512
     kv_type: str = "f16"  # f16 | q8_0 | q4_0 (llama.cpp cache types)
     flash_attn: bool = True
+    # Sliding-window layers keep only their window (as llama-server does), not the full context.
+    swa_full: bool = False
     seed: int = 42
     mmap: bool = True
 

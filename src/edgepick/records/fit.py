@@ -14,7 +14,8 @@ class FitEstimate(BaseModel):
     weights_bytes: int
     weights_exact: bool  # True when read from the file's own tensor types
     kv_cache_bytes: int
-    overhead_bytes: int  # compute buffers + output buffer + runtime baseline
+    overhead_bytes: int  # runtime baseline + context structures + activations + repacked weights
+    overhead_parts: dict[str, int] = Field(default_factory=dict)
     total_bytes: int
     budget_bytes: int
     margin: float

@@ -1,0 +1,115 @@
+"""The fit planner: memory and speed of one model × quant × context on one device."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib.resources import files
+
+import yaml
+
+from edgepick.fit.memory import kv_cache_bytes, kv_read_bytes
+from edgepick.fit.overhead import RUNTIME_BASELINE_BYTES, overhead_parts
+from edgepick.fit.speed import efficiency_for, prefill_estimate, weights_read_per_token
+from edgepick.models.quant_types import PlannedTensor, normalize_ftype, planned_tensor_types
+from edgepick.records.device import DeviceProfile
+from edgepick.records.fit import FitEstimate
+from edgepick.records.model import ModelSpec
+
+DEFAULT_MARGIN = 0.20  # the seeds' rule: keep 20% headroom
+
+
+def plan_tensors(spec: ModelSpec, quant: str | None) -> tuple[list[PlannedTensor], bool, str]:
+    """Per-tensor types: the file's own when `quant` is None/native or matches the file."""
+    if quant in (None, "", "native") or (
+            spec.source_kind == "gguf" and spec.file_type and normalize_ftype(quant) == spec.file_type):
+        return ([PlannedTensor(t.name, t.shape, t.type, t.n_bytes) for t in spec.tensors],
+                spec.source_kind == "gguf", spec.file_type or "native")
+    ftype = normalize_ftype(quant)
+    n_gqa = spec.n_heads // max(1, max(spec.n_kv_heads or [1]))
+    raw = [(t.name, t.shape, t.type) for t in spec.tensors]
+    return planned_tensor_types(raw, ftype, n_gqa=n_gqa), False, ftype
+
+
+@lru_cache(maxsize=1)
+def task_priors() -> dict:
+    return yaml.safe_load(files("edgepick").joinpath("data/task_priors.yaml").read_text())
+
+
+def _risks(n_params: int, bpw: float) -> list[str]:
+    out = []
+    for task, prior in task_priors().items():
+        reasons = []
+        if n_params < prior["min_params"]:
+            reasons.append(f"{n_params / 1e9:.2g}B params < {prior['min_params'] / 1e9:g}B")
+        if bpw < prior["min_bits"]:
+            reasons.append(f"{bpw:.1f} bits/weight < {prior['min_bits']:g}")
+        if reasons:
+            out.append(f"{task}: {'; '.join(reasons)} — {prior['note']}")
+    return out
+
+
+def _higher_precision(tensors: list[PlannedTensor], ftype: str) -> tuple[dict[str, str], list[str]]:
+    from edgepick.models.quant_types import FTYPE_BASE
+
+    base = FTYPE_BASE.get(ftype)
+    kept: dict[str, set[str]] = {}
+    for t in tensors:
+        if t.type != base:
+            cls = t.name.split(".")[-2] if t.name.startswith("blk.") else t.name.rsplit(".", 1)[0]
+            kept.setdefault(cls, set()).add(t.type)
+    fallbacks = [f"{t.name}: {t.fell_back_from}→{t.type} (row of {t.shape[0]} not a multiple "
+                 f"of the block)" for t in tensors if t.fell_back_from]
+    return {k: "/".join(sorted(v)) for k, v in sorted(kept.items())}, fallbacks
+
+
+def fit_one(spec: ModelSpec, quant: str | None, ctx: int, device: DeviceProfile, *,
+            kv_type: str = "f16", margin: float = DEFAULT_MARGIN, efficiency: float | None = None,
+            n_ubatch: int = 512, fill: int | None = None, swa_full: bool = False,
+            runtime_bytes: int = RUNTIME_BASELINE_BYTES) -> FitEstimate:
+    tensors, exact, qname = plan_tensors(spec, quant)
+    weights = sum(t.n_bytes for t in tensors)
+    kv_spec = spec if not swa_full else spec.model_copy(update={"swa_layers": []})
+    kv = kv_cache_bytes(kv_spec, ctx, kv_type, n_ubatch)
+    cpu_repack = bool({"avx2", "neon", "asimd"} & set(device.cpu_features))
+    parts = overhead_parts(spec, tensors, min(n_ubatch, ctx), cpu_repack, runtime_bytes)
+    overhead = sum(parts.values())
+    total = weights + kv + overhead
+    budget = device.model_budget_bytes
+    verdict = "fits" if total * (1 + margin) <= budget else "tight" if total <= budget else "no"
+
+    fill = ctx // 2 if fill is None else min(fill, ctx)
+    read = weights_read_per_token(tensors)
+    per_token = sum(t.n_bytes for t in read) + kv_read_bytes(kv_spec, ctx, fill, kv_type, n_ubatch)
+    bound = device.bandwidth_gbps * 1e9 / per_token
+    eff = efficiency_for(read, device, efficiency)
+    attn = 4.0 * spec.n_layers * spec.n_heads * spec.head_dim_k * fill
+    quant_bits = 8.0 * sum(t.n_bytes for t in read) / max(1, sum(
+        _elements(t) for t in read))
+    hp, fallbacks = _higher_precision(tensors, qname) if qname in _ftypes() else ({}, [])
+    return FitEstimate(
+        model=spec.source, quant=qname, ctx=ctx, kv_type=kv_type, device=device.name,
+        weights_bytes=weights, weights_exact=exact, kv_cache_bytes=kv, overhead_bytes=overhead,
+        overhead_parts=parts, total_bytes=total, budget_bytes=budget, margin=margin,
+        verdict=verdict, kv_fill_tokens=fill, bytes_per_token=per_token,
+        decode_tps_bound=round(bound, 2), decode_tps_estimate=round(bound * eff, 2),
+        efficiency=round(eff, 3),
+        prefill_tps_estimate=_round(prefill_estimate(read, device, attn)),
+        higher_precision=hp, fallbacks=fallbacks, risks=_risks(spec.n_params, quant_bits),
+    )
+
+
+def _elements(t: PlannedTensor) -> int:
+    n = 1
+    for d in t.shape:
+        n *= d
+    return n
+
+
+def _ftypes() -> set[str]:
+    from edgepick.models.quant_types import FTYPE_BASE
+
+    return set(FTYPE_BASE)
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 1)
