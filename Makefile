@@ -23,7 +23,7 @@ tools: $(STAMP)
 	bash scripts/build_llama_tools.sh $(LLAMA_CPP_PYTHON) $(PIP)
 
 run: setup
-	$(PY) -m edgepick demo
+	$(PY) -m edgepick check
 
 test: setup
 	$(PY) -m pytest -q
