@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from edgepick.errors import EdgepickError
+from edgepick.models.gguf_fast_reader import fast_reader
 from edgepick.models.quant_types import ftype_name_from_gguf
 from edgepick.records.model import ModelSpec, TensorInfo
 
@@ -18,8 +19,6 @@ GGUF_MAGIC = b"GGUF"
 
 def read_gguf(path: str | Path) -> Any:
     """Open a GGUF with the `gguf` package; turn every failure into a one-line error."""
-    import gguf
-
     path = str(path)
     if not os.path.isfile(path):
         raise EdgepickError(f"{path}: no such file")
@@ -31,7 +30,7 @@ def read_gguf(path: str | Path) -> Any:
     if magic != GGUF_MAGIC:
         raise EdgepickError(f"{path}: not a GGUF file (magic {magic!r}, expected {GGUF_MAGIC!r})")
     try:
-        reader = gguf.GGUFReader(path)
+        reader = fast_reader(path)
     except ValueError as exc:
         msg = str(exc)
         if "reshape" in msg or "exceeds remaining file size" in msg:
