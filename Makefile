@@ -23,7 +23,7 @@ tools: $(STAMP)
 	bash scripts/build_llama_tools.sh $(LLAMA_CPP_PYTHON) $(PIP)
 
 run: setup
-	$(PY) -m edgepick check
+	$(PY) -m edgepick run default
 
 test: setup
 	$(PY) -m pytest -q

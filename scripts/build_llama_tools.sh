@@ -5,6 +5,7 @@
 set -euo pipefail
 VERSION="${1:?usage: build_llama_tools.sh LLAMA_CPP_PYTHON_VERSION [PIP]}"
 PIP="${2:-pip}"
+case "$PIP" in /*) ;; */*) PIP="$PWD/$PIP" ;; esac  # the script changes directory below
 ROOT="${EDGEPICK_CACHE:-$HOME/.cache/edgepick}/llama.cpp-$VERSION"
 BIN="$ROOT/bin"
 TOOLS="llama-bench llama-perplexity llama-quantize llama-imatrix llama-server"

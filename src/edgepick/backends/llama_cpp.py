@@ -42,9 +42,13 @@ class LlamaCppBackend:
         self.candidate: Candidate | None = None
         self._sampler = None
         self._formatter = None
+        self._multi_ctx = None
+        self._step = None
 
     # -- lifecycle -------------------------------------------------------------------------
-    def load(self, candidate: Candidate, need_logits: bool = False) -> float:
+    def load(self, candidate: Candidate, need_logits: bool = False, n_seq: int = 1) -> float:
+        """`n_seq` > 1 sizes the context for that many concurrent sequences of `n_ctx` tokens
+        each (see generate_concurrent); the single-sequence calls then use sequence 0."""
         import llama_cpp
 
         path = candidate.model
@@ -59,11 +63,14 @@ class LlamaCppBackend:
                 model_path=path, n_ctx=s.n_ctx, n_batch=s.n_batch, n_ubatch=s.n_ubatch,
                 n_threads=s.threads, n_threads_batch=s.threads, seed=s.seed,
                 type_k=KV_TYPES[s.kv_type], type_v=KV_TYPES[s.kv_type],
-                flash_attn=s.flash_attn, use_mmap=s.mmap, logits_all=need_logits,
+                flash_attn=s.flash_attn, swa_full=s.swa_full, use_mmap=s.mmap,
+                logits_all=need_logits,
                 verbose=False,
             )
         except (ValueError, RuntimeError) as exc:
             raise EdgepickError(f"{path}: llama.cpp could not load the model ({exc})") from None
+        if n_seq > 1:
+            self._resize_for_sequences(n_seq)
         load_s = time.perf_counter() - t0
         self.candidate = candidate
         self._sampler = llama_cpp.llama_sampler_init_greedy()
@@ -72,6 +79,12 @@ class LlamaCppBackend:
     def unload(self) -> None:
         import llama_cpp
 
+        if self._step is not None:
+            self._step.free()
+            self._step = None
+        if self._multi_ctx is not None:
+            self._multi_ctx.close()  # before the model it belongs to
+            self._multi_ctx = None
         if self._sampler is not None:
             llama_cpp.llama_sampler_free(self._sampler)
             self._sampler = None
@@ -136,11 +149,10 @@ class LlamaCppBackend:
         finish = "length"
         llm.eval(tokens)
         prefill_s = time.perf_counter() - t0
+        step = self._stepper()
         for _ in range(max_tokens):
-            if logprobs:
-                row = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(ctx, -1),
-                                            shape=(llm.n_vocab(),))
-            tok = llama_cpp.llama_sampler_sample(self._sampler, ctx, -1)
+            row = step.logits_row(ctx)
+            tok = int(row.argmax())  # greedy; see llama_cpp_step for why not the C sampler
             times.append(time.perf_counter() - t0)
             if logprobs:
                 m = float(row.max())
@@ -158,7 +170,7 @@ class LlamaCppBackend:
                     finish = "stop"
                     break
             if len(out) < max_tokens:
-                llm.eval([tok])
+                step.decode_one(tok)
         text = self.detokenize(out)
         if stop:
             cut = min((text.find(s) for s in stop if s in text), default=-1)
@@ -177,6 +189,30 @@ class LlamaCppBackend:
         llm.reset()
         llm.eval(tokens)
         return np.array(llm.scores[: len(tokens)], dtype=np.float32, copy=True)
+
+    def engine_version(self) -> str:
+        return engine_version()
+
+    def _stepper(self):
+        if self._step is None:
+            from edgepick.backends.llama_cpp_step import GreedyStepper
+
+            self._step = GreedyStepper(self._require())
+        return self._step
+
+    # -- concurrent sequences (additive; see llama_cpp_batched.py) ------------------------------
+    def _resize_for_sequences(self, n_seq: int) -> None:
+        from edgepick.backends.llama_cpp_batched import multi_sequence_context
+
+        self._multi_ctx = multi_sequence_context(self.llm, n_seq)
+
+    def generate_concurrent(self, prompts: list[list[int]], max_tokens: int, *,
+                            ignore_eos: bool = False) -> list[Generation]:
+        """Several requests submitted at the same instant, decoded together in one batch per step
+        (continuous batching, as llama-server's parallel slots do). Needs load(n_seq >= len)."""
+        from edgepick.backends.llama_cpp_batched import generate_batched
+
+        return generate_batched(self, prompts, max_tokens, ignore_eos=ignore_eos)
 
     def _require(self):
         if self.llm is None:

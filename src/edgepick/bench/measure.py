@@ -1,4 +1,8 @@
-"""One candidate measured inside a worker process: load, warm up, repeat, report raw samples."""
+"""One configuration measured inside a worker process: load, warm up, repeat, report raw samples.
+
+Arguments and results are plain dicts so the call pickles cheaply into a spawned process; the
+parent turns the raw samples into metrics (bench.metrics) so the rules live in one place.
+"""
 
 from __future__ import annotations
 
@@ -6,36 +10,92 @@ import time
 
 from edgepick.backends import get_backend
 from edgepick.bench.workload import Workload, prompt_of_length
-from edgepick.bench.worker import own_peak_rss
+from edgepick.bench.worker import own_peak_rss, own_rss
+from edgepick.errors import EdgepickError
 from edgepick.records.candidate import Candidate
 
 
-def measure_candidate(candidate: dict, workload: dict) -> dict:
-    """Raw per-run samples; aggregation happens in the parent. Arguments are plain dicts so the
-    call pickles cheaply into a spawned process."""
+def _request(gen) -> dict:
+    times = list(gen.token_times)
+    return {"prompt_tokens": gen.prompt_tokens, "generated_tokens": gen.generated_tokens,
+            "token_times": times, "prefill_s": gen.prefill_s,
+            "e2e_s": times[-1] if times else None}
+
+
+def _open(cand: Candidate, wl: Workload):
+    backend = get_backend(cand.backend)
+    in_process = getattr(backend, "in_process", True)
+    if in_process and wl.prompt_tokens + wl.gen_tokens > cand.settings.n_ctx:
+        raise EdgepickError(f"prompt of {wl.prompt_tokens} + {wl.gen_tokens} generated tokens "
+                            f"exceed the context of {cand.settings.n_ctx} (raise --ctx)")
+    rss_before = own_peak_rss()
+    # Only engines that run concurrent sequences themselves need to know how many to hold.
+    load_s = backend.load(cand, n_seq=wl.concurrency) if wl.concurrency > 1 else backend.load(cand)
+    raw = {
+        "load_s": load_s if in_process else None,
+        "rss_before_load": rss_before, "rss_after_load": own_peak_rss(),
+        "engine_version": backend.engine_version() if hasattr(backend, "engine_version") else None,
+        "server": backend.server_settings() if hasattr(backend, "server_settings") else None,
+        "in_process": in_process,
+    }
+    return backend, raw
+
+
+def _prompts(backend, wl: Workload) -> list[list[int]]:
+    return [prompt_of_length(backend.tokenize, wl.prompt_tokens, variant=i)
+            for i in range(wl.concurrency)]
+
+
+def _one_run(backend, prompts: list[list[int]], wl: Workload) -> list:
+    if len(prompts) == 1:
+        return [backend.generate(prompts[0], max_tokens=wl.gen_tokens, ignore_eos=True)]
+    return backend.generate_concurrent(prompts, wl.gen_tokens, ignore_eos=True)
+
+
+def measure_point(candidate: dict, workload: dict) -> dict:
+    """`repeats` timed runs after `warmup` untimed ones; each run submits `concurrency` requests."""
     cand = Candidate.model_validate(candidate)
     wl = Workload.model_validate(workload)
-    backend = get_backend(cand.backend)
-    rss_before = own_peak_rss()
-    load_s = backend.load(cand)
-    rss_loaded = own_peak_rss()
-    prompt = prompt_of_length(backend.tokenize, wl.prompt_tokens)
-    runs = []
+    backend, raw = _open(cand, wl)
     try:
+        prompts = _prompts(backend, wl)
+        runs = []
         for i in range(wl.warmup + wl.repeats):
-            t0 = time.perf_counter()
-            gen = backend.generate(prompt, max_tokens=wl.gen_tokens, ignore_eos=True)
-            wall = time.perf_counter() - t0
-            if i < wl.warmup:
-                continue
-            times = gen.token_times
-            itl = [b - a for a, b in zip(times, times[1:])]
-            runs.append({
-                "prompt_tokens": gen.prompt_tokens, "generated_tokens": gen.generated_tokens,
-                "ttft_s": gen.ttft_s, "prefill_s": gen.prefill_s, "e2e_s": wall,
-                "decode_tps": gen.decode_tps, "itl_s": itl,
-            })
+            gens = _one_run(backend, prompts, wl)
+            if i >= wl.warmup:
+                runs.append({"requests": [_request(g) for g in gens]})
+        raw["runs"] = runs
     finally:
         backend.unload()
-    return {"load_s": load_s, "runs": runs, "rss_before_load": rss_before,
-            "rss_after_load": rss_loaded}
+    return raw
+
+
+def measure_sustain(candidate: dict, workload: dict) -> dict:
+    """Back-to-back requests of a fixed size for `sustain_s` seconds.
+
+    Fixed-size requests keep the work per token stationary, so a falling rate shows the machine
+    (heat, throttling, memory pressure, leaks), not a growing context."""
+    cand = Candidate.model_validate(candidate)
+    wl = Workload.model_validate(workload)
+    backend, raw = _open(cand, wl)
+    try:
+        prompts = _prompts(backend, wl)
+        for _ in range(wl.warmup):
+            _one_run(backend, prompts, wl)
+        token_times: list[float] = []
+        runs = []
+        rss_start = own_rss()
+        t_start = time.perf_counter()
+        while time.perf_counter() - t_start < wl.sustain_s:
+            submitted = time.perf_counter() - t_start
+            gens = _one_run(backend, prompts, wl)
+            for g in gens:
+                token_times.extend(submitted + t for t in g.token_times)
+            runs.append({"requests": [_request(g) for g in gens]})
+        raw.update(duration_s=wl.sustain_s, token_times=sorted(token_times), runs=runs,
+                   requests=sum(len(r["requests"]) for r in runs), rss_start=rss_start,
+                   rss_end=own_rss())
+    finally:
+        backend.unload()
+    return raw
+

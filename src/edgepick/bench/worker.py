@@ -50,7 +50,26 @@ def own_peak_rss() -> int:
     return _status_bytes(os.getpid()).get("VmHWM", 0)
 
 
+def own_rss() -> int:
+    return _status_bytes(os.getpid()).get("VmRSS", 0)
+
+
+def _die_with_parent() -> None:
+    # A parent killed with SIGKILL cannot stop its worker; without this the orphan would keep
+    # the CPU busy (and skew the next measurement) until its configuration finished.
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        if os.getppid() == 1:
+            os._exit(1)
+    except (OSError, AttributeError):
+        pass
+
+
 def _child(conn: Any, fn: Callable, args: tuple, kwargs: dict) -> None:
+    _die_with_parent()
     try:
         value = fn(*args, **kwargs)
         conn.send(("ok", value, own_peak_rss()))

@@ -13,18 +13,21 @@ from typing import Any, Callable
 
 import numpy as np
 
+from edgepick.models.gguf_fast_reader import fast_reader
+
 # (data, ggml type or None to infer from the numpy dtype) or None to copy the tensor unchanged.
 TensorTransform = Callable[[Any], "tuple[np.ndarray, Any] | None"]
 
 
-def rewrite_gguf(src: str | Path, dst: str | Path, *,
+def rewrite_gguf(src: Any, dst: str | Path, *,
                  keep: Callable[[str], bool] = lambda name: True,
                  transform: TensorTransform | None = None,
                  kv_overrides: dict[str, tuple[Any, Any]] | None = None) -> Path:
-    """`kv_overrides` maps a key to (value, GGUFValueType). The file is written atomically."""
+    """`kv_overrides` maps a key to (value, GGUFValueType). The file is written atomically.
+    `src` may be an open GGUFReader, so that many files can be written from one parse."""
     import gguf
 
-    reader = gguf.GGUFReader(str(src))
+    reader = src if isinstance(src, gguf.GGUFReader) else fast_reader(str(src))
     arch = reader.fields[gguf.Keys.General.ARCHITECTURE].contents()
     dst = Path(dst)
     tmp = dst.with_name(dst.name + f".tmp{os.getpid()}")

@@ -1,0 +1,162 @@
+"""Concurrent requests in one llama.cpp context: one sequence per request, decoded together.
+
+This is what a llama.cpp server does with parallel slots: every step puts one token of each
+unfinished sequence into a single batch, so the weights are read once per step for all of them.
+Prompts are packed into batches of up to n_batch tokens; a request's first token is sampled right
+after the batch holding the end of its prompt, so requests later in the pack wait longer (their
+TTFT includes the prefill of the ones before them), exactly as on a server receiving them at once.
+"""
+
+from __future__ import annotations
+
+import time
+
+from edgepick.backends.base import Generation
+from edgepick.errors import EdgepickError
+
+
+def multi_sequence_context(llm, n_seq: int):
+    """Replace the Llama's context by one holding `n_seq` sequences of n_ctx tokens each.
+
+    The single-sequence context is freed first, so the process's memory high-water mark is that
+    of the multi-sequence context, as it would be on a server sized for that concurrency."""
+    import llama_cpp
+    from llama_cpp import _internals
+
+    params = type(llm.context_params).from_buffer_copy(llm.context_params)
+    params.n_seq_max = n_seq
+    params.n_ctx = llm.context_params.n_ctx * n_seq
+    params.kv_unified = False  # each sequence gets its own n_ctx cells
+    params.n_batch = max(params.n_batch, n_seq)
+    llm._ctx.close()
+    try:
+        ctx = _internals.LlamaContext(model=llm._model, params=params, verbose=False)
+    except ValueError as exc:
+        raise EdgepickError(f"llama.cpp could not create a context for {n_seq} sequences "
+                            f"of {llm.context_params.n_ctx} tokens ({exc})") from None
+    llm._ctx = ctx
+    llm.context_params = params
+    assert llama_cpp.llama_n_seq_max(ctx.ctx) >= n_seq
+    return ctx
+
+
+class _Batch:
+    def __init__(self, capacity: int, n_seq: int):
+        import llama_cpp
+
+        self.capacity = capacity
+        self.b = llama_cpp.llama_batch_init(capacity, 0, n_seq)
+
+    def clear(self) -> None:
+        self.b.n_tokens = 0
+
+    def add(self, token: int, pos: int, seq: int, logits: bool) -> int:
+        i = self.b.n_tokens
+        self.b.token[i] = token
+        self.b.pos[i] = pos
+        self.b.n_seq_id[i] = 1
+        self.b.seq_id[i][0] = seq
+        self.b.logits[i] = logits
+        self.b.n_tokens = i + 1
+        return i
+
+    def free(self) -> None:
+        import llama_cpp
+
+        llama_cpp.llama_batch_free(self.b)
+
+
+def generate_batched(backend, prompts: list[list[int]], max_tokens: int, *,
+                     ignore_eos: bool = False) -> list[Generation]:
+    import llama_cpp
+
+    llm = backend._require()
+    n = len(prompts)
+    if n == 0:
+        return []
+    ctx = llm._ctx.ctx
+    n_seq_max = llama_cpp.llama_n_seq_max(ctx)
+    if n > n_seq_max:
+        raise EdgepickError(f"{n} concurrent requests need a model loaded for {n} sequences "
+                            f"(loaded for {n_seq_max})")
+    per_seq = llama_cpp.llama_n_ctx_seq(ctx) if n_seq_max > 1 else llm.n_ctx()
+    for p in prompts:
+        if len(p) + 1 > per_seq:
+            raise EdgepickError(f"prompt of {len(p)} tokens does not fit the context of {per_seq}")
+    limits = [min(max_tokens, per_seq - len(p)) for p in prompts]
+    vocab = llm._model.vocab
+    step = backend._stepper()  # greedy arg-max, as in single-sequence generate
+    n_batch = max(llm.context_params.n_batch, n)
+    batch = _Batch(n_batch, n)
+    llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(ctx), True)
+    times: list[list[float]] = [[] for _ in prompts]
+    outs: list[list[int]] = [[] for _ in prompts]
+    prefill_s: list[float | None] = [None] * n
+    done = [False] * n
+    pos = [len(p) for p in prompts]
+
+    def decode() -> None:
+        rc = llama_cpp.llama_decode(ctx, batch.b)
+        if rc != 0:
+            raise EdgepickError(f"llama_decode failed with code {rc} (batch of {batch.b.n_tokens})")
+
+    def take(seq: int, idx: int, t0: float) -> None:
+        tok = step.argmax(ctx, idx)
+        now = time.perf_counter() - t0
+        if not ignore_eos and llama_cpp.llama_vocab_is_eog(vocab, tok):
+            done[seq] = True
+            return
+        outs[seq].append(tok)
+        times[seq].append(now)
+        if len(outs[seq]) >= limits[seq]:
+            done[seq] = True
+
+    try:
+        t0 = time.perf_counter()
+        # Prefill: pack every prompt, in order, into batches; logits only at each prompt's end.
+        pending: list[tuple[int, int]] = []  # (seq, batch index) whose prompt ended in this batch
+        for seq, p in enumerate(prompts):
+            for j, tok in enumerate(p):
+                last = j == len(p) - 1
+                idx = batch.add(tok, j, seq, last)
+                if last:
+                    pending.append((seq, idx))
+                if batch.b.n_tokens == n_batch:
+                    decode()
+                    _flush(pending, prefill_s, t0, take)
+                    batch.clear()
+        if batch.b.n_tokens:
+            decode()
+            _flush(pending, prefill_s, t0, take)
+            batch.clear()
+        # Decode: one token per unfinished sequence per step.
+        while not all(done):
+            batch.clear()
+            active = []
+            for seq in range(n):
+                if not done[seq]:
+                    active.append((seq, batch.add(outs[seq][-1], pos[seq], seq, True)))
+                    pos[seq] += 1
+            decode()
+            for seq, idx in active:
+                take(seq, idx, t0)
+    finally:
+        batch.free()
+        llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(ctx), True)
+        llm.n_tokens = 0  # the single-sequence bookkeeping no longer matches the memory
+    gens = []
+    for seq in range(n):
+        finish = "length" if len(outs[seq]) >= limits[seq] else "stop"
+        gens.append(Generation(text=backend.detokenize(outs[seq]), prompt_tokens=len(prompts[seq]),
+                               generated_tokens=len(outs[seq]), token_times=times[seq],
+                               prefill_s=prefill_s[seq], finish_reason=finish))
+    return gens
+
+
+def _flush(pending: list[tuple[int, int]], prefill_s: list, t0: float, take) -> None:
+    now = time.perf_counter() - t0
+    for seq, idx in pending:
+        prefill_s[seq] = now
+        take(seq, idx, t0)
+    pending.clear()
+

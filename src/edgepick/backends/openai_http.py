@@ -1,0 +1,272 @@
+"""Any OpenAI-compatible server (llama-server, MLC, vLLM, …) measured from the outside.
+
+The model is named by a URL, `http://host:port/v1#model-name` (the fragment picks the served
+model; without it the first one listed by /v1/models is used). Generation always streams (SSE)
+so each chunk's arrival time is known; TTFT is the arrival of the first chunk that carries
+generated text, never the empty chunk that only announces the assistant role. Token counts come
+from the server's usage block; tokenizing needs the server's own /tokenize (llama-server has it).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import ClassVar
+from urllib.parse import urlsplit
+
+from edgepick.backends.base import Generation, register_backend
+from edgepick.errors import EdgepickError
+from edgepick.records.candidate import Candidate
+
+
+def parse_model_url(url: str) -> tuple[str, str | None]:
+    """`http://host:port/v1#name` → ("http://host:port/v1", "name")."""
+    base, _, name = url.partition("#")
+    parts = urlsplit(base)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise EdgepickError(f"{url}: expected an OpenAI-compatible URL like "
+                            "http://127.0.0.1:8080/v1#model-name")
+    base = base.rstrip("/")
+    if not base.endswith("/v1"):
+        base += "/v1"
+    return base, name or None
+
+
+@register_backend("openai_http")
+class OpenAIHttpBackend:
+    name: ClassVar[str] = "openai_http"
+    in_process: ClassVar[bool] = False  # memory and load time belong to the server, not to us
+
+    def __init__(self, timeout_s: float = 600.0) -> None:
+        self.base: str | None = None
+        self.root: str | None = None
+        self.model: str | None = None
+        self.timeout_s = timeout_s
+        self._client = None
+        self._props: dict | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def load(self, candidate: Candidate, need_logits: bool = False, n_seq: int = 1) -> float:
+        """Connect and check the model is served; returns the time that took (not a load time:
+        the server loaded its model before we arrived)."""
+        import httpx
+
+        if need_logits:
+            raise EdgepickError("logits are not available over HTTP; use an in-process backend "
+                                "(llama_cpp) for fidelity measurements")
+        self.base, self.model = parse_model_url(candidate.model)
+        self.root = self.base[: -len("/v1")]
+        self._client = httpx.Client(timeout=httpx.Timeout(self.timeout_s, connect=10.0))
+        t0 = time.perf_counter()
+        served = [m.get("id") for m in self._get_json(f"{self.base}/models").get("data", [])]
+        if self.model is None:
+            if not served:
+                raise EdgepickError(f"{self.base}: the server lists no models")
+            self.model = served[0]
+        elif served and self.model not in served:
+            raise EdgepickError(f"{self.base}: model '{self.model}' is not served "
+                                f"(served: {', '.join(map(str, served))})")
+        return time.perf_counter() - t0
+
+    def unload(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def engine_version(self) -> str:
+        props = self.server_settings() or {}
+        build = props.get("build_info")
+        return f"{build} at {self.base}" if build else f"OpenAI-compatible server at {self.base}"
+
+    def server_settings(self) -> dict | None:
+        """What the server says about itself (llama-server's /props), when it says anything."""
+        if self._props is None:
+            self._props = {}
+            try:
+                r = self._http().get(f"{self.root}/props")
+                if r.status_code == 200:
+                    p = r.json()
+                    gen = p.get("default_generation_settings", {})
+                    self._props = {"build_info": p.get("build_info"),
+                                   "n_ctx": gen.get("n_ctx"), "total_slots": p.get("total_slots"),
+                                   "model_path": p.get("model_path")}
+            except Exception:  # noqa: BLE001 - /props is optional; absence is not an error
+                self._props = {}
+        return self._props or None
+
+    # -- text ------------------------------------------------------------------------------
+    def tokenize(self, text: str, add_bos: bool = True) -> list[int]:
+        r = self._http().post(f"{self.root}/tokenize",
+                              json={"content": text, "add_special": add_bos, "parse_special": True})
+        if r.status_code == 404:
+            raise EdgepickError(f"{self.root}: the server offers no /tokenize endpoint, so "
+                                "operations that need exact token counts cannot run against it")
+        self._check(r)
+        return [t if isinstance(t, int) else t["id"] for t in r.json()["tokens"]]
+
+    def detokenize(self, tokens: list[int]) -> str:
+        r = self._http().post(f"{self.root}/detokenize", json={"tokens": tokens})
+        if r.status_code == 404:
+            raise EdgepickError(f"{self.root}: the server offers no /detokenize endpoint")
+        self._check(r)
+        return r.json().get("content", "")
+
+    def render_chat(self, messages: list[dict]) -> str:
+        raise EdgepickError("the chat template is applied by the server; send messages instead")
+
+    def logits(self, tokens: list[int]):
+        raise EdgepickError("logits are not available over HTTP; use an in-process backend "
+                            "(llama_cpp) for fidelity measurements")
+
+    # -- inference -------------------------------------------------------------------------
+    def generate(self, prompt: str | list[dict] | list[int], max_tokens: int, *,
+                 chat: bool = False, stop: list[str] | None = None, logprobs: bool = False,
+                 ignore_eos: bool = False) -> Generation:
+        return self._submit(prompt, max_tokens, chat=chat, stop=stop, logprobs=logprobs,
+                            ignore_eos=ignore_eos)[0]
+
+    def _submit(self, prompt, max_tokens: int, *, chat: bool = False, stop=None,
+                logprobs: bool = False, ignore_eos: bool = False) -> tuple[Generation, float]:
+        as_chat = chat or (isinstance(prompt, list) and bool(prompt)
+                           and isinstance(prompt[0], dict))
+        body: dict = {"model": self.model, "max_tokens": max_tokens, "temperature": 0.0,
+                      "seed": 42, "stream": True, "stream_options": {"include_usage": True},
+                      # llama-server extensions; other servers ignore unknown fields. A prompt
+                      # cache would turn repeated runs into measurements of nothing.
+                      "cache_prompt": False}
+        if ignore_eos:
+            body["ignore_eos"] = True
+        if stop:
+            body["stop"] = stop
+        if as_chat:
+            msgs = prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
+            body["messages"] = msgs
+            if logprobs:
+                body["logprobs"] = True
+            path = "/chat/completions"
+        else:
+            body["prompt"] = prompt
+            if logprobs:
+                body["logprobs"] = 1
+            path = "/completions"
+        return self._stream(path, body, as_chat, logprobs)
+
+    def generate_concurrent(self, prompts: list, max_tokens: int, *,
+                            ignore_eos: bool = False) -> list[Generation]:
+        """All requests released at the same instant from their own threads; times are from that
+        instant, so TTFT includes any queueing the server does."""
+        n = len(prompts)
+        results: list[Generation | BaseException | None] = [None] * n
+        gate = threading.Barrier(n + 1)
+        t0_box: list[float] = []
+
+        def worker(i: int) -> None:
+            gate.wait()
+            try:
+                g, submitted = self._submit(prompts[i], max_tokens, ignore_eos=ignore_eos)
+                shift = submitted - t0_box[0]
+                g.token_times = [t + shift for t in g.token_times]
+                if g.prefill_s is not None:
+                    g.prefill_s += shift
+                results[i] = g
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller below
+                results[i] = exc
+
+        threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(n)]
+        for t in threads:
+            t.start()
+        t0_box.append(time.perf_counter())
+        gate.wait()
+        for t in threads:
+            t.join()
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
+        return results  # type: ignore[return-value]
+
+    # -- plumbing --------------------------------------------------------------------------
+    def _stream(self, path: str, body: dict, as_chat: bool,
+                logprobs: bool) -> tuple[Generation, float]:
+        import httpx
+
+        times: list[float] = []
+        pieces: list[str] = []
+        lps: list[float] = []
+        usage: dict = {}
+        timings: dict = {}
+        finish = "length"
+        t0 = time.perf_counter()
+        try:
+            with self._http().stream("POST", f"{self.base}{path}", json=body) as r:
+                if r.status_code >= 400:
+                    r.read()
+                    self._check(r)
+                for line in r.iter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        break
+                    now = time.perf_counter() - t0
+                    chunk = json.loads(data)
+                    if "error" in chunk:
+                        raise EdgepickError(f"{self.base}{path}: server error: {chunk['error']}")
+                    usage = chunk.get("usage") or usage
+                    timings = chunk.get("timings") or timings
+                    for choice in chunk.get("choices") or []:
+                        text = (choice.get("delta") or {}).get("content") if as_chat \
+                            else choice.get("text")
+                        if text:  # the role-only and the closing chunks carry no text
+                            times.append(now)
+                            pieces.append(text)
+                            if logprobs:
+                                lps.extend(_chunk_logprobs(choice.get("logprobs")))
+                        if choice.get("finish_reason"):
+                            finish = "stop" if choice["finish_reason"] == "stop" else "length"
+        except httpx.HTTPError as exc:
+            raise EdgepickError(f"{self.base}{path}: request failed ({exc})") from None
+        n_gen = usage.get("completion_tokens", len(times))
+        n_prompt = usage.get("prompt_tokens", timings.get("prompt_n", 0))
+        prefill_s = timings["prompt_ms"] / 1e3 if "prompt_ms" in timings else None
+        g = Generation(text="".join(pieces), prompt_tokens=n_prompt or 0, generated_tokens=n_gen,
+                       token_times=times, prefill_s=prefill_s, finish_reason=finish,
+                       token_logprobs=lps if logprobs else None)
+        return g, t0
+
+    def _http(self):
+        if self._client is None:
+            raise EdgepickError("backend used before a model was loaded")
+        return self._client
+
+    def _get_json(self, url: str) -> dict:
+        import httpx
+
+        try:
+            r = self._http().get(url)
+        except httpx.HTTPError as exc:
+            raise EdgepickError(f"{url}: cannot reach the server ({exc})") from None
+        self._check(r)
+        return r.json()
+
+    @staticmethod
+    def _check(r) -> None:
+        if r.status_code < 400:
+            return
+        try:
+            detail = r.json().get("error", r.text)
+            if isinstance(detail, dict):
+                detail = detail.get("message", detail)
+        except (ValueError, AttributeError):
+            detail = r.text
+        raise EdgepickError(f"{r.request.url}: HTTP {r.status_code}: {str(detail)[:200]}")
+
+
+def _chunk_logprobs(lp) -> list[float]:
+    """Log-probabilities from either the chat shape ({content: [{logprob}]}) or the legacy
+    completions shape ({token_logprobs: [...]})."""
+    if not lp:
+        return []
+    if isinstance(lp.get("content"), list):
+        return [float(x["logprob"]) for x in lp["content"] if "logprob" in x]
+    return [float(x) for x in lp.get("token_logprobs") or [] if x is not None]

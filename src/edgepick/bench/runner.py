@@ -1,0 +1,93 @@
+"""Run a sweep: every configuration in its own worker, each stored the moment it is measured.
+
+A configuration already stored as `ok` is loaded instead of measured (unless `fresh`); a stored
+failure is retried, since its cause (a file, a memory limit, a timeout) may have been fixed. The
+store's primary key (kind, content key) means a configuration is held exactly once however
+often the sweep is interrupted and restarted.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from edgepick.bench import machine
+from edgepick.bench.measure import measure_point, measure_sustain
+from edgepick.bench.metrics import aggregate, sustain_report
+from edgepick.bench.sweeps import BenchRequest, Config, expand
+from edgepick.bench.worker import run_isolated
+from edgepick.records.bench import BenchResult, MachineState
+from edgepick.store import ResultStore
+
+KIND = "bench"
+
+
+def _settings(cfg: Config, req: BenchRequest, raw: dict | None) -> dict:
+    out: dict = {}
+    if cfg.candidate is not None:
+        out.update(cfg.candidate.settings.model_dump())
+        out["backend"] = cfg.candidate.backend
+    out.update(cfg.workload.model_dump())
+    out.update(sampling="greedy", mem_limit_bytes=req.mem_limit,
+               engine_version=(raw or {}).get("engine_version"))
+    if raw and raw.get("server"):
+        out["server"] = raw["server"]
+    return out
+
+
+def _result(cfg: Config, req: BenchRequest, ok: bool, raw: dict | None, error: str | None,
+            peak_rss: int, peak_rss_swap: int, before: dict, after: dict) -> BenchResult:
+    host = machine.host()
+    state = MachineState(load_avg_before=before["load_avg"], load_avg_after=after["load_avg"],
+                         temperature_c_before=before["temperature_c"],
+                         temperature_c_after=after["temperature_c"], **host)
+    metrics, sustain = {}, None
+    if ok and raw is not None:
+        # A remote server's memory is not ours to see: the worker's RSS would be the client's.
+        in_process = raw.get("in_process", True)
+        metrics = aggregate(raw, peak_rss if in_process else None,
+                            peak_rss_swap if in_process else None)
+        if cfg.workload.sustain_s > 0:
+            sustain = sustain_report(raw)
+            if not sustain.window_tps:
+                ok, error = False, "sustained run shorter than one window"
+    return BenchResult(
+        model=cfg.model, model_path=cfg.candidate.model if cfg.candidate else cfg.model,
+        backend=cfg.candidate.backend if cfg.candidate else (req.backend or "llama_cpp"),
+        sweep=cfg.sweep, config=cfg.label, key=cfg.key, settings=_settings(cfg, req, raw),
+        status="ok" if ok else "failed", error=None if ok else error, metrics=metrics,
+        sustain=sustain, machine=state, created=time.time())
+
+
+def measure_config(cfg: Config, req: BenchRequest) -> BenchResult:
+    before = machine.snapshot()
+    if cfg.error is not None:
+        return _result(cfg, req, False, None, cfg.error, 0, 0, before, before)
+    fn = measure_sustain if cfg.workload.sustain_s > 0 else measure_point
+    timeout = None if req.timeout_s is None else req.timeout_s + cfg.workload.sustain_s
+    out = run_isolated(fn, cfg.candidate.model_dump(), cfg.workload.model_dump(),
+                       mem_limit=req.mem_limit, timeout=timeout)
+    return _result(cfg, req, out.ok, out.value, out.error, out.peak_rss_bytes,
+                   out.peak_rss_swap_bytes, before, machine.snapshot())
+
+
+def run_bench(req: BenchRequest, store: ResultStore, *, fresh: bool = False,
+              on_start: Callable[[Config, int, int], None] | None = None,
+              on_result: Callable[[BenchResult], None] | None = None) -> list[BenchResult]:
+    configs = expand(req)
+    results = []
+    for i, cfg in enumerate(configs):
+        if on_start:
+            on_start(cfg, i, len(configs))
+        stored = store.get(KIND, cfg.key) if cfg.key and not fresh else None
+        if stored is not None and stored.get("status") == "ok":
+            res = BenchResult.model_validate(stored)
+            res.cached = True
+        else:
+            res = measure_config(cfg, req)
+            if cfg.key:
+                store.put(KIND, cfg.key, res.model_dump(mode="json"), label=cfg.label)
+        results.append(res)
+        if on_result:
+            on_result(res)
+    return results

@@ -1,0 +1,115 @@
+"""`edgepick decide`, `edgepick report` and `edgepick run`: the scenario's verdict over stored
+results, the report, and the whole pipeline from a plan."""
+
+from __future__ import annotations
+
+import typer
+from rich.table import Table
+
+from edgepick.cli.output import console, human_bytes, print_json
+
+
+def _budget(device: str | None) -> int | None:
+    if not device:
+        return None
+    from edgepick.devices.catalog import load_device
+
+    return load_device(device).model_budget_bytes
+
+
+def _summaries(store_path: str):
+    from edgepick.decide.summary import build_summaries
+    from edgepick.errors import EdgepickError
+    from edgepick.store import ResultStore
+
+    import os
+    if not os.path.isfile(store_path):
+        raise EdgepickError(f"{store_path}: no results store there (run bench/eval first, or "
+                            "`edgepick run PLAN`)")
+    with ResultStore(store_path) as store:
+        summaries = build_summaries(store)
+    if not summaries:
+        raise EdgepickError(f"{store_path}: the store holds no bench, eval or fidelity results")
+    return summaries
+
+
+def print_decision(decision) -> None:
+    t = Table(title=f"scenario {decision.scenario}"
+              + (f" · budget {human_bytes(decision.budget_bytes)}" if decision.budget_bytes else ""))
+    for col in ("#", "candidate", "score", "pareto", "eliminated / notes"):
+        t.add_column(col)
+    for i, r in enumerate(decision.ranking, 1):
+        t.add_row(str(i), r.candidate, "-" if r.score is None else f"{r.score:.3f}",
+                  "yes" if r.pareto else "", "; ".join(r.reasons))
+    console.print(t)
+    ex = decision.explanation
+    console.print(f"[bold]recommendation:[/] {decision.recommendation or 'none'}")
+    for title, lines in (("why", ex.why), ("cost vs runner-up", ex.cost), ("watch", ex.watch)):
+        if lines:
+            console.print(f"[bold]{title}:[/]")
+            for line in lines:
+                console.print(f"  - {line}", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def decide(store: str = typer.Option(..., "--store", help="results store (SQLite file)"),
+               scenario: str = typer.Option("realtime_chat", "--scenario",
+                                            help="preset name or scenario YAML file"),
+               device: str = typer.Option(None, "--device",
+                                          help="catalog name, profile file or 'local': its model "
+                                               "budget is the peak-memory limit"),
+               json_out: bool = typer.Option(False, "--json", help="print JSON")) -> None:
+        """Eliminate, score, rank and explain the stored candidates for a scenario."""
+        from edgepick.decide.decision import decide as run_decide
+        from edgepick.decide.scenarios import load_scenario
+
+        sc = load_scenario(scenario)
+        budget = _budget(device)
+        decision = run_decide(_summaries(store), sc, budget)
+        if json_out:
+            data = decision.model_dump(mode="json")
+            data["ranking"] = [{"candidate": r.candidate, "score": r.score,
+                                "eliminated": r.eliminated, "reasons": r.reasons,
+                                "violations": [v.model_dump() for v in r.violations],
+                                "layer_scores": r.layer_scores, "pareto": r.pareto}
+                               for r in decision.ranking]
+            print_json(data)
+            return
+        print_decision(decision)
+
+    @app.command()
+    def report(store: str = typer.Option(..., "--store", help="results store (SQLite file)"),
+               out: str = typer.Option("edgepick-report", "--out", help="output directory"),
+               scenario: str = typer.Option("realtime_chat", "--scenario"),
+               device: str = typer.Option(None, "--device"),
+               lang: str = typer.Option("both", "--lang", help="en | zh | both")) -> None:
+        """Write the Markdown and self-contained HTML report plus CSV/JSON of every figure."""
+        from edgepick.decide.decision import decide as run_decide
+        from edgepick.decide.scenarios import load_scenario
+        from edgepick.report.writer import write_report
+
+        sc = load_scenario(scenario)
+        budget = _budget(device)
+        summaries = _summaries(store)
+        decision = run_decide(summaries, sc, budget)
+        paths = write_report(summaries, decision, sc, out, lang=lang, device=device)
+        for p in paths:
+            console.print(str(p))
+
+    @app.command()
+    def run(plan: str = typer.Argument(..., help="plan YAML, or 'default' for the packaged main job"),
+            json_out: bool = typer.Option(False, "--json", help="print the decision as JSON")) -> None:
+        """Run a whole plan: fit → quantize → bench → eval → fidelity → decide → report."""
+        from edgepick.plan.loader import load_plan
+        from edgepick.plan.runner import run_plan
+
+        result = run_plan(load_plan(plan))
+        if json_out:
+            print_json(result.decision)
+            return
+        print_decision(result.decision)
+        for note in result.notes:
+            console.print(f"[yellow]note:[/] {note}", highlight=False)
+        for p in result.reports:
+            console.print(f"report: {p}")

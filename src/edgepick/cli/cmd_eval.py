@@ -1,0 +1,159 @@
+"""`edgepick eval`: task quality of candidates against a reference on an eval set (JSONL)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from edgepick.cli.output import console, err_console, print_json
+
+ELIMINATE_ABOVE = 0.05  # seed 004 §2.3: more than 5% unacceptable outputs eliminates a candidate
+
+
+def demo_eval_path() -> str:
+    return str(Path(__file__).resolve().parent.parent / "data" / "demo_eval.jsonl")
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def _gap_table(title: str, groups: dict, first: str) -> Table:
+    t = Table(first, "n", "ref", "cand", "gap", "gap rel", "95% CI (gap)", "+bad/1000",
+              "format ok", "unacceptable", title=title)
+    for name, g in groups.items():
+        t.add_row(name, str(g.n), f"{g.ref_score:.3f}", f"{g.score:.3f}", f"{g.gap_abs:+.3f}",
+                  _pct(g.gap_rel), f"[{g.ci95[0]:+.3f}, {g.ci95[1]:+.3f}]",
+                  f"{g.badcases_per_1000:+.0f}", _pct(g.format_ok_rate), _pct(g.unacceptable_rate))
+    return t
+
+
+def _print_human(res, show_badcases: int) -> None:
+    ref = res.reference
+    console.print(f"[bold]{res.n_items}[/] items from {res.data}; reference [bold]{ref.name}[/] "
+                  f"(unacceptable {_pct(ref.unacceptable_rate)}); gap = reference − candidate, "
+                  f"{res.bootstrap.resamples} paired bootstrap resamples")
+    for c in res.candidates:
+        console.print()
+        console.print(_gap_table(f"{c.name} vs {ref.name}: per task", c.per_task, "task"))
+        console.print(_gap_table(f"{c.name}: per difficulty", c.per_difficulty, "difficulty"))
+        extras = Table("task", "metric", "reference", "candidate", title=f"{c.name}: task metrics")
+        for task, g in c.per_task.items():
+            for k, v in g.metrics.items():
+                extras.add_row(task, k, f"{g.ref_metrics.get(k, 0):.3f}", f"{v:.3f}")
+        console.print(extras)
+        u = c.unacceptable
+        flag = " [bold red]> 5%: eliminated (seed 004 §2.3)[/]" if u.rate > ELIMINATE_ABOVE else ""
+        console.print(f"unacceptable outputs: {u.count}/{u.n} = {_pct(u.rate)}{flag}  "
+                      + ", ".join(f"{k} {v}" for k, v in u.reasons.items()))
+        console.print(f"outputs: {c.generated} generated, {c.reused} reused from the store; "
+                      f"{len(c.badcases)} badcases")
+        if c.badcases and show_badcases:
+            bt = Table("item", "task", "expected", "got", "reference said", "why",
+                       title=f"{c.name}: badcases (first {min(show_badcases, len(c.badcases))} "
+                             f"of {len(c.badcases)})")
+            for b in c.badcases[:show_badcases]:
+                exp = b.expected if isinstance(b.expected, str) else json.dumps(b.expected, ensure_ascii=False)
+                bt.add_row(b.item_id + (" [red]critical[/]" if b.critical else ""), b.task,
+                           exp[:60], b.got[:60], (b.reference_output or "")[:60], b.why[:80])
+            console.print(bt)
+
+
+def _write_out(res, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "eval.json").write_text(json.dumps(res.model_dump(mode="json"), indent=2,
+                                              ensure_ascii=False))
+    with open(out / "badcases.jsonl", "w", encoding="utf-8") as fh:
+        for c in res.candidates:
+            for b in c.badcases:
+                fh.write(json.dumps(dict(b.model_dump(mode="json"), candidate=c.name),
+                                    ensure_ascii=False) + "\n")
+    with open(out / "gap.csv", "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["candidate", "group_kind", "group", "n", "ref_score", "score", "gap_abs",
+                    "gap_rel", "ci95_lo", "ci95_hi", "badcases_per_1000", "format_ok_rate",
+                    "unacceptable_rate"])
+        for c in res.candidates:
+            for kind, groups in (("task", c.per_task), ("difficulty", c.per_difficulty),
+                                 ("overall", {"all": c.overall})):
+                for name, g in groups.items():
+                    w.writerow([c.name, kind, name, g.n, g.ref_score, g.score, g.gap_abs, g.gap_rel,
+                                g.ci95[0], g.ci95[1], g.badcases_per_1000, g.format_ok_rate,
+                                g.unacceptable_rate])
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("eval")
+    def eval_cmd(
+        model: List[str] = typer.Option(..., "--model", "-m",
+                                        help="candidate: GGUF path, bundled name, or http://host:port/v1#name"),
+        reference: str = typer.Option(..., "--reference", "-r", help="reference model, same forms"),
+        data: Optional[str] = typer.Option(None, "--data", "-d",
+                                           help="eval set JSONL (default: the bundled demo set)"),
+        limit: Optional[int] = typer.Option(None, "--limit", min=1, help="first N valid items only"),
+        store: Optional[str] = typer.Option(None, "--store", help="results store (SQLite) path"),
+        out: Optional[Path] = typer.Option(None, "--out", help="write eval.json, badcases.jsonl, gap.csv here"),
+        threads: int = typer.Option(2, "--threads", help="inference threads"),
+        ctx: int = typer.Option(2048, "--ctx", help="context length"),
+        show_badcases: int = typer.Option(15, "--show-badcases", help="badcases printed per candidate"),
+        json_out: bool = typer.Option(False, "--json", help="print JSON (per-item outcomes in --out only)"),
+    ) -> None:
+        """Score candidates and a reference on an eval set: gap per task with bootstrap CI, badcases."""
+        from edgepick.errors import EdgepickError
+        from edgepick.evaluate.dataset import file_sha256, load_eval_set
+        from edgepick.evaluate.pipeline import run_eval
+        from edgepick.evaluate.runner import candidate_from_spec
+        from edgepick.records.candidate import RuntimeSettings
+        from edgepick.store.results import ResultStore
+
+        path = data or demo_eval_path()
+        items, problems = load_eval_set(path)
+        for p in problems:
+            err_console.print(f"[yellow]skipped:[/] {p}", highlight=False, soft_wrap=True)
+        if not items:
+            raise EdgepickError(f"{path}: no valid items to evaluate")
+        if limit:
+            items = items[:limit]
+        if problems:
+            err_console.print(f"{len(problems)} problem(s); evaluating the {len(items)} valid items")
+        settings = RuntimeSettings(threads=threads, n_ctx=ctx)
+        ref = candidate_from_spec(reference, settings)
+        cands = [candidate_from_spec(m, settings) for m in model]
+        names = [c.name for c in [ref, *cands]]
+        for i, c in enumerate(cands):  # two files with one basename must stay apart in the tables
+            if names.count(c.name) > 1:
+                c.label = f"{c.name}#{i + 1}"
+        progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                            TimeElapsedColumn(), console=err_console, transient=json_out)
+        current: dict = {}
+
+        def on_start(name: str, missing: int) -> None:
+            if "task" in current:  # the previous model is done: freeze its clock
+                progress.stop_task(current["task"])
+            current["task"] = progress.add_task(
+                f"{name}: {missing} to generate, {len(items) - missing} from the store", total=missing)
+
+        def on_item() -> None:
+            progress.advance(current["task"])
+
+        with ResultStore(store) as rs, progress:
+            res = run_eval(items, ref, cands, rs, data_path=path, data_sha=file_sha256(path),
+                           problems=problems, on_start=on_start, on_item=on_item)
+            progress.stop_task(current["task"])
+        if out:
+            _write_out(res, out)
+        if json_out:
+            data_out = res.model_dump(mode="json")
+            for c in [data_out["reference"], *data_out["candidates"]]:
+                c.pop("items", None)
+            print_json(data_out)
+        else:
+            _print_human(res, show_badcases)
+            if out:
+                console.print(f"written: {out}/eval.json, badcases.jsonl, gap.csv")

@@ -1,0 +1,117 @@
+"""`edgepick fidelity` (distribution-level fidelity to a reference, as llama-perplexity measures
+it) and `edgepick consistency` (do the greedy answers stay identical; CI-friendly exit code)."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Optional
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from edgepick.cli.output import console, err_console, print_json
+
+
+@contextmanager
+def _progress(enabled: bool) -> Iterator:
+    """A rich bar on stderr (stdout stays clean for --json); yields the callback or None."""
+    if not enabled:
+        yield None
+        return
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn(), console=err_console, transient=True)
+    with bar:
+        task = bar.add_task("loading", total=None)
+
+        def update(what: str, done: int, total: int) -> None:
+            bar.update(task, description=what, completed=done, total=total)
+
+        yield update
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def fidelity(
+        reference: str = typer.Option(..., "--reference", "-r", help="reference GGUF or bundled name"),
+        candidate: str = typer.Option(..., "--candidate", "-c", help="candidate GGUF or bundled name"),
+        text: Optional[str] = typer.Option(
+            None, "--text", help="UTF-8 text file (default: the bundled fidelity text)"),
+        ctx: int = typer.Option(512, "--ctx", help="tokens per chunk; the second half is scored"),
+        chunks: Optional[int] = typer.Option(None, "--chunks", help="score at most N chunks"),
+        threads: int = typer.Option(2, "--threads"),
+        no_cache: bool = typer.Option(False, "--no-cache",
+                                      help="do not keep the reference's log-probs on disk"),
+        json_out: bool = typer.Option(False, "--json", help="print JSON"),
+    ) -> None:
+        """Perplexities, KL divergence, top-1 agreement and Δp of CANDIDATE against REFERENCE."""
+        from edgepick.evaluate.fidelity import bundled_text
+        from edgepick.evaluate.fidelity import fidelity as run
+
+        path = Path(text) if text else bundled_text("fidelity")
+        with _progress(not json_out) as cb:
+            res = run(reference, candidate, path, ctx=ctx, threads=threads, max_chunks=chunks,
+                      progress=cb, cache=not no_cache)
+        if json_out:
+            print_json(res)
+            return
+        t = Table("metric", "value", "± (1 s.e.)",
+                  title=f"{Path(res.candidate).name} vs {Path(res.reference).name}: "
+                        f"{res.n_chunks} chunks × {res.ctx} tokens, {res.n_scored} positions scored")
+        rows = [
+            ("PPL reference", res.ppl_ref, res.ppl_ref_unc),
+            ("PPL candidate", res.ppl_cand, res.ppl_cand_unc),
+            ("PPL ratio", res.ppl_ratio, res.ppl_ratio_unc),
+            ("KLD mean", res.kld_mean, res.kld_mean_unc),
+            ("KLD median", res.kld_median, None), ("KLD P90", res.kld_p90, None),
+            ("KLD P95", res.kld_p95, None), ("KLD P99", res.kld_p99, None),
+            ("KLD P99.9", res.kld_p999, None), ("KLD max", res.kld_max, None),
+        ]
+        for name, v, u in rows:
+            t.add_row(name, f"{v:.6f}", "" if u is None else f"{u:.6f}")
+        t.add_row("same top-1", f"{100 * res.same_top1:.3f}%", f"{100 * res.same_top1_unc:.3f}%")
+        t.add_row("RMS Δp", f"{100 * res.rms_dp:.3f}%", f"{100 * res.rms_dp_unc:.3f}%")
+        console.print(t)
+        if res.reference_cached:
+            console.print("reference log-probs reused from the cache")
+
+    @app.command()
+    def consistency(
+        reference: str = typer.Option(..., "--reference", "-r", help="reference GGUF or bundled name"),
+        candidate: str = typer.Option(..., "--candidate", "-c", help="candidate GGUF or bundled name"),
+        data: str = typer.Option(..., "--data", help="eval JSONL (uses each item's messages/prompt)"),
+        max_tokens: int = typer.Option(64, "--max-tokens", help="greedy tokens per answer"),
+        threshold: float = typer.Option(0.9, "--threshold",
+                                        help="exit 1 when the identical share is below this"),
+        threads: int = typer.Option(2, "--threads"),
+        json_out: bool = typer.Option(False, "--json", help="print JSON"),
+        show: int = typer.Option(10, "--show", help="diverging items to list"),
+    ) -> int:
+        """Greedy answers of CANDIDATE and REFERENCE: identical share, first diverging token."""
+        from edgepick.evaluate.consistency import consistency as run
+
+        with _progress(not json_out) as cb:
+            res = run(reference, candidate, data, max_tokens=max_tokens, threshold=threshold,
+                      threads=threads, progress=cb)
+        for msg in res.skipped:
+            err_console.print(f"[yellow]skipped:[/] {msg}", highlight=False, soft_wrap=True)
+        if json_out:
+            print_json(res)
+        else:
+            diverging = [it for it in res.items if not it.identical]
+            if diverging and show:
+                t = Table("item", "first diff (token)", "reference", "candidate",
+                          title=f"diverging answers (first {min(show, len(diverging))} "
+                                f"of {len(diverging)})")
+                for it in diverging[:show]:
+                    t.add_row(it.id, str(it.first_divergence), it.ref_text[:60], it.cand_text[:60])
+                console.print(t)
+            mean = "-" if res.mean_first_divergence is None else f"{res.mean_first_divergence:.1f}"
+            verdict = "[green]pass[/]" if res.passed else "[bold red]FAIL[/]"
+            console.print(f"identical: {res.n_identical}/{res.n} = {100 * res.identical_share:.1f}% "
+                          f"(threshold {100 * res.threshold:.1f}%) {verdict}; mean first "
+                          f"diverging token {mean}")
+        if not res.passed:
+            raise typer.Exit(code=1)
+        return 0

@@ -1,0 +1,150 @@
+"""Readers of the other stages' stored payloads, one per store kind, kept deliberately thin.
+
+Each adapter takes one stored payload and `get(model, name, backend)` which returns the summary row
+to fill (or None when the candidate is not wanted). Missing fields stay None.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from edgepick.records.decision import CandidateSummary, CurvePoint, TaskQuality
+
+Get = Callable[..., CandidateSummary | None]
+MAX_BADCASES = 50
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _stat(metrics: dict, name: str, stat: str = "median") -> float | None:
+    m = metrics.get(name)
+    if isinstance(m, dict):
+        return _num(m.get(stat))
+    return _num(m)
+
+
+def _cand(payload: dict) -> tuple[str | None, str | None, str | None]:
+    c = payload.get("candidate") if isinstance(payload.get("candidate"), dict) else {}
+    model = c.get("model") or payload.get("model")
+    name = c.get("label") or payload.get("name") or payload.get("label")
+    return model, name, c.get("backend") or payload.get("backend")
+
+
+def eval_adapter(payload: dict, get: Get) -> None:
+    """EvalResult (records/evaluation.py): per-task gaps, format, unacceptable rate, badcases."""
+    for ce in payload.get("candidates", []):
+        model, name, backend = _cand(ce)
+        s = get(model, ce.get("name") or name, backend) if model else None
+        if s is None:
+            continue
+        for task, g in (ce.get("per_task") or {}).items():
+            s.tasks[task] = TaskQuality(
+                n=g.get("n"), score=_num(g.get("score")), ref_score=_num(g.get("ref_score")),
+                gap_abs=_num(g.get("gap_abs")), gap_rel=_num(g.get("gap_rel")), ci95=g.get("ci95"),
+                badcases_per_1000=_num(g.get("badcases_per_1000")),
+                format_ok_rate=_num(g.get("format_ok_rate")),
+                unacceptable_rate=_num(g.get("unacceptable_rate")))
+        overall = ce.get("overall") or {}
+        s.quality_overall = _num(overall.get("score"))
+        s.format_compliance = _num(overall.get("format_ok_rate"))
+        s.unacceptable_rate = _num(ce.get("unacceptable_rate"))
+        s.badcases = list(ce.get("badcases") or [])[:MAX_BADCASES]
+
+
+def _setting(payload: dict, name: str):
+    st = payload.get("settings") or {}
+    for where in (st, st.get("workload") or {}, payload.get("workload") or {}, payload):
+        if isinstance(where, dict) and where.get(name) is not None:
+            return where[name]
+    return None
+
+
+def bench_adapter(payload: dict, get: Get) -> None:
+    """BenchResult (records/bench.py): one configuration of a sweep. Failed runs keep their error."""
+    model = payload.get("model_path") or payload.get("model")
+    s = get(model, payload.get("label"), payload.get("backend")) if model else None
+    if s is None:
+        return
+    if payload.get("status") not in (None, "ok"):
+        s.bench_error = str(payload.get("error") or payload.get("status"))
+        return
+    m = payload.get("metrics") or {}
+    peak = _stat(m, "peak_rss_bytes", "max") or _stat(m, "peak_rss_bytes")
+    if peak is not None:
+        s.peak_rss_bytes = int(max(peak, s.peak_rss_bytes or 0))
+    sweep = payload.get("sweep")
+    sustain = payload.get("sustain")
+    if sweep == "sustain" or isinstance(sustain, dict):
+        sustain = sustain or {}
+        win = float(sustain.get("window_s") or 1.0)
+        s.sustained_curve = [CurvePoint(x=win * (i + 1), y=float(v))
+                             for i, v in enumerate(sustain.get("window_tps") or [])]
+        d = _num(sustain.get("decay_pct"))
+        s.decay = None if d is None else max(0.0, d / 100.0)
+        return
+    conc = _setting(payload, "concurrency") or 1
+    if sweep == "concurrency" and conc != 1:
+        return
+    ptoks = _setting(payload, "prompt_tokens")
+    ttft = _stat(m, "ttft_ms")
+    if ptoks and ttft is not None:
+        s.ttft_curve = [p for p in s.ttft_curve if p.x != float(ptoks)]
+        s.ttft_curve.append(CurvePoint(x=float(ptoks), y=ttft))
+        s.ttft_curve.sort(key=lambda p: p.x)
+    # Headline figures come from the shortest prompt at concurrency 1: the plan's base workload.
+    shortest = min((p.x for p in s.ttft_curve), default=None)
+    if ptoks is None or shortest is None or float(ptoks) <= shortest:
+        s.ttft_p50_ms = ttft if ttft is not None else s.ttft_p50_ms
+        s.ttft_p99_ms = _stat(m, "ttft_ms", "p99") or _stat(m, "ttft_ms", "max") or s.ttft_p99_ms
+        for field, metric, stat in (("decode_tps", "decode_tps", "median"),
+                                    ("prefill_tps", "prefill_tps", "median"),
+                                    ("itl_p99_ms", "itl_ms", "p99"), ("load_ms", "load_ms", "median")):
+            if metric in m:
+                setattr(s, field, _stat(m, metric, stat))
+
+
+def fidelity_adapter(payload: dict, get: Get) -> None:
+    model = payload.get("candidate") if isinstance(payload.get("candidate"), str) else None
+    if model is None:
+        model, _, _ = _cand(payload)
+    s = get(model, payload.get("name")) if model else None
+    if s is None:
+        return
+    s.kld_mean = _num(payload.get("kld_mean"))
+    s.kld_p99 = _num(payload.get("kld_p99"))
+    s.same_top1 = _num(payload.get("same_top1"))
+    ppl_c, ppl_r = _num(payload.get("ppl_cand")), _num(payload.get("ppl_ref"))
+    s.ppl_ratio = _num(payload.get("ppl_ratio")) or (ppl_c / ppl_r if ppl_c and ppl_r else None)
+
+
+def fit_adapter(payload: dict, get: Get) -> None:
+    """FitEstimate (records/fit.py) stored by the run pipeline for this candidate's settings."""
+    s = get(payload["model"], None) if payload.get("model") else None
+    if s is None:
+        return
+    s.predicted_peak_bytes = payload.get("total_bytes")
+    s.predicted_decode_tps = _num(payload.get("decode_tps_estimate"))
+    s.fit_verdict = payload.get("verdict")
+    s.fallbacks = sorted(set(s.fallbacks) | set(payload.get("fallbacks") or []))
+
+
+def quantize_adapter(payload: dict, get: Get) -> None:
+    """A file the quantization lab built: its fallbacks and whether the source was quantized."""
+    path = payload.get("path")
+    s = get(path, None) if path else None
+    if s is None:
+        return
+    s.quant = payload.get("type") or s.quant
+    s.fallbacks = sorted(set(s.fallbacks) | {
+        f"{f.get('tensor')}: {f.get('wanted')} -> {f.get('got')}" if isinstance(f, dict) else str(f)
+        for f in payload.get("fallbacks") or []})
+    if "requantized" in payload:
+        s.requantized = bool(payload["requantized"])
+
+
+ADAPTERS: dict[str, Callable[[dict, Get], None]] = {
+    "fit": fit_adapter, "quantize": quantize_adapter, "bench": bench_adapter,
+    "eval": eval_adapter, "fidelity": fidelity_adapter,
+}

@@ -1,0 +1,45 @@
+"""decide(summaries, scenario, budget) -> Decision: a pure function over stored measurements."""
+
+from __future__ import annotations
+
+from edgepick.decide.explain import explain
+from edgepick.decide.texts import reasons_text
+from edgepick.decide.pareto import pareto_front
+from edgepick.decide.scenarios import Scenario
+from edgepick.decide.scoring import check_constraints, score
+from edgepick.records.decision import CandidateSummary, Decision, RankedCandidate
+
+NORMALISATION = ("each metric divided by the best surviving candidate's value (higher is better) "
+                 "or the best value divided by it (lower is better); best = 1.0; a metric measured "
+                 "for nobody drops out, one missing for some scores 0 for them; layer = weighted "
+                 "mean of its metrics; score = weighted mean of the layers")
+
+
+def decide(summaries: list[CandidateSummary], scenario: Scenario,
+           budget: int | None = None) -> Decision:
+    checks = {s.candidate: check_constraints(s, scenario, budget) for s in summaries}
+    survivors = [s for s in summaries if not checks[s.candidate][0]]
+    scores = score(survivors, scenario)
+    front = set(pareto_front(summaries))
+    ranking: list[RankedCandidate] = []
+    for s in summaries:
+        violations, unchecked = checks[s.candidate]
+        sc = scores.get(s.candidate)
+        r = RankedCandidate(
+            candidate=s.candidate, score=sc["score"] if sc else None, eliminated=bool(violations),
+            violations=violations, unchecked=unchecked, missing=sc["notes"] if sc else [],
+            layer_scores=sc["layers"] if sc else {}, metric_scores=sc["metrics"] if sc else {},
+            pareto=s.candidate in front)
+        r.reasons = reasons_text(r, "en")
+        ranking.append(r)
+    # Survivors by score; eliminated after them, fewest broken constraints first.
+    ranking.sort(key=lambda r: (r.eliminated, -(r.score or 0.0), len(r.violations), r.candidate))
+    alive = [r for r in ranking if not r.eliminated]
+    by_name = {s.candidate: s for s in summaries}
+    return Decision(
+        scenario=scenario.name, budget_bytes=budget, ranking=ranking,
+        recommendation=alive[0].candidate if alive else None,
+        runner_up=alive[1].candidate if len(alive) > 1 else None,
+        pareto=[r.candidate for r in ranking if r.pareto],
+        explanation=explain(ranking, by_name, scenario, budget, "en"),
+        normalisation=NORMALISATION)

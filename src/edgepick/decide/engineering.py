@@ -1,0 +1,60 @@
+"""Engineering cost from facts the tool knows (seed 000 §2.5, §3.2 layer four, §7.2 step 2).
+
+Scores are in [0, 1], 1 = cheapest to ship. They are judgements, stated here so a user can edit
+them; each has its reason next to it.
+"""
+
+from __future__ import annotations
+
+from edgepick.records.decision import CandidateSummary
+
+# Backend maturity: how much of the model's path to the device is already proven.
+BACKEND_MATURITY = {
+    # In-process llama.cpp: one pinned engine, the same code measured here and shipped.
+    "llama_cpp": 1.0,
+    # A remote OpenAI-compatible server: the engine on the device is whatever it runs, measured
+    # only through HTTP; its build, conversion and ops are the user's to maintain.
+    "openai_http": 0.7,
+}
+UNKNOWN_BACKEND = 0.5
+
+# Format support across edge engines (llama.cpp CPU/Metal/Vulkan, MLC, vendor NPUs): plain 8/4-bit
+# block types and F16 run everywhere; K-quants run on llama.cpp's backends but rarely elsewhere;
+# i-quants and 2-3 bit types have the fewest kernels (seed 000 §2.5: check operator coverage).
+FORMAT_SUPPORT = {"F32": 1.0, "F16": 1.0, "BF16": 0.9, "Q8_0": 1.0, "Q4_0": 1.0, "Q4_1": 0.9,
+                  "Q5_0": 0.9, "Q5_1": 0.9}
+K_QUANT = 0.8
+LOW_BIT = 0.6
+
+
+def format_support(quant: str | None) -> float | None:
+    if not quant:
+        return None
+    q = quant.upper()
+    if q in FORMAT_SUPPORT:
+        return FORMAT_SUPPORT[q]
+    if q.startswith(("IQ", "Q2", "Q3", "TQ")):
+        return LOW_BIT
+    if "_K" in q:
+        return K_QUANT
+    return UNKNOWN_BACKEND
+
+
+def engineering_facts(s: CandidateSummary) -> dict[str, float | None]:
+    """Per-fact scores; the engineering layer is their mean (None facts are left out)."""
+    facts: dict[str, float | None] = {
+        "backend_maturity": BACKEND_MATURITY.get(s.backend, UNKNOWN_BACKEND),
+        "format_support": format_support(s.quant),
+        # Each tensor that fell back to another type is a place the build differs from the recipe.
+        "no_fallbacks": max(0.5, 1.0 - 0.05 * len(s.fallbacks)),
+        # Requantizing an already quantized file compounds error (SPEC §5).
+        "source_quality": None if s.requantized is None else (0.6 if s.requantized else 1.0),
+    }
+    return facts
+
+
+def difficulty(s: CandidateSummary) -> str:
+    """Conversion difficulty for the §7.3 table: low / medium / high."""
+    vals = [v for v in engineering_facts(s).values() if v is not None]
+    score = sum(vals) / len(vals) if vals else 0.5
+    return "low" if score >= 0.9 else "medium" if score >= 0.7 else "high"

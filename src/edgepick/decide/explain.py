@@ -1,0 +1,122 @@
+"""The recommendation in the seeds' terms: why the winner, its cost against the runner-up, what
+to watch (seed 000 §3.3: ask how many badcases the gap becomes and whether there is a fallback).
+Pure: the report calls it again with lang="zh" for the Chinese page."""
+
+from __future__ import annotations
+
+from edgepick.decide.scenarios import Scenario
+from edgepick.decide.texts import advice, label, reasons_text, t, unchecked_text
+from edgepick.records.decision import CandidateSummary, Explanation, RankedCandidate
+
+
+class _Fmt:
+    def __init__(self, lang: str):
+        self.lang = lang
+        self.nm = t("nm", lang)
+
+    def pct(self, v: float | None) -> str:
+        return self.nm if v is None else f"{v:.1%}"
+
+    def mib(self, v: float | None) -> str:
+        return self.nm if v is None else f"{v / 2**20:.0f} MiB"
+
+    def num(self, v: float | None, unit: str, fmt: str = "{:.1f}") -> str:
+        return self.nm if v is None else fmt.format(v) + f" {unit}"
+
+
+def _layer_facts(layer: str, w: CandidateSummary, r: CandidateSummary, f: _Fmt) -> str:
+    if layer == "quality":
+        return t("q_facts", f.lang, a=f.pct(w.quality_overall), b=f.pct(r.quality_overall),
+                 c=f.pct(w.format_compliance), d=f.pct(r.format_compliance))
+    if layer == "efficiency":
+        return t("e_facts", f.lang, a=f.num(w.decode_tps, "tok/s"), b=f.num(r.decode_tps, "tok/s"),
+                 c=f.num(w.ttft_p50_ms, "ms", "{:.0f}"), d=f.num(r.ttft_p50_ms, "ms", "{:.0f}"),
+                 e=f.mib(w.peak_rss_bytes), f=f.mib(r.peak_rss_bytes))
+    if layer == "robustness":
+        return t("r_facts", f.lang, a=f.pct(w.decay), b=f.pct(r.decay))
+    return t("g_facts", f.lang, a=w.backend, b=r.backend, c=w.quant or "?", d=r.quant or "?")
+
+
+def _task_costs(w: CandidateSummary, r: CandidateSummary, lang: str) -> list[str]:
+    out = []
+    for task, q in sorted(w.tasks.items()):
+        rq = r.tasks.get(task)
+        if q.score is None or rq is None or rq.score is None or rq.score <= q.score:
+            continue
+        gap = rq.score - q.score
+        out.append(t("task_cost", lang, t=task, a=f"{q.score:.1%}", b=f"{rq.score:.1%}",
+                     g=f"{gap * 100:.1f}", n=f"{gap * 1000:.0f}"))
+    return out
+
+
+def _watch(w: CandidateSummary, ranked: RankedCandidate, sc: Scenario, budget: int | None,
+           f: _Fmt) -> list[str]:
+    c, lang = sc.constraints, f.lang
+    out = []
+    for task, q in sorted(w.tasks.items(), key=lambda kv: -(kv[1].badcases_per_1000 or 0)):
+        if q.gap_abs is None or q.gap_abs <= 0.02:
+            continue
+        ci = t("ci", lang, lo=f"{q.ci95[0] * 100:.1f}", hi=f"{q.ci95[1] * 100:.1f}") \
+            if q.ci95 else ""
+        per_k = q.badcases_per_1000 if q.badcases_per_1000 is not None else q.gap_abs * 1000
+        out.append(t("gap", lang, t=task, g=f"{q.gap_abs * 100:.1f}", ci=ci, n=f"{per_k:.0f}",
+                     adv=advice(task, lang)))
+    if w.format_compliance is not None and w.format_compliance < 0.99:
+        out.append(t("format", lang, v=f.pct(w.format_compliance)))
+    if w.unacceptable_rate is not None and c.unacceptable_rate_max \
+            and w.unacceptable_rate > 0.6 * c.unacceptable_rate_max:
+        out.append(t("unacc", lang, v=f.pct(w.unacceptable_rate),
+                     l=f"{c.unacceptable_rate_max:.0%}"))
+    if w.decay is not None and c.decay_max and w.decay > 0.6 * c.decay_max:
+        out.append(t("decay", lang, v=f.pct(w.decay), l=f"{c.decay_max:.0%}"))
+    limit = c.memory_limit(budget)
+    if w.peak_rss_bytes and limit and w.peak_rss_bytes > 0.8 * limit:
+        out.append(t("mem", lang, v=f.mib(w.peak_rss_bytes), p=f"{w.peak_rss_bytes / limit:.0%}",
+                     l=f.mib(limit)))
+    if w.ttft_p99_ms and c.ttft_p99_ms_max and w.ttft_p99_ms > 0.8 * c.ttft_p99_ms_max:
+        out.append(t("p99", lang, v=f"{w.ttft_p99_ms:.0f} ms", l=f"{c.ttft_p99_ms_max:.0f} ms"))
+    out += [t("measure", lang, u=unchecked_text(u, lang)) for u in ranked.unchecked]
+    return out
+
+
+def explain(ranking: list[RankedCandidate], by_name: dict[str, CandidateSummary],
+            sc: Scenario, budget: int | None, lang: str = "en") -> Explanation:
+    f = _Fmt(lang)
+    alive = [r for r in ranking if not r.eliminated]
+    dead = [r for r in ranking if r.eliminated]
+    ex = Explanation()
+    elim = [t("elim", lang, c=r.candidate, r="; ".join(reasons_text(r, lang))) for r in dead]
+    if not alive:
+        ex.why.append(t("none", lang, sc=sc.name))
+        ex.watch += elim
+        return ex
+    top = alive[0]
+    w = by_name[top.candidate]
+    weights = sc.weights.normalised()
+    wtext = ", ".join(f"{label(k, lang)} {v:.0%}" for k, v in weights.items())
+    if len(alive) == 1:
+        ex.why.append(t("only", lang, w=top.candidate, sc=sc.name, s=f"{top.score:.3f}",
+                        wt=wtext))
+    else:
+        ru = alive[1]
+        r = by_name[ru.candidate]
+        ex.why.append(t("beats", lang, w=top.candidate, s=f"{top.score:.3f}", r=ru.candidate,
+                        rs=f"{ru.score:.3f}", sc=sc.name, wt=wtext))
+        diffs = []
+        for layer, wt in weights.items():
+            a, b = top.layer_scores.get(layer), ru.layer_scores.get(layer)
+            if a is not None and b is not None:
+                diffs.append((wt * (a - b), layer, a, b, wt))
+        for d, layer, a, b, wt in sorted(diffs, reverse=True):
+            text = t("layer", lang, layer=label(layer, lang), a=f"{a:.2f}", b=f"{b:.2f}",
+                     wt=f"{wt:.0%}", facts=_layer_facts(layer, w, r, f))
+            if d > 0:
+                ex.why.append(text)
+            elif d < 0:
+                ex.cost.append(text)
+        ex.cost = _task_costs(w, r, lang) + ex.cost
+        if not ex.cost:
+            ex.cost.append(t("no_cost", lang, w=top.candidate, r=ru.candidate))
+    ex.why += elim
+    ex.watch = _watch(w, top, sc, budget, f)
+    return ex

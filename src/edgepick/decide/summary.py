@@ -1,0 +1,95 @@
+"""One `CandidateSummary` per candidate, assembled from what the other stages stored.
+
+Thin adapters over the store kinds: "eval" (EvalResult), "bench" (bench results), "fidelity",
+"fit" and "quantize". Candidates are matched across kinds by model identity (resolved file path or
+URL). A figure no stage stored stays None: the decision and the report say "not measured".
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from typing import Any, Iterable
+
+from edgepick.decide import adapters
+from edgepick.records.decision import CandidateSummary
+from edgepick.store import ResultStore
+
+
+def model_key(model: str) -> str:
+    return model if "://" in model else os.path.realpath(model)
+
+
+@lru_cache(maxsize=64)
+def _spec(path: str, size: int, mtime_ns: int):
+    from edgepick.models.spec import load_spec
+
+    return load_spec(path)
+
+
+def spec_of(path: str):
+    """The file's ModelSpec, read once per process per file version (header reads are slow)."""
+    st = os.stat(path)
+    return _spec(os.path.realpath(path), st.st_size, st.st_mtime_ns)
+
+
+def _file_facts(s: CandidateSummary) -> None:
+    """Params, quant and exact weights bytes from the GGUF header (no weights are loaded)."""
+    if "://" in s.model or not os.path.isfile(s.model):
+        return
+    try:
+        spec = spec_of(s.model)
+    except Exception as exc:  # noqa: BLE001 - a bad header is a note, not a crash of the report
+        s.notes.append(f"header unreadable: {exc}")
+        return
+    s.params = s.params or spec.n_params
+    s.weights_bytes = s.weights_bytes or spec.weights_bytes
+    s.quant = s.quant or spec.file_type
+
+
+def build_summaries(store: ResultStore, models: Iterable[str] | None = None,
+                    names: dict[str, str] | None = None,
+                    keys: dict[str, set[str]] | None = None) -> list[CandidateSummary]:
+    """All candidates found in the store (or only `models`), in first-seen order.
+
+    `names` maps a model path to the display name a plan gave it. `keys` restricts a kind to the
+    rows a run produced or reused (kind -> store keys), so results measured with other settings
+    in the same store do not mix in; kinds not named are read whole.
+    """
+    wanted = {model_key(m) for m in models} if models is not None else None
+    rows: dict[str, CandidateSummary] = {}
+    named: set[str] = set()
+
+    def get(model: str, name: str | None, backend: str | None = None) -> CandidateSummary | None:
+        k = model_key(model)
+        if wanted is not None and k not in wanted:
+            return None
+        given = (names or {}).get(model) or (names or {}).get(k)
+        if k not in rows:
+            label = given or name or os.path.basename(model.rstrip("/")) or model
+            rows[k] = CandidateSummary(candidate=label, model=model, backend=backend or "llama_cpp")
+            if given or name:
+                named.add(k)
+        elif name and k not in named:  # a stage that knows the candidate's label names it
+            rows[k].candidate = name
+            named.add(k)
+        if backend:
+            rows[k].backend = backend
+        return rows[k]
+
+    if models is not None:  # plan order first, so the report's columns follow the plan
+        for m in models:
+            get(m, None)
+    for kind, fn in adapters.ADAPTERS.items():
+        allowed = (keys or {}).get(kind)
+        for key, payload in store.items(kind):
+            if allowed is None or key in allowed:
+                fn(payload, get)
+    out = list(rows.values())
+    for s in out:
+        _file_facts(s)
+    return out
+
+
+def fmt_missing(value: Any) -> str:
+    return "not measured" if value is None else str(value)

@@ -1,0 +1,145 @@
+"""Sentences of the decision in English and Chinese, rendered from structured facts so that the
+report can state the same explanation in either language."""
+
+from __future__ import annotations
+
+from edgepick.records.decision import Violation
+
+# constraint or metric key -> (English, Chinese)
+LABELS: dict[str, tuple[str, str]] = {
+    "ttft_p50_ms_max": ("TTFT P50", "首token延迟P50"),
+    "ttft_p99_ms_max": ("TTFT P99", "首token延迟P99"),
+    "decode_tps_min": ("decode speed", "生成速度"),
+    "peak_memory_max": ("peak memory", "峰值内存"),
+    "unacceptable_rate_max": ("unacceptable-output rate", "不可接受输出率"),
+    "decay_max": ("sustained decay", "持续推理衰减"),
+    "format_compliance_min": ("format compliance", "格式合规率"),
+    "quality_min": ("task accuracy", "任务准确率"),
+    "accuracy": ("task accuracy", "任务准确率"),
+    "format_compliance": ("format compliance", "格式合规率"),
+    "acceptable": ("acceptable-output rate", "可接受输出率"),
+    "fidelity": ("fidelity exp(-mean KLD)", "保真度 exp(-平均KLD)"),
+    "decode_tps": ("decode speed", "生成速度"),
+    "ttft_p50_ms": ("TTFT P50", "首token延迟P50"),
+    "peak_memory": ("peak memory", "峰值内存"),
+    "prefill_tps": ("prefill speed", "预填充速度"),
+    "sustained": ("sustained speed kept (1 - decay)", "持续速度保持率（1-衰减）"),
+    "length_growth": ("TTFT growth with prompt length", "首token延迟随输入长度的增长"),
+    "tail": ("TTFT P99/P50", "首token延迟P99/P50"),
+    "quality": ("quality", "任务质量"), "efficiency": ("efficiency", "效率"),
+    "robustness": ("robustness", "鲁棒性"), "engineering": ("engineering", "工程成本"),
+}
+
+T: dict[str, tuple[str, str]] = {
+    "nm": ("not measured", "未测量"),
+    "vs": ("vs", "对"),
+    "limit": ("limit", "限值"),
+    "failed": ("failed to run: {d}", "运行失败：{d}"),
+    "skipped": ("not measured: {d}", "未测量：{d}"),
+    "nothing": ("nothing measured: no bench, eval or fidelity result stored for it",
+                "没有任何测量：没有存储它的bench、eval或fidelity结果"),
+    "nofit": ("predicted not to fit{d} (not measured)", "预测放不下{d}（未测量）"),
+    "unchecked": ("{m} not measured: {c} unchecked", "{m}未测量：约束 {c} 未检查"),
+    "nobudget": ("peak memory: no device budget given: peak_memory_max unchecked",
+                 "峰值内存：未给出设备预算，约束 peak_memory_max 未检查"),
+    "scored0": ("{m} not measured (scored 0)", "{m}未测量（按0分计）"),
+    "none": ("no candidate meets every hard constraint of '{sc}'",
+             "没有候选满足场景“{sc}”的全部硬约束"),
+    "only": ("{w} is the only candidate that meets every hard constraint of '{sc}' "
+             "(score {s}; weights {wt})",
+             "{w} 是唯一满足场景“{sc}”全部硬约束的候选（得分 {s}；权重 {wt}）"),
+    "beats": ("{w} scores {s} against {r} {rs} for '{sc}' (weights {wt})",
+              "在场景“{sc}”下 {w} 得分 {s}，{r} 得分 {rs}（权重 {wt}）"),
+    "layer": ("{layer} {a} vs {b} (weight {wt}): {facts}", "{layer} {a} 对 {b}（权重 {wt}）：{facts}"),
+    "elim": ("{c} eliminated: {r}", "{c} 被淘汰：{r}"),
+    "q_facts": ("accuracy {a} vs {b}, format compliance {c} vs {d}",
+                "准确率 {a} 对 {b}，格式合规率 {c} 对 {d}"),
+    "e_facts": ("decode {a} vs {b}, TTFT P50 {c} vs {d}, peak memory {e} vs {f}",
+                "生成速度 {a} 对 {b}，首token延迟P50 {c} 对 {d}，峰值内存 {e} 对 {f}"),
+    "r_facts": ("sustained decay {a} vs {b}", "持续推理衰减 {a} 对 {b}"),
+    "g_facts": ("backend {a} vs {b}, quant {c} vs {d}", "后端 {a} 对 {b}，量化 {c} 对 {d}"),
+    "task_cost": ("{t}: accuracy {a} vs {b} — a {g}-point gap ≈ {n} extra badcases per 1000 {t} "
+                  "requests", "{t}：准确率 {a} 对 {b}，差 {g} 个百分点 ≈ 每1000次{t}请求多出 {n} 个badcase"),
+    "no_cost": ("none measured: {w} is at least as good as {r} on every layer",
+                "没有测到代价：{w} 在每一层都不差于 {r}"),
+    "gap": ("{t} gap {g}% to the reference{ci} ≈ {n} extra badcases per 1000 requests — {adv}",
+            "{t} 相对参考模型差距 {g}%{ci} ≈ 每1000次请求多出 {n} 个badcase —— {adv}"),
+    "ci": (" (95% CI {lo}..{hi} points)", "（95%置信区间 {lo}..{hi} 个百分点）"),
+    "format": ("format compliance {v}: validate every structured output and repair or retry; the "
+               "edge has no cloud post-processing (seed 000 §3.2)",
+               "格式合规率 {v}：校验每个结构化输出并修复或重试；端侧没有云端的后处理纠错（seed 000 §3.2）"),
+    "unacc": ("unacceptable-output rate {v} is close to the {l} limit (seed 004 §2.3)",
+              "不可接受输出率 {v} 接近 {l} 的限值（seed 004 §2.3）"),
+    "decay": ("sustained decay {v} approaches the {l} limit: re-run the sustained test for ≥10 "
+              "minutes on the device (seed 000 §2.4)",
+              "持续推理衰减 {v} 接近 {l} 的限值：在设备上重新做 ≥10 分钟的持续测试（seed 000 §2.4）"),
+    "mem": ("peak memory {v} uses {p} of the {l} limit: longer contexts grow the KV cache "
+            "(seed 000 §2.1)", "峰值内存 {v} 占限值 {l} 的 {p}：更长的上下文会让KV Cache继续增长（seed 000 §2.1）"),
+    "p99": ("TTFT P99 {v} is near the {l} limit: alert on P99, check background load before "
+            "inference (seed 000 §5.2)",
+            "首token延迟P99 {v} 接近 {l} 的限值：以P99告警，推理前检查后台负载（seed 000 §5.2）"),
+    "measure": ("{u} — measure it before shipping", "{u} —— 上线前请补测"),
+}
+
+# seed 000 §3.3 table: what a gap means per task type and the fallback the seed recommends.
+ADVICE: dict[str, tuple[str, str]] = {
+    "classification": ("barely noticeable to users; keep an eye on the label distribution",
+                       "用户几乎无感；关注标签分布即可"),
+    "extraction": ("add a JSON repair fallback or route extraction to the cloud",
+                   "加 JSON 修复兜底，或把抽取任务路由到云端"),
+    "qa": ("knowledge-heavy QA invents answers on small models; route it to the cloud (§6.2)",
+           "知识密集型问答在小模型上容易胡编；路由到云端（§6.2）"),
+    "summary": ("spot-check summaries; fall back to the cloud for long inputs",
+                "抽查摘要；长输入回退到云端"),
+    "generation": ("acceptable for drafts; review before sending", "适合草稿；发送前需复核"),
+    "code": ("use it for completion rather than generation", "用于补全而不是生成"),
+    "math": ("do not let the edge model solve it alone; route math to the cloud",
+             "不要让端侧模型独立完成；数学推理路由到云端"),
+    "multi_turn": ("limit the number of turns kept in context", "控制保留在上下文中的轮次"),
+}
+DEFAULT_ADVICE = ("add a fallback for this task (a validator, a retry, or the cloud)",
+                  "为该任务加兜底（校验、重试或云端）")
+
+
+def _i(lang: str) -> int:
+    return 1 if lang == "zh" else 0
+
+
+def t(key: str, lang: str = "en", **kw: object) -> str:
+    return T[key][_i(lang)].format(**kw)
+
+
+def label(key: str, lang: str = "en") -> str:
+    pair = LABELS.get(key)
+    return pair[_i(lang)] if pair else key
+
+
+def advice(task: str, lang: str = "en") -> str:
+    return ADVICE.get(task, DEFAULT_ADVICE)[_i(lang)]
+
+
+def violation_text(v: Violation, lang: str = "en") -> str:
+    if v.constraint == "runs":
+        return t("failed", lang, d=v.detail)
+    if v.constraint == "skipped":
+        return t("skipped", lang, d=v.detail)
+    if v.constraint == "measured":
+        return t("nothing", lang)
+    if v.constraint == "fit":
+        d = f": {v.value_text} > {v.limit_text}" if v.value_text and v.limit_text else ""
+        return t("nofit", lang, d=d)
+    return f"{label(v.constraint, lang)} {v.value_text} {v.op} {t('limit', lang)} {v.limit_text}"
+
+
+def unchecked_text(constraint: str, lang: str = "en") -> str:
+    if constraint == "peak_memory_budget":
+        return t("nobudget", lang)
+    return t("unchecked", lang, m=label(constraint, lang), c=constraint)
+
+
+def reasons_text(ranked, lang: str = "en") -> list[str]:
+    """A ranked candidate's reasons: violations, or notes on what was not measured."""
+    if ranked.violations:
+        return [violation_text(v, lang) for v in ranked.violations]
+    return [t("scored0", lang, m=label(m, lang)) for m in ranked.missing] + \
+        [unchecked_text(c, lang) for c in ranked.unchecked]

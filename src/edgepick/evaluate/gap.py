@@ -1,0 +1,99 @@
+"""The gap to the reference: per task type, per difficulty and overall, with bootstrap intervals.
+
+The interval is a paired percentile bootstrap: each resample draws item indices with
+replacement and takes the same items for the candidate and the reference, so the spread of the
+items' difficulty cancels out and only the disagreement between the models remains.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import numpy as np
+
+from edgepick.evaluate.scorers import ItemScore, get_scorer
+from edgepick.records.evaluation import Badcase, GroupGap, ItemOutcome, Unacceptable
+
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_SEED = 20240601
+
+
+def paired_bootstrap(ref: list[float], cand: list[float], resamples: int = BOOTSTRAP_RESAMPLES,
+                     seed: int = BOOTSTRAP_SEED) -> tuple[list[float], list[float] | None]:
+    """95% percentile intervals of mean(ref) − mean(cand), and of that over mean(ref)."""
+    r, c = np.asarray(ref, dtype=float), np.asarray(cand, dtype=float)
+    if r.size == 0:
+        return [0.0, 0.0], None
+    idx = np.random.default_rng(seed).integers(0, r.size, size=(resamples, r.size))
+    rm, cm = r[idx].mean(axis=1), c[idx].mean(axis=1)
+    diff = rm - cm
+    ci = [float(np.percentile(diff, 2.5)), float(np.percentile(diff, 97.5))]
+    if np.all(rm > 0):
+        rel = diff / rm
+        return ci, [float(np.percentile(rel, 2.5)), float(np.percentile(rel, 97.5))]
+    return ci, None
+
+
+def _rate(flags: list[bool]) -> float:
+    return sum(flags) / len(flags) if flags else 0.0
+
+
+def group_gap(items: list, cand: list[ItemOutcome], ref: list[ItemOutcome],
+              cand_scores: list[ItemScore], ref_scores: list[ItemScore],
+              task: str | None, resamples: int, seed: int) -> GroupGap:
+    """Items, outcomes and scores are aligned lists over the same items."""
+    cs, rs = [o.score for o in cand], [o.score for o in ref]
+    score, ref_score = float(np.mean(cs)), float(np.mean(rs))
+    gap = ref_score - score
+    ci, ci_rel = paired_bootstrap(rs, cs, resamples, seed)
+    metrics: dict[str, float] = {}
+    ref_metrics: dict[str, float] = {}
+    if task is not None:
+        scorer = get_scorer(task)
+        metrics = scorer.aggregate(items, cand_scores)
+        ref_metrics = scorer.aggregate(items, ref_scores)
+    bad, ref_bad = _rate([o.badcase for o in cand]), _rate([o.badcase for o in ref])
+    return GroupGap(
+        n=len(cand), score=score, ref_score=ref_score, gap_abs=gap,
+        gap_rel=gap / ref_score if ref_score > 0 else None, ci95=ci, ci95_rel=ci_rel,
+        badcase_rate=bad, ref_badcase_rate=ref_bad, badcases_per_1000=(bad - ref_bad) * 1000,
+        format_ok_rate=_rate([o.format_ok for o in cand]),
+        ref_format_ok_rate=_rate([o.format_ok for o in ref]),
+        unacceptable_rate=_rate([bool(o.unacceptable) for o in cand]),
+        ref_unacceptable_rate=_rate([bool(o.unacceptable) for o in ref]),
+        metrics=metrics, ref_metrics=ref_metrics)
+
+
+def gaps_by(key, items: list, cand: list[ItemOutcome], ref: list[ItemOutcome],
+            cand_scores: list[ItemScore], ref_scores: list[ItemScore], per_task: bool,
+            resamples: int, seed: int) -> dict[str, GroupGap]:
+    groups: dict[str, list[int]] = defaultdict(list)
+    for i, it in enumerate(items):
+        groups[key(it)].append(i)
+    out = {}
+    order = {"easy": 0, "medium": 1, "hard": 2}  # difficulties read best in their own order
+    for name in sorted(groups, key=lambda g: (order.get(g, 3), g)):
+        ix = groups[name]
+        out[name] = group_gap([items[i] for i in ix], [cand[i] for i in ix], [ref[i] for i in ix],
+                              [cand_scores[i] for i in ix], [ref_scores[i] for i in ix],
+                              name if per_task else None, resamples, seed)
+    return out
+
+
+def unacceptable_summary(outcomes: list[ItemOutcome]) -> Unacceptable:
+    reasons = Counter(r for o in outcomes for r in o.unacceptable)
+    count = sum(1 for o in outcomes if o.unacceptable)
+    return Unacceptable(n=len(outcomes), count=count, rate=count / max(1, len(outcomes)),
+                        reasons=dict(sorted(reasons.items())))
+
+
+def badcase_list(items: list, cand: list[ItemOutcome], ref: list[ItemOutcome]) -> list[Badcase]:
+    out = []
+    for it, c, r in zip(items, cand, ref):
+        if c.badcase:
+            why = [c.details.get("why") or ""] + c.unacceptable
+            out.append(Badcase(item_id=it.id, task=it.task, difficulty=it.difficulty,
+                               critical=it.critical, expected=it.reference, got=c.output,
+                               reference_output=r.output,
+                               why="; ".join(w for w in why if w) or "wrong answer"))
+    return out

@@ -1,0 +1,95 @@
+"""Raw outputs: each item through one model, stored so re-scoring never re-runs inference.
+
+An output is keyed by the candidate's content key (model bytes, backend, runtime settings), the
+item's input hash and the generation settings; the model is loaded once per run and only when at
+least one of its outputs is missing, so an interrupted eval resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Callable
+
+from edgepick.errors import EdgepickError
+from edgepick.evaluate.dataset import EvalItem
+from edgepick.records.candidate import Candidate
+from edgepick.store.results import ResultStore
+
+OUTPUT_KIND = "eval_output"
+
+# Budgets sized to the expected answer: a label needs a few tokens, a summary a sentence or two.
+DEFAULT_MAX_TOKENS = {
+    "classification": 12, "yes_no": 8, "math": 24, "qa": 32, "extraction": 96,
+    "summary": 96, "multi_turn": 128, "generation": 192, "code": 256,
+}
+
+
+def candidate_from_spec(spec: str, settings=None) -> Candidate:
+    """A GGUF path, a bundled model name, or `http(s)://host:port/v1#model-name`."""
+    from edgepick.assets.bundled import BUNDLED, resolve_model
+    from edgepick.records.candidate import RuntimeSettings
+
+    settings = settings or RuntimeSettings()
+    if "://" in spec:
+        if not spec.startswith(("http://", "https://")):
+            raise EdgepickError(f"{spec}: only http(s) endpoints are supported")
+        label = spec.split("#", 1)[1] if "#" in spec else spec
+        return Candidate(model=spec, backend="openai_http", settings=settings, label=label)
+    path = resolve_model(spec)
+    label = spec if spec in BUNDLED and not os.path.exists(spec) else os.path.basename(path)
+    return Candidate(model=path, backend="llama_cpp", settings=settings, label=label)
+
+
+def budget(item: EvalItem, budgets: dict[str, int]) -> int:
+    return item.max_tokens or budgets.get(item.task, 128)
+
+
+def output_key(candidate_key: str, item: EvalItem, max_tokens: int, seed: int) -> str:
+    gen = {"max_tokens": max_tokens, "chat": True, "sampling": "greedy", "seed": seed}
+    blob = json.dumps([candidate_key, item.input_hash(), gen], sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+
+def collect_outputs(candidate: Candidate, items: list[EvalItem], store: ResultStore,
+                    budgets: dict[str, int],
+                    on_start: Callable[[str, int], None] | None = None,
+                    on_item: Callable[[], None] | None = None) -> tuple[list[dict], int, int]:
+    """(one output dict per item, how many were generated now, how many came from the store)."""
+    from edgepick.backends import get_backend
+
+    ckey = candidate.content_key()
+    keys = [output_key(ckey, it, budget(it, budgets), candidate.settings.seed) for it in items]
+    outputs: list[dict | None] = [None] * len(items)
+    for i, k in enumerate(keys):
+        got = store.get(OUTPUT_KIND, k)
+        if got is not None:
+            outputs[i] = dict(got, reused=True)
+    missing = [i for i, o in enumerate(outputs) if o is None]
+    if on_start:
+        on_start(candidate.name, len(missing))
+    if missing:
+        backend = get_backend(candidate.backend)
+        backend.load(candidate)
+        try:
+            for i in missing:
+                it = items[i]
+                try:
+                    g = backend.generate(it.chat_messages(), budget(it, budgets), chat=True)
+                except EdgepickError as exc:
+                    # Not stored: a transient failure must be retried by the next run.
+                    outputs[i] = {"text": "", "finish_reason": "error", "generated_tokens": 0,
+                                  "error": str(exc), "reused": False}
+                else:
+                    rec = {"text": g.text, "finish_reason": g.finish_reason,
+                           "generated_tokens": g.generated_tokens, "prompt_tokens": g.prompt_tokens,
+                           "item_id": it.id}
+                    store.put(OUTPUT_KIND, keys[i], rec, label=f"{candidate.name}:{it.id}")
+                    outputs[i] = dict(rec, reused=False)
+                if on_item:
+                    on_item()
+        finally:
+            backend.unload()
+    generated = len(missing)
+    return [o for o in outputs if o is not None], generated, len(items) - generated

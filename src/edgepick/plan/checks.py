@@ -1,0 +1,103 @@
+"""Semantic checks of a schema-valid plan: everything it names must exist, before any work."""
+
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+from edgepick.errors import EdgepickError, InputError
+
+LineOf = Callable[[tuple], int | None]
+
+
+def _model_ok(value: str, resolved: str) -> str | None:
+    """None when usable, else the problem."""
+    from edgepick.assets.bundled import BUNDLED
+
+    if "://" in value:
+        return None if value.startswith(("http://", "https://")) else "only http(s) URLs"
+    if os.path.isfile(resolved) or value in BUNDLED:
+        return None
+    return f"'{value}': no such file, and not a bundled model (bundled: {', '.join(BUNDLED)})"
+
+
+def check_plan(lp, line_of: LineOf) -> None:
+    from edgepick.backends import backend_names
+    from edgepick.models.quant_types import normalize_ftype
+
+    plan = lp.plan
+
+    def fail(loc: tuple, problem: str) -> None:
+        field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+        raise InputError(lp.path, problem, line=line_of(loc), field=field)
+
+    if not plan.candidates and not plan.quantize:
+        fail(("candidates",), "the plan names no candidates (give candidates or quantize)")
+    _check_device(plan.device, lp, fail)
+    for i, c in enumerate(plan.candidates):
+        if (p := _model_ok(c.model, lp.resolve(c.model))):
+            fail(("candidates", i, "model"), p)
+        if c.reference and (p := _model_ok(c.reference, lp.resolve(c.reference))):
+            fail(("candidates", i, "reference"), p)
+        if c.backend and c.backend not in backend_names():
+            fail(("candidates", i, "backend"),
+                 f"unknown backend '{c.backend}' (known: {', '.join(backend_names())})")
+    for i, q in enumerate(plan.quantize):
+        if (p := _model_ok(q.source, lp.resolve(q.source))) or "://" in q.source:
+            fail(("quantize", i, "source"), p or "a quantization source must be a local GGUF")
+        for j, t in enumerate(q.types):
+            try:
+                normalize_ftype(t)
+            except (EdgepickError, KeyError, ValueError) as exc:
+                fail(("quantize", i, "types", j), str(exc))
+        if q.imatrix and not os.path.isfile(lp.resolve(q.imatrix)):
+            fail(("quantize", i, "imatrix"), f"'{q.imatrix}': no such file")
+    from edgepick.fit.memory import KV_TYPE_NAMES
+
+    if plan.runtime.kv_type not in KV_TYPE_NAMES:
+        fail(("runtime", "kv_type"), f"expected one of {', '.join(KV_TYPE_NAMES)}")
+    if plan.eval.enabled:
+        if not os.path.isfile(lp.eval_data()):
+            fail(("eval", "data"), f"'{plan.eval.data}': no such eval set (or 'demo')")
+        if not plan.eval.reference:
+            fail(("eval", "reference"), "missing: quality gaps need a reference model or endpoint")
+        if (p := _model_ok(plan.eval.reference, lp.resolve(plan.eval.reference))):
+            fail(("eval", "reference"), p)
+    if plan.fidelity.enabled and not os.path.isfile(lp.fidelity_text()):
+        fail(("fidelity", "text"), f"'{plan.fidelity.text}': no such text file (or 'bundled')")
+    if plan.bench.mem_limit not in (None, "budget"):
+        from edgepick.units import parse_size
+
+        try:
+            parse_size(plan.bench.mem_limit)
+        except ValueError as exc:
+            fail(("bench", "mem_limit"), str(exc))
+    _check_scenario(lp, fail)
+
+
+def _check_device(device: str, lp, fail) -> None:
+    from edgepick.devices.catalog import catalog, load_device
+
+    if device == "local" or device in catalog():
+        return
+    path = lp.resolve(device)
+    if not os.path.isfile(path):
+        fail(("device",), f"unknown device '{device}': not a catalog name, 'local', or a file "
+                          f"(catalog: {', '.join(catalog())})")
+    load_device(path)  # a malformed profile file fails here, naming that file
+
+
+def _check_scenario(lp, fail) -> None:
+    from edgepick.decide.scenarios import load_scenario, preset_names
+
+    sc = lp.plan.scenario
+    name = sc.name if sc.name in preset_names() else lp.resolve(sc.name)
+    if sc.name not in preset_names() and not os.path.isfile(name):
+        fail(("scenario", "name"), f"unknown scenario '{sc.name}' "
+                                   f"(presets: {', '.join(preset_names())}, or a YAML file)")
+    try:
+        load_scenario(name, sc.overrides)
+    except InputError as exc:
+        if exc.field:
+            fail(("scenario", "overrides", *exc.field.split(".")), exc.problem)
+        raise

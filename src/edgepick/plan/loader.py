@@ -1,0 +1,120 @@
+"""Read and check a plan before any work starts: schema (pydantic, extra fields forbidden), then
+every file, device, scenario, backend and quant type it names. Errors name the plan file, the
+line and the field path, in one line."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from edgepick.errors import EdgepickError, InputError
+from edgepick.plan.model import Plan
+
+
+@dataclass
+class LoadedPlan:
+    plan: Plan
+    path: Path
+    base: Path  # relative paths in the plan are relative to the plan's folder
+
+    def resolve(self, p: str) -> str:
+        """A path as given, made absolute against the plan's folder; names and URLs unchanged."""
+        if "://" in p or os.path.isabs(p):
+            return p
+        from edgepick.assets.bundled import BUNDLED
+
+        cand = self.base / p
+        if p in BUNDLED and not cand.exists():
+            return p
+        return str(cand)
+
+    @property
+    def output(self) -> Path:
+        return Path(self.resolve(self.plan.output))
+
+    @property
+    def store_path(self) -> Path:
+        return Path(self.resolve(self.plan.store)) if self.plan.store \
+            else self.output / "results.sqlite"
+
+    def eval_data(self) -> str:
+        if self.plan.eval.data == "demo":
+            return str(files("edgepick").joinpath("data/demo_eval.jsonl"))
+        return self.resolve(self.plan.eval.data)
+
+    def fidelity_text(self) -> str:
+        if self.plan.fidelity.text == "bundled":
+            return str(files("edgepick").joinpath("data/fidelity_text.txt"))
+        return self.resolve(self.plan.fidelity.text)
+
+
+def _node_line(root: yaml.Node | None, loc: tuple) -> int | None:
+    """Line (1-based) of the deepest node along `loc` that exists in the YAML."""
+    node, line = root, (root.start_mark.line + 1 if root is not None else None)
+    for part in loc:
+        nxt = None
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if k.value == str(part):
+                    nxt, line = v, k.start_mark.line + 1
+                    break
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) \
+                and part < len(node.value):
+            nxt = node.value[part]
+            line = nxt.start_mark.line + 1
+        if nxt is None:
+            break
+        node = nxt
+    return line
+
+
+def _field(loc: tuple) -> str:
+    out = ""
+    for p in loc:
+        out += f"[{p}]" if isinstance(p, int) else (("." if out else "") + str(p))
+    return out
+
+
+DEFAULT = "default"
+
+
+def load_plan(path: str | Path) -> LoadedPlan:
+    """A plan file, or `default`: the packaged main job, with paths relative to the current
+    directory."""
+    base = None
+    if str(path) == DEFAULT and not Path(path).exists():
+        path, base = Path(str(files("edgepick").joinpath("data/default_plan.yaml"))), Path.cwd()
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, "plan file not found")
+    text = path.read_text(encoding="utf-8")
+    try:
+        root = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(path, f"malformed YAML ({getattr(exc, 'problem', exc)})",
+                         line=mark.line + 1 if mark else None) from None
+    if not isinstance(data, dict):
+        raise InputError(path, "a plan must be a mapping (device, candidates, eval, scenario, ...)")
+    try:
+        plan = Plan.model_validate(data)
+    except ValidationError as exc:
+        errs = exc.errors()
+        err = errs[0]
+        loc = tuple(err["loc"])
+        msg = "unknown field" if err["type"] == "extra_forbidden" else \
+            "missing" if err["type"] == "missing" else err["msg"].removeprefix("Value error, ")
+        more = f" (and {len(errs) - 1} more problem{'s' if len(errs) > 2 else ''})" \
+            if len(errs) > 1 else ""
+        raise InputError(path, msg + more, line=_node_line(root, loc), field=_field(loc)) from None
+    lp = LoadedPlan(plan=plan, path=path, base=base or path.resolve().parent)
+    from edgepick.plan.checks import check_plan
+
+    check_plan(lp, lambda loc: _node_line(root, loc))
+    return lp

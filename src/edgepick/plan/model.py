@@ -1,0 +1,115 @@
+"""The plan schema. Every section forbids unknown fields so a typo fails before any work starts."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from edgepick.records.candidate import RuntimeSettings
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CandidateEntry(_Strict):
+    model: str  # GGUF path, bundled name (smollm2, gemma3-270m, ...) or http(s)://host/v1#name
+    label: str | None = None
+    backend: str | None = None  # default: llama_cpp for files, openai_http for URLs
+    # Same-tokenizer reference for fidelity (KLD, perplexity ratio); none = fidelity skipped.
+    reference: str | None = None
+
+
+class QuantizeEntry(_Strict):
+    """Builds by the quantization lab: one candidate per type, each fit-checked first."""
+
+    source: str  # F16/F32/BF16 GGUF (or a bundled name); quantized sources are requantized
+    types: list[str] = Field(..., min_length=1)
+    imatrix: str | None = None
+    label: str | None = None  # prefix of the candidates' names; default: the source's stem
+    reference: str | None = None  # fidelity reference; default: the source itself
+
+
+class Runtime(_Strict):
+    threads: int = Field(2, ge=1)
+    n_ctx: int = Field(2048, ge=64)
+    n_batch: int = Field(512, ge=1)
+    n_ubatch: int = Field(512, ge=1)
+    kv_type: str = "f16"
+    flash_attn: bool = True
+    seed: int = 42
+
+    def settings(self) -> RuntimeSettings:
+        return RuntimeSettings(**self.model_dump())
+
+
+class BenchSection(_Strict):
+    enabled: bool = True
+    prompt_lengths: list[int] = Field(default_factory=lambda: [128, 512])
+    gen_tokens: int = Field(64, ge=1)
+    warmup: int = Field(1, ge=0)
+    repeats: int = Field(5, ge=1)
+    concurrency: list[int] = Field(default_factory=lambda: [1])
+    sustain_s: float = Field(0.0, ge=0)
+    # Cap each worker's memory: "budget" = the device's model budget, a size, or none.
+    mem_limit: str | int | None = None
+    timeout_s: float = Field(900.0, gt=0)
+
+    @field_validator("prompt_lengths", "concurrency")
+    @classmethod
+    def _positive(cls, v: list[int]) -> list[int]:
+        if not v or any(x < 1 for x in v):
+            raise ValueError("expected a non-empty list of positive integers")
+        return v
+
+
+class EvalSection(_Strict):
+    enabled: bool = True
+    data: str = "demo"  # "demo" = the bundled demo set, or a JSONL file
+    reference: str | None = None  # GGUF, bundled name or endpoint; required when enabled
+    limit: int | None = Field(None, ge=1)  # items to use, spread over the tasks; none = all
+    max_tokens: dict[str, int] = Field(default_factory=dict)  # per-task generation budgets
+
+
+class FidelitySection(_Strict):
+    enabled: bool = True
+    text: str = "bundled"  # "bundled" = the shipped fidelity text, or a UTF-8 file
+    ctx: int = Field(512, ge=4)
+    max_chunks: int | None = Field(4, ge=1)
+
+
+class FitSection(_Strict):
+    margin: float = Field(0.20, ge=0, le=1)  # the seeds' 20% safety margin
+    skip_no_fit: bool = True  # candidates predicted not to fit are not measured
+
+
+class ScenarioSection(_Strict):
+    name: str = "realtime_chat"  # a preset name or a scenario YAML file
+    overrides: dict = Field(default_factory=dict)  # deep-merged over the preset
+
+
+class ReportSection(_Strict):
+    enabled: bool = True
+    lang: str = "both"
+
+    @field_validator("lang")
+    @classmethod
+    def _lang(cls, v: str) -> str:
+        if v not in ("en", "zh", "both"):
+            raise ValueError("expected en, zh or both")
+        return v
+
+
+class Plan(_Strict):
+    name: str = "plan"
+    device: str = "local"  # catalog name, a profile YAML file, or local (probe this machine)
+    output: str = "edgepick-out"  # relative to the plan file's folder
+    store: str | None = None  # default: <output>/results.sqlite
+    candidates: list[CandidateEntry] = Field(default_factory=list)
+    quantize: list[QuantizeEntry] = Field(default_factory=list)
+    runtime: Runtime = Field(default_factory=Runtime)
+    fit: FitSection = Field(default_factory=FitSection)
+    bench: BenchSection = Field(default_factory=BenchSection)
+    eval: EvalSection = Field(default_factory=EvalSection)
+    fidelity: FidelitySection = Field(default_factory=FidelitySection)
+    scenario: ScenarioSection = Field(default_factory=ScenarioSection)
+    report: ReportSection = Field(default_factory=ReportSection)

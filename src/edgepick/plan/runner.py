@@ -1,0 +1,136 @@
+"""`edgepick run PLAN`: fit → quantize → bench → eval → fidelity → decide → report, with one
+progress display (an overall bar and one bar per stage)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                           TimeElapsedColumn)
+
+from edgepick.plan.loader import LoadedPlan
+from edgepick.plan.stages import STAGES, RunCandidate, RunState
+from edgepick.records.decision import CandidateSummary, Decision
+
+
+@dataclass
+class RunResult:
+    decision: Decision
+    summaries: list[CandidateSummary]
+    reports: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    store: Path | None = None
+
+
+def _stem(path: str) -> str:
+    name = os.path.basename(path)
+    return name[:-5] if name.endswith(".gguf") else name
+
+
+def plan_candidates(lp: LoadedPlan) -> list[RunCandidate]:
+    """The plan's candidates with bundled names resolved and quant builds given target paths."""
+    from edgepick.assets.bundled import BUNDLED, resolve_model
+
+    plan = lp.plan
+    out: list[RunCandidate] = []
+    for c in plan.candidates:
+        path = resolve_model(lp.resolve(c.model))
+        backend = c.backend or ("openai_http" if "://" in path else "llama_cpp")
+        name = c.label or (c.model if c.model in BUNDLED else _stem(path))
+        ref = lp.resolve(c.reference) if c.reference else None
+        out.append(RunCandidate(name=name, model=path, backend=backend, reference=ref))
+    models_dir = lp.output / "models"
+    for q in plan.quantize:
+        from edgepick.models.quant_types import normalize_ftype
+        from edgepick.quantize.ladder import output_path
+
+        src = resolve_model(lp.resolve(q.source))
+        prefix = q.label or (q.source if q.source in BUNDLED else _stem(src))
+        for t in q.types:
+            ftype = normalize_ftype(t)
+            out.append(RunCandidate(
+                name=f"{prefix}-{ftype}", model=str(output_path(src, ftype, models_dir)),
+                backend="llama_cpp", reference=lp.resolve(q.reference) if q.reference else src,
+                source=src, qtype=ftype, imatrix=lp.resolve(q.imatrix) if q.imatrix else None))
+    seen: dict[str, int] = {}
+    for c in out:  # two entries with one name would merge in the report: keep them apart
+        seen[c.name] = seen.get(c.name, 0) + 1
+        if seen[c.name] > 1:
+            c.name = f"{c.name}#{seen[c.name]}"
+    return out
+
+
+def _available(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def run_plan(lp: LoadedPlan, console: Console | None = None) -> RunResult:
+    from edgepick.decide.decision import decide
+    from edgepick.decide.scenarios import load_scenario, preset_names
+    from edgepick.decide.summary import build_summaries
+    from edgepick.devices.catalog import load_device
+    from edgepick.store import ResultStore
+
+    plan = lp.plan
+    console = console or Console(stderr=True)
+    sc_name = plan.scenario.name if plan.scenario.name in preset_names() \
+        else lp.resolve(plan.scenario.name)
+    scenario = load_scenario(sc_name, plan.scenario.overrides)
+    device = load_device(plan.device if plan.device == "local" else
+                         (plan.device if not os.path.isfile(lp.resolve(plan.device))
+                          else lp.resolve(plan.device)))
+    lp.output.mkdir(parents=True, exist_ok=True)
+    store = ResultStore(lp.store_path)
+    st = RunState(lp=lp, store=store, device=device, candidates=plan_candidates(lp))
+    enabled = {"fit": True, "quantize": bool(plan.quantize), "bench": plan.bench.enabled,
+               "eval": plan.eval.enabled, "fidelity": plan.fidelity.enabled}
+    steps = [s for s in STAGES if enabled[s[0]]]
+    try:
+        with Progress(TextColumn("[bold]{task.fields[stage]:<9}"), BarColumn(),
+                      MofNCompleteColumn(), TextColumn("{task.description}"),
+                      TimeElapsedColumn(), console=console, transient=False) as prog:
+            overall = prog.add_task("", total=len(steps) + 2, stage="pipeline")
+            for name, fn, module in steps:
+                prog.update(overall, description=name)
+                if not _available(module):
+                    st.notes.append(f"{name}: stage not available (module {module} is not "
+                                    "installed); skipped, nothing was estimated in its place")
+                    prog.advance(overall)
+                    continue
+                bar = prog.add_task("", total=None, stage=name)
+
+                def tick(done: int, total: int, what: str, _bar=bar) -> None:
+                    if total <= 0:  # nothing to do in this stage: show it complete
+                        done = total = 1
+                    prog.update(_bar, completed=done, total=total, description=what[:60])
+
+                fn(st, tick)
+                prog.advance(overall)
+            prog.update(overall, description="decide")
+            names = {c.model: c.name for c in st.candidates}
+            summaries = build_summaries(store, models=[c.model for c in st.candidates],
+                                        names=names, keys=st.keys)
+            for s, c in zip(summaries, st.candidates):
+                s.skipped = c.skipped
+            decision = decide(summaries, scenario, device.model_budget_bytes)
+            store.put("decision", plan.name, decision.model_dump(mode="json"), label=scenario.name)
+            prog.advance(overall)
+            reports: list[Path] = []
+            if plan.report.enabled:
+                prog.update(overall, description="report")
+                from edgepick.report.writer import write_report
+
+                reports = write_report(summaries, decision, scenario, lp.output / "report",
+                                       lang=plan.report.lang, device=device.name)
+            prog.advance(overall)
+    finally:
+        store.close()
+    return RunResult(decision=decision, summaries=summaries, reports=reports, notes=st.notes,
+                     store=lp.store_path)

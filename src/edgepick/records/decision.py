@@ -1,0 +1,122 @@
+"""Decision records: one summary row per candidate, and the scenario's verdict over them.
+
+Every measured figure is Optional: None means "not measured", shown as such and never invented.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class TaskQuality(BaseModel):
+    n: int | None = None
+    score: float | None = None  # candidate's task score, 0..1
+    ref_score: float | None = None
+    gap_abs: float | None = None  # ref_score - score: positive = candidate worse
+    gap_rel: float | None = None
+    ci95: list[float] | None = None  # 95% bootstrap interval of gap_abs
+    badcases_per_1000: float | None = None  # extra badcases vs the reference
+    format_ok_rate: float | None = None
+    unacceptable_rate: float | None = None
+
+
+class CurvePoint(BaseModel):
+    x: float
+    y: float
+
+
+class CandidateSummary(BaseModel):
+    candidate: str  # display name (label or file name)
+    model: str  # file path or endpoint URL
+    backend: str = "llama_cpp"
+    quant: str | None = None
+    params: int | None = None
+    weights_bytes: int | None = None
+    # efficiency (bench)
+    peak_rss_bytes: int | None = None
+    predicted_peak_bytes: int | None = None  # fit planner
+    predicted_decode_tps: float | None = None
+    fit_verdict: str | None = None
+    ttft_p50_ms: float | None = None
+    ttft_p99_ms: float | None = None
+    decode_tps: float | None = None
+    prefill_tps: float | None = None
+    itl_p99_ms: float | None = None
+    load_ms: float | None = None
+    bench_error: str | None = None  # set when the candidate failed to run (OOM, crash, timeout)
+    skipped: str | None = None  # not measured on purpose or by failure upstream (build failed)
+    # robustness (bench sweeps)
+    ttft_curve: list[CurvePoint] = Field(default_factory=list)  # prompt tokens -> TTFT ms
+    sustained_curve: list[CurvePoint] = Field(default_factory=list)  # seconds -> tok/s
+    decay: float | None = None  # fraction lost from the first to the last sustained window
+    # quality (evaluate)
+    tasks: dict[str, TaskQuality] = Field(default_factory=dict)
+    quality_overall: float | None = None
+    format_compliance: float | None = None
+    unacceptable_rate: float | None = None
+    badcases: list[dict] = Field(default_factory=list)
+    # fidelity against the reference model
+    kld_mean: float | None = None
+    kld_p99: float | None = None
+    ppl_ratio: float | None = None
+    same_top1: float | None = None
+    # engineering cost facts
+    fallbacks: list[str] = Field(default_factory=list)
+    requantized: bool | None = None
+    notes: list[str] = Field(default_factory=list)
+
+    @property
+    def ttft_growth(self) -> float | None:
+        pts = sorted(self.ttft_curve, key=lambda p: p.x)
+        if len(pts) < 2 or pts[0].y <= 0:
+            return None
+        return pts[-1].y / pts[0].y
+
+    @property
+    def tail_ratio(self) -> float | None:
+        if self.ttft_p50_ms and self.ttft_p99_ms:
+            return self.ttft_p99_ms / self.ttft_p50_ms
+        return None
+
+
+class Violation(BaseModel):
+    constraint: str  # e.g. "ttft_p50_ms_max"; or runs | skipped | measured | fit
+    metric: str  # e.g. "TTFT P50"
+    value: float | None
+    limit: float
+    unit: str = ""
+    op: str = ""  # ">" or "<": how the value broke the limit
+    value_text: str = ""  # the value and the limit as shown ("42.0%", "231 MiB")
+    limit_text: str = ""
+    detail: str | None = None  # the error or reason, for runs / skipped
+    text: str  # English sentence (decide/texts.py renders other languages)
+
+
+class RankedCandidate(BaseModel):
+    candidate: str
+    score: float | None  # None when eliminated
+    eliminated: bool
+    reasons: list[str] = Field(default_factory=list)
+    violations: list[Violation] = Field(default_factory=list)
+    layer_scores: dict[str, float | None] = Field(default_factory=dict)
+    metric_scores: dict[str, float | None] = Field(default_factory=dict)
+    unchecked: list[str] = Field(default_factory=list)  # constraints with no measurement
+    missing: list[str] = Field(default_factory=list)  # scored metrics not measured (scored 0)
+    pareto: bool = False
+
+
+class Explanation(BaseModel):
+    why: list[str] = Field(default_factory=list)
+    cost: list[str] = Field(default_factory=list)  # against the runner-up
+    watch: list[str] = Field(default_factory=list)
+
+
+class Decision(BaseModel):
+    scenario: str
+    budget_bytes: int | None = None
+    ranking: list[RankedCandidate]
+    recommendation: str | None
+    runner_up: str | None = None
+    pareto: list[str] = Field(default_factory=list)
+    explanation: Explanation = Field(default_factory=Explanation)
+    normalisation: str = ""

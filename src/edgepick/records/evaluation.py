@@ -1,0 +1,106 @@
+"""Task-quality results: per-item outcomes, the gap to the reference, badcases (SPEC §7).
+
+`EvalResult` is what `edgepick eval` stores under kind "eval" and what decide/report read.
+Gaps are `reference − candidate`, so a positive gap means the candidate is worse.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from edgepick.records.candidate import Candidate
+
+UNACCEPTABLE_REASONS = ("empty", "invalid_format", "repetition_loop", "over_length_budget",
+                        "critical_wrong", "error")
+
+
+class ItemOutcome(BaseModel):
+    """One model's output on one item, scored."""
+
+    item_id: str
+    task: str
+    difficulty: str | None = None
+    critical: bool = False
+    output: str
+    finish_reason: str  # "stop" | "length" | "error"
+    generated_tokens: int = 0
+    score: float  # the task's primary per-item score, in [0, 1]
+    correct: bool  # the scorer's pass/fail verdict for this item
+    format_ok: bool  # see docs/evaluate.md: label found / JSON+schema valid / number found / non-empty
+    badcase: bool  # not correct, or any unacceptable reason
+    unacceptable: list[str] = Field(default_factory=list)  # reasons, from UNACCEPTABLE_REASONS
+    details: dict = Field(default_factory=dict)  # scorer-specific figures (e.g. parsed label)
+    reused: bool = False  # True when the raw output came from the store (no inference this run)
+
+
+class GroupGap(BaseModel):
+    """One task type (or difficulty level): candidate against reference on the same items."""
+
+    n: int
+    score: float  # candidate: mean of per-item primary scores
+    ref_score: float
+    gap_abs: float  # ref_score − score
+    gap_rel: float | None  # gap_abs / ref_score; None when ref_score is 0
+    ci95: list[float]  # paired bootstrap 95% interval of gap_abs
+    ci95_rel: list[float] | None = None  # same resamples, for gap_rel
+    badcase_rate: float
+    ref_badcase_rate: float
+    badcases_per_1000: float  # (badcase_rate − ref_badcase_rate) × 1000
+    format_ok_rate: float
+    ref_format_ok_rate: float
+    unacceptable_rate: float
+    ref_unacceptable_rate: float
+    metrics: dict[str, float] = Field(default_factory=dict)  # task extras, e.g. macro_f1
+    ref_metrics: dict[str, float] = Field(default_factory=dict)
+
+
+class Unacceptable(BaseModel):
+    n: int
+    count: int
+    rate: float
+    reasons: dict[str, int] = Field(default_factory=dict)  # an item may have several reasons
+
+
+class Badcase(BaseModel):
+    item_id: str
+    task: str
+    difficulty: str | None = None
+    critical: bool = False
+    expected: object  # the item's reference answer
+    got: str  # the candidate's raw output
+    reference_output: str | None = None  # what the reference model said on the same item
+    why: str
+
+
+class CandidateEval(BaseModel):
+    name: str
+    candidate: Candidate
+    per_task: dict[str, GroupGap]
+    per_difficulty: dict[str, GroupGap]
+    overall: GroupGap
+    unacceptable_rate: float
+    unacceptable: Unacceptable
+    badcases: list[Badcase]
+    generated: int  # outputs produced by inference in this run
+    reused: int  # outputs read back from the store
+    items: list[ItemOutcome] = Field(default_factory=list)
+
+
+class BootstrapSettings(BaseModel):
+    resamples: int
+    seed: int
+    confidence: float = 0.95
+
+
+class EvalResult(BaseModel):
+    data: str  # path of the eval set
+    data_sha256: str
+    n_items: int  # valid items evaluated
+    n_invalid_lines: int
+    problems: list[str] = Field(default_factory=list)  # one line per bad input line/field
+    reference: CandidateEval  # its own scores; gaps against itself are zero by construction
+    candidates: list[CandidateEval]
+    bootstrap: BootstrapSettings
+    max_tokens: dict[str, int]  # per-task default generation budgets in force
+    scorer_version: str
+    key: str = ""  # the store key this result was saved under

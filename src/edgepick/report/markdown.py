@@ -1,0 +1,61 @@
+"""The Markdown report. Charts are referenced as SVG files in `charts/` next to it."""
+
+from __future__ import annotations
+
+from edgepick.decide.scenarios import Scenario
+from edgepick.records.decision import Decision
+from edgepick.report.i18n import tr
+from edgepick.report.model import ReportModel
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    def esc(c: str) -> str:
+        return str(c).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(esc(h) for h in header) + " |",
+             "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def decision_lines(d: Decision, ex, lang: str) -> list[str]:
+    out = [f"**{tr('recommendation', lang)}:** {d.recommendation or tr('none', lang)}", ""]
+    for key, lines in (("why", ex.why), ("cost", ex.cost), ("watch", ex.watch)):
+        if lines:
+            out.append(f"**{tr(key, lang)}**")
+            out += [f"- {x}" for x in lines]
+            out.append("")
+    return out
+
+
+def scenario_lines(sc: Scenario, lang: str) -> list[str]:
+    cons = {k: v for k, v in sc.constraints.model_dump().items() if v is not None}
+    weights = sc.weights.normalised()
+    return [f"- {tr('constraints', lang)}: " + ", ".join(f"`{k} = {v}`" for k, v in cons.items()),
+            f"- {tr('weights', lang)}: " + ", ".join(f"{tr(k, lang)} {v:.0%}"
+                                                    for k, v in weights.items())]
+
+
+def render_markdown(m: ReportModel, lang: str) -> str:
+    d = m.decision
+    out = [f"# {tr('title', lang)}", "",
+           f"- {tr('scenario', lang)}: **{m.scenario.name}** — {m.scenario_description(lang)}",
+           f"- {tr('device', lang)}: {m.device or '-'}"
+           + (f" ({tr('budget', lang)} {d.budget_bytes / 2**20:.0f} MiB)" if d.budget_bytes else ""),
+           f"- {tr('generated', lang)}: {m.generated}", *scenario_lines(m.scenario, lang), "",
+           f"## {tr('decision', lang)}", "", *decision_lines(d, m.explanation(lang), lang),
+           f"## {tr('ranking', lang)}", "", _table(*m.ranking(lang)), "",
+           f"*{tr('normalisation', lang)}: {tr('normalisation_text', lang) or d.normalisation}*", "",
+           f"## {tr('template', lang)}", "", _table(*m.template(lang)), "",
+           f"## {tr('pred_vs_meas', lang)}", "", _table(*m.predicted(lang)), "",
+           f"## {tr('charts', lang)}", ""]
+    for name, title in m.chart_titles(lang):
+        out.append(f"### {title}")
+        out.append("")
+        out.append(f"![{title}](charts/{name}.svg)" if m.charts[name]["svg"]
+                   else f"*{tr('no_data', lang)}*")
+        out.append("")
+    out += [f"## {tr('per_task', lang)}", "", _table(*m.tasks(lang)), "",
+            f"## {tr('badcases', lang)}", "", _table(*m.badcases(lang)), "",
+            tr("exports", lang), ""]
+    return "\n".join(out)

@@ -1,0 +1,108 @@
+"""The report's tables as plain rows, shared by the Markdown and HTML writers and the exports."""
+
+from __future__ import annotations
+
+from edgepick.decide.engineering import difficulty
+from edgepick.decide.texts import reasons_text
+from edgepick.records.decision import CandidateSummary, Decision
+from edgepick.report.i18n import tr
+
+
+def _mib(v: float | None, nm: str) -> str:
+    return nm if v is None else f"{v / 2**20:.0f} MiB"
+
+
+def _f(v: float | None, nm: str, fmt: str, unit: str = "") -> str:
+    return nm if v is None else fmt.format(v) + (f" {unit}" if unit else "")
+
+
+def _pct(v: float | None, nm: str) -> str:
+    return nm if v is None else f"{v:.1%}"
+
+
+def template_table(summaries: list[CandidateSummary], lang: str) -> tuple[list[str], list[list[str]]]:
+    """Seed 000 §7.3: one row per metric, one column per candidate."""
+    nm = tr("not_measured", lang)
+    header = [tr("metric", lang)] + [s.candidate for s in summaries]
+    rows: list[tuple[str, list[str]]] = []
+
+    def add(key: str, fn) -> None:
+        rows.append((tr(key, lang), [fn(s) for s in summaries]))
+
+    add("params", lambda s: nm if s.params is None else f"{s.params / 1e6:.0f} M")
+    add("quant", lambda s: s.quant or nm)
+    add("weights_mem", lambda s: _mib(s.weights_bytes, nm))
+    add("peak_mem", lambda s: tr("failed", lang) if s.bench_error else _mib(s.peak_rss_bytes, nm))
+    add("ttft_p50", lambda s: _f(s.ttft_p50_ms, nm, "{:.0f}", "ms"))
+    add("ttft_p99", lambda s: _f(s.ttft_p99_ms, nm, "{:.0f}", "ms"))
+    add("decode", lambda s: _f(s.decode_tps, nm, "{:.1f}", "tok/s"))
+    add("prefill", lambda s: _f(s.prefill_tps, nm, "{:.0f}", "tok/s"))
+    add("accuracy", lambda s: _pct(s.quality_overall, nm))
+    add("format", lambda s: _pct(s.format_compliance, nm))
+    add("unacceptable", lambda s: _pct(s.unacceptable_rate, nm))
+    add("decay", lambda s: _pct(s.decay, nm))
+    add("kld", lambda s: nm if s.kld_mean is None else f"{s.kld_mean:.4f} / {s.kld_p99:.4f}"
+        if s.kld_p99 is not None else f"{s.kld_mean:.4f}")
+    add("ppl_ratio", lambda s: _f(s.ppl_ratio, nm, "{:.3f}"))
+    add("difficulty", lambda s: tr(difficulty(s), lang))
+    return header, [[label] + vals for label, vals in rows]
+
+
+def ranking_table(decision: Decision, lang: str) -> tuple[list[str], list[list[str]]]:
+    header = [tr(k, lang) for k in ("rank", "candidate", "score", "status", "pareto", "reasons")]
+    rows = []
+    for i, r in enumerate(decision.ranking, 1):
+        rows.append([str(i), r.candidate, "-" if r.score is None else f"{r.score:.3f}",
+                     tr("eliminated" if r.eliminated else "kept", lang), "✓" if r.pareto else "",
+                     "; ".join(reasons_text(r, lang))])
+    return header, rows
+
+
+def predicted_table(summaries: list[CandidateSummary], lang: str) -> tuple[list[str], list[list[str]]]:
+    nm = tr("not_measured", lang)
+    header = [tr("candidate", lang), f"{tr('peak_mem', lang)} ({tr('predicted', lang)})",
+              f"{tr('peak_mem', lang)} ({tr('measured', lang)})", tr("ratio", lang),
+              f"{tr('decode', lang)} ({tr('predicted', lang)})",
+              f"{tr('decode', lang)} ({tr('measured', lang)})", tr("ratio", lang)]
+    rows = []
+    for s in summaries:
+        mr = (f"{s.peak_rss_bytes / s.predicted_peak_bytes:.2f}"
+              if s.peak_rss_bytes and s.predicted_peak_bytes else "-")
+        dr = (f"{s.decode_tps / s.predicted_decode_tps:.2f}"
+              if s.decode_tps and s.predicted_decode_tps else "-")
+        rows.append([s.candidate, _mib(s.predicted_peak_bytes, nm), _mib(s.peak_rss_bytes, nm), mr,
+                     _f(s.predicted_decode_tps, nm, "{:.1f}", "tok/s"),
+                     _f(s.decode_tps, nm, "{:.1f}", "tok/s"), dr])
+    return header, rows
+
+
+def task_table(summaries: list[CandidateSummary], lang: str) -> tuple[list[str], list[list[str]]]:
+    nm = tr("not_measured", lang)
+    header = [tr(k, lang) for k in ("candidate", "task", "accuracy", "ref_score", "gap",
+                                    "badcases_1000", "format")]
+    rows = []
+    for s in summaries:
+        for task, q in sorted(s.tasks.items()):
+            ci = f" [{q.ci95[0] * 100:.1f}, {q.ci95[1] * 100:.1f}]" if q.ci95 else ""
+            rows.append([s.candidate, task, _pct(q.score, nm), _pct(q.ref_score, nm),
+                         nm if q.gap_abs is None else f"{q.gap_abs * 100:.1f}{ci}",
+                         _f(q.badcases_per_1000, nm, "{:.0f}"), _pct(q.format_ok_rate, nm)])
+    return header, rows
+
+
+def badcase_table(summaries: list[CandidateSummary], lang: str,
+                  limit: int = 20) -> tuple[list[str], list[list[str]]]:
+    header = [tr(k, lang) for k in ("candidate", "item", "task", "expected", "got", "why_failed")]
+    rows = []
+    for s in summaries:
+        for b in s.badcases[:limit]:
+            exp = b.get("expected")
+            rows.append([s.candidate, str(b.get("item_id", "")), str(b.get("task", "")),
+                         _short(exp if isinstance(exp, str) else repr(exp)),
+                         _short(str(b.get("got", ""))), str(b.get("why", ""))])
+    return header, rows
+
+
+def _short(text: str, n: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"

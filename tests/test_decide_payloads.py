@@ -1,0 +1,122 @@
+"""Realistic stored payloads (built with the stages' own record classes) and the adapters over them.
+
+Other decide/report tests import the builders from here.
+"""
+
+from __future__ import annotations
+
+from edgepick.records.bench import BenchResult, MetricStats, SustainReport
+from edgepick.records.candidate import Candidate
+from edgepick.records.evaluation import (BootstrapSettings, CandidateEval, EvalResult, GroupGap,
+                                         Unacceptable, Badcase)
+from edgepick.store import ResultStore
+
+
+def stats(median: float, unit: str, spread: float = 0.1, p99: float | None = None) -> MetricStats:
+    return MetricStats(median=median, min=median * (1 - spread), max=median * (1 + spread),
+                       p99=p99, unit=unit, n=5)
+
+
+def bench_rows(model: str, ttft_ms: float, decode: float, peak: int, prompt_tokens=(128, 512),
+               decay_pct: float | None = 8.0) -> list[BenchResult]:
+    rows = []
+    for i, pt in enumerate(prompt_tokens):
+        t = ttft_ms * (pt / prompt_tokens[0])
+        rows.append(BenchResult(
+            model=model, model_path=model, backend="llama_cpp", sweep="prompt_length",
+            config=f"threads=2 prompt={pt}", key=f"{model}-{pt}",
+            settings={"threads": 2, "n_ctx": 2048, "prompt_tokens": pt, "gen_tokens": 64},
+            status="ok",
+            metrics={"ttft_ms": stats(t, "ms", p99=t * 1.4), "decode_tps": stats(decode, "tok/s"),
+                     "prefill_tps": stats(pt / t * 1000, "tok/s"),
+                     "itl_ms": stats(1000 / decode, "ms", p99=1500 / decode),
+                     "peak_rss_bytes": stats(peak + i * 2**20, "bytes", 0.0)}))
+    if decay_pct is not None:
+        tps = [decode, decode * (1 - decay_pct / 200), decode * (1 - decay_pct / 100)]
+        rows.append(BenchResult(
+            model=model, model_path=model, backend="llama_cpp", sweep="sustain",
+            config="sustain=30s", key=f"{model}-sustain", settings={"threads": 2}, status="ok",
+            metrics={"peak_rss_bytes": stats(peak, "bytes", 0.0)},
+            sustain=SustainReport(duration_s=30, window_s=10, window_tps=tps,
+                                  decay_pct=decay_pct, flagged=decay_pct > 30)))
+    return rows
+
+
+def gap(score: float, ref: float, n: int = 40, fmt: float = 1.0, unacc: float = 0.0) -> GroupGap:
+    g = ref - score
+    return GroupGap(n=n, score=score, ref_score=ref, gap_abs=g, gap_rel=g / ref if ref else None,
+                    ci95=[g - 0.05, g + 0.05], badcase_rate=1 - score, ref_badcase_rate=1 - ref,
+                    badcases_per_1000=g * 1000, format_ok_rate=fmt, ref_format_ok_rate=1.0,
+                    unacceptable_rate=unacc, ref_unacceptable_rate=0.0)
+
+
+def cand_eval(model: str, name: str, tasks: dict[str, tuple[float, float]], fmt: float = 1.0,
+              unacc: float = 0.01) -> CandidateEval:
+    per_task = {t: gap(s, r, fmt=fmt if t == "extraction" else 1.0) for t, (s, r) in tasks.items()}
+    mean = sum(s for s, _ in tasks.values()) / len(tasks)
+    ref = sum(r for _, r in tasks.values()) / len(tasks)
+    n = 40 * len(tasks)
+    return CandidateEval(
+        name=name, candidate=Candidate(model=model, label=name), per_task=per_task,
+        per_difficulty={}, overall=gap(mean, ref, n=n, fmt=fmt, unacc=unacc),
+        unacceptable_rate=unacc, unacceptable=Unacceptable(n=n, count=int(unacc * n), rate=unacc),
+        badcases=[Badcase(item_id="ex-007", task="extraction", expected={"city": "Hangzhou"},
+                          got='{"city": "Hangzhou"', why="invalid JSON")],
+        generated=n, reused=0)
+
+
+def eval_result(cands: list[CandidateEval], ref_model: str = "/models/ref-f16.gguf") -> EvalResult:
+    ref = cands[0].model_copy(update={"name": "reference",
+                                      "candidate": Candidate(model=ref_model, label="reference")})
+    return EvalResult(data="demo_eval.jsonl", data_sha256="0" * 64, n_items=200, n_invalid_lines=0,
+                      reference=ref, candidates=cands,
+                      bootstrap=BootstrapSettings(resamples=1000, seed=0),
+                      max_tokens={"extraction": 96}, scorer_version="1")
+
+
+# Two builds of one model: q4 fast but weaker at extraction, q8 slower but better at it.
+FAST, ACCURATE = "/models/smol-q4_0.gguf", "/models/smol-q8_0.gguf"
+TASKS_FAST = {"classification": (0.70, 0.72), "extraction": (0.40, 0.52), "qa": (0.35, 0.38)}
+TASKS_ACC = {"classification": (0.71, 0.72), "extraction": (0.50, 0.52), "qa": (0.37, 0.38)}
+
+
+def filled_store(path: str, fast_decay: float = 8.0) -> ResultStore:
+    store = ResultStore(path)
+    for r in bench_rows(FAST, ttft_ms=90, decode=62, peak=160 * 2**20, decay_pct=fast_decay):
+        store.put("bench", r.key, r.model_dump(mode="json"))
+    for r in bench_rows(ACCURATE, ttft_ms=140, decode=36, peak=230 * 2**20):
+        store.put("bench", r.key, r.model_dump(mode="json"))
+    ev = eval_result([cand_eval(FAST, "smol-q4_0", TASKS_FAST, fmt=0.93),
+                      cand_eval(ACCURATE, "smol-q8_0", TASKS_ACC, fmt=0.98)])
+    store.put("eval", "e1", ev.model_dump(mode="json"))
+    return store
+
+
+def test_summaries_carry_every_stored_figure(store_path):
+    from edgepick.decide.summary import build_summaries
+
+    with filled_store(store_path) as store:
+        rows = {s.candidate: s for s in build_summaries(store)}
+    fast = rows["smol-q4_0"]
+    assert fast.ttft_p50_ms == 90 and fast.ttft_p99_ms == 90 * 1.4
+    assert fast.decode_tps == 62
+    assert [p.x for p in fast.ttft_curve] == [128, 512]
+    assert fast.peak_rss_bytes == 161 * 2**20  # the highest of every configuration
+    assert abs(fast.decay - 0.08) < 1e-9 and len(fast.sustained_curve) == 3
+    assert fast.tasks["extraction"].score == 0.40
+    assert abs(fast.tasks["extraction"].gap_abs - 0.12) < 1e-9
+    assert fast.format_compliance == 0.93 and fast.badcases[0]["item_id"] == "ex-007"
+    # nothing stored for fidelity or fit: stays None ("not measured"), never invented
+    assert fast.kld_mean is None and fast.predicted_peak_bytes is None and fast.params is None
+
+
+def test_failed_bench_is_kept_as_error(store_path):
+    from edgepick.decide.summary import build_summaries
+
+    with ResultStore(store_path) as store:
+        bad = BenchResult(model="/m/big.gguf", model_path="/m/big.gguf", backend="llama_cpp",
+                          sweep="prompt_length", config="c", key="k", settings={},
+                          status="failed", error="killed: out of memory (limit 2 GiB)")
+        store.put("bench", "k", bad.model_dump(mode="json"))
+        (s,) = build_summaries(store)
+    assert s.bench_error == "killed: out of memory (limit 2 GiB)"
