@@ -4,58 +4,20 @@ started here on a free loopback port with the tiny model, and always stopped."""
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import time
 
 import httpx
 import pytest
+from llama_server import free_port, llama_server
 
 from edgepick.backends import get_backend
 from edgepick.errors import EdgepickError
 from edgepick.records.candidate import Candidate
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tiny_model, tmp_path_factory):
-    from edgepick.llama_tools import tool_path
-
-    try:
-        exe = tool_path("llama-server")
-    except EdgepickError as exc:
-        pytest.skip(str(exc))
-    port = _free_port()
-    log = open(tmp_path_factory.mktemp("server") / "llama-server.log", "w")
-    proc = subprocess.Popen([exe, "-m", tiny_model, "--host", "127.0.0.1", "--port", str(port),
-                             "-c", "1024", "-np", "2", "-t", "1", "--alias", "tiny"],
-                            stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, f"llama-server exited with {proc.returncode}"
-            try:
-                if httpx.get(f"{base}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "llama-server did not become ready"
-            time.sleep(0.2)
-        yield f"{base}/v1#tiny"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+    with llama_server(tiny_model, "tiny", tmp_path_factory.mktemp("server"), parallel=2) as url:
+        yield url
 
 
 @pytest.fixture
@@ -116,7 +78,7 @@ def test_concurrent_requests_and_clear_errors(http_backend, server):
     with pytest.raises(EdgepickError, match="'nope' is not served.*tiny"):
         other.load(Candidate(model=server.replace("#tiny", "#nope"), backend="openai_http"))
     with pytest.raises(EdgepickError, match="cannot reach the server"):
-        other.load(Candidate(model=f"http://127.0.0.1:{_free_port()}/v1#x",
+        other.load(Candidate(model=f"http://127.0.0.1:{free_port()}/v1#x",
                              backend="openai_http"))
 
 

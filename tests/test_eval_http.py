@@ -4,57 +4,17 @@ llama-server, started here on a free loopback port with the tiny model, and alwa
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import time
 
-import httpx
 import pytest
+from llama_server import free_port, llama_server
 
 from edgepick.cli.cmd_eval import demo_eval_path
-from edgepick.errors import EdgepickError
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def endpoint(tiny_model, tmp_path_factory):
-    from edgepick.llama_tools import tool_path
-
-    try:
-        exe = tool_path("llama-server")
-    except EdgepickError as exc:
-        pytest.skip(str(exc))
-    port = _free_port()
-    log = open(tmp_path_factory.mktemp("server") / "llama-server.log", "w")
-    proc = subprocess.Popen([exe, "-m", tiny_model, "--host", "127.0.0.1", "--port", str(port),
-                             "-c", "1024", "-np", "1", "-t", "1", "--alias", "tiny-remote"],
-                            stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, f"llama-server exited with {proc.returncode}"
-            try:
-                if httpx.get(f"{base}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "llama-server did not become ready"
-            time.sleep(0.2)
-        yield f"{base}/v1#tiny-remote"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+    with llama_server(tiny_model, "tiny-remote", tmp_path_factory.mktemp("server"), parallel=1) as url:
+        yield url
 
 
 def test_eval_against_an_http_reference(cli, endpoint, store_path):
@@ -74,7 +34,7 @@ def test_eval_against_an_http_reference(cli, endpoint, store_path):
 
 
 def test_unreachable_endpoint_is_one_line(cli, store_path):
-    r = cli("eval", "-m", "tiny", "-r", f"http://127.0.0.1:{_free_port()}/v1#nobody",
+    r = cli("eval", "-m", "tiny", "-r", f"http://127.0.0.1:{free_port()}/v1#nobody",
             "--data", demo_eval_path(), "--limit", "1", "--store", store_path, "--threads", "1")
     assert r.returncode == 2
     assert "cannot reach the server" in r.stderr and "Traceback" not in r.stderr

@@ -46,3 +46,9 @@ def kv_read_bytes(spec: ModelSpec, n_ctx: int, fill: int, kv_type: str = "f16",
 def kv_bytes_per_element(kv_type: str) -> float:
     block, size = type_sizes(KV_TYPE_NAMES[kv_type])
     return size / block
+
+
+def attention_elements(spec: ModelSpec, n_ctx: int, fill: int, n_ubatch: int = 512) -> int:
+    """Cached positions × heads × (K + V head size), summed over layers, for one decode step."""
+    per_pos = spec.n_heads * (spec.head_dim_k + spec.head_dim_v)
+    return sum(min(fill, kv_cells(spec, i, n_ctx, n_ubatch)) * per_pos for i in range(spec.n_layers))

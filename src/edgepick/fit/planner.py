@@ -7,9 +7,9 @@ from importlib.resources import files
 
 import yaml
 
-from edgepick.fit.memory import kv_cache_bytes, kv_read_bytes
+from edgepick.fit.memory import attention_elements, kv_cache_bytes, kv_read_bytes
 from edgepick.fit.overhead import RUNTIME_BASELINE_BYTES, overhead_parts
-from edgepick.fit.speed import efficiency_for, prefill_estimate, weights_read_per_token
+from edgepick.fit.speed import decode_time_s, prefill_estimate, weights_read_per_token
 from edgepick.models.quant_types import PlannedTensor, normalize_ftype, planned_tensor_types
 from edgepick.records.device import DeviceProfile
 from edgepick.records.fit import FitEstimate
@@ -81,8 +81,9 @@ def fit_one(spec: ModelSpec, quant: str | None, ctx: int, device: DeviceProfile,
     read = weights_read_per_token(tensors)
     per_token = sum(t.n_bytes for t in read) + kv_read_bytes(kv_spec, ctx, fill, kv_type, n_ubatch)
     bound = device.bandwidth_gbps * 1e9 / per_token
-    eff = efficiency_for(read, device, efficiency)
-    attn = 4.0 * spec.n_layers * spec.n_heads * spec.head_dim_k * fill
+    attn = attention_elements(kv_spec, ctx, fill, n_ubatch)
+    estimate = 1.0 / decode_time_s(read, device, attn, efficiency)
+    attn_flops = 4.0 * spec.n_layers * spec.n_heads * spec.head_dim_k * fill
     quant_bits = 8.0 * sum(t.n_bytes for t in read) / max(1, sum(
         _elements(t) for t in read))
     hp, fallbacks = _higher_precision(tensors, qname) if qname in _ftypes() else ({}, [])
@@ -91,9 +92,9 @@ def fit_one(spec: ModelSpec, quant: str | None, ctx: int, device: DeviceProfile,
         weights_bytes=weights, weights_exact=exact, kv_cache_bytes=kv, overhead_bytes=overhead,
         overhead_parts=parts, total_bytes=total, budget_bytes=budget, margin=margin,
         verdict=verdict, kv_fill_tokens=fill, bytes_per_token=per_token,
-        decode_tps_bound=round(bound, 2), decode_tps_estimate=round(bound * eff, 2),
-        efficiency=round(eff, 3),
-        prefill_tps_estimate=_round(prefill_estimate(read, device, attn)),
+        decode_tps_bound=round(bound, 2), decode_tps_estimate=round(estimate, 2),
+        efficiency=round(estimate / bound, 3),
+        prefill_tps_estimate=_round(prefill_estimate(read, device, attn_flops)),
         higher_precision=hp, fallbacks=fallbacks, risks=_risks(spec.n_params, quant_bits),
     )
 

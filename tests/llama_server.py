@@ -1,0 +1,58 @@
+"""llama.cpp's own llama-server, started on a free loopback port for a test and always stopped."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import httpx
+import pytest
+
+from edgepick.errors import EdgepickError
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def llama_server(model: str, alias: str, log_dir: Path, parallel: int = 1) -> Iterator[str]:
+    """Yields the endpoint as edgepick writes it: `http://127.0.0.1:PORT/v1#alias`."""
+    from edgepick.llama_tools import tool_path
+
+    try:
+        exe = tool_path("llama-server")
+    except EdgepickError as exc:
+        pytest.skip(str(exc))
+    port = free_port()
+    log = open(log_dir / "llama-server.log", "w")
+    proc = subprocess.Popen([exe, "-m", model, "--host", "127.0.0.1", "--port", str(port),
+                             "-c", "1024", "-np", str(parallel), "-t", "1", "--alias", alias],
+                            stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None, f"llama-server exited with {proc.returncode}"
+            try:
+                if httpx.get(f"{base}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "llama-server did not become ready"
+            time.sleep(0.2)
+        yield f"{base}/v1#{alias}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
