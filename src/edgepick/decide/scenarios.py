@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 from importlib.resources import files
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from edgepick.errors import EdgepickError, InputError
 from edgepick.units import parse_size
+from edgepick.yaml_input import read_yaml
 
 LAYERS = ("quality", "efficiency", "robustness", "engineering")
 
@@ -105,13 +105,7 @@ def preset_names() -> list[str]:
 
 
 def _read(path: str) -> dict:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(path, f"malformed YAML ({getattr(exc, 'problem', exc)})",
-                         line=mark.line + 1 if mark else None) from None
+    data = read_yaml(path)
     if not isinstance(data, dict):
         raise InputError(path, "a scenario must be a mapping with name, constraints, weights")
     return data

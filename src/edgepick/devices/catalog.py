@@ -6,12 +6,12 @@ import os
 from functools import lru_cache
 from importlib.resources import files
 
-import yaml
 from pydantic import ValidationError
 
 from edgepick.errors import EdgepickError, InputError
 from edgepick.records.device import DeviceProfile
 from edgepick.units import parse_size
+from edgepick.yaml_input import read_yaml
 
 _SIZE_FIELDS = {"total_ram": "total_ram_bytes", "model_budget": "model_budget_bytes"}
 
@@ -35,20 +35,10 @@ def _profile(entry: dict, source: str, index: int | None = None) -> DeviceProfil
         raise InputError(source, where + err["msg"], field=field) from None
 
 
-def _read_yaml(path: str) -> object:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return yaml.safe_load(fh)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(path, f"malformed YAML ({getattr(exc, 'problem', exc)})",
-                         line=mark.line + 1 if mark else None) from None
-
-
 @lru_cache(maxsize=1)
 def catalog() -> dict[str, DeviceProfile]:
     source = str(files("edgepick").joinpath("data/devices.yaml"))
-    entries = _read_yaml(source)
+    entries = read_yaml(source)
     return {e["name"]: _profile(e, source, i) for i, e in enumerate(entries)}
 
 
@@ -61,7 +51,7 @@ def load_device(name_or_path: str) -> DeviceProfile:
     if name_or_path in catalog():
         return catalog()[name_or_path]
     if os.path.isfile(name_or_path):
-        data = _read_yaml(name_or_path)
+        data = read_yaml(name_or_path)
         if isinstance(data, list):
             if len(data) != 1:
                 raise InputError(name_or_path, f"expected one device profile, found {len(data)}")

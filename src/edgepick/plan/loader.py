@@ -12,8 +12,9 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from edgepick.errors import EdgepickError, InputError
+from edgepick.errors import InputError
 from edgepick.plan.model import Plan
+from edgepick.yaml_input import parse_yaml
 
 
 @dataclass
@@ -93,13 +94,8 @@ def load_plan(path: str | Path) -> LoadedPlan:
     if not path.is_file():
         raise InputError(path, "plan file not found")
     text = path.read_text(encoding="utf-8")
-    try:
-        root = yaml.compose(text)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(path, f"malformed YAML ({getattr(exc, 'problem', exc)})",
-                         line=mark.line + 1 if mark else None) from None
+    data = parse_yaml(text, path)
+    root = yaml.compose(text)  # parsed once already, so this cannot fail; it gives line numbers
     if not isinstance(data, dict):
         raise InputError(path, "a plan must be a mapping (device, candidates, eval, scenario, ...)")
     try:

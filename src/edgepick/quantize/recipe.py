@@ -21,6 +21,7 @@ from pathlib import Path
 import yaml
 
 from edgepick.errors import EdgepickError, InputError
+from edgepick.yaml_input import parse_yaml
 from edgepick.quantize.units import ggml_type_of
 from edgepick.records.quantize import (QuantizedFile, Recipe, RecipeUnit, SensitivityReport,
                                        TensorOverride)
@@ -145,12 +146,7 @@ def load_recipe(path: str | Path) -> Recipe:
     p = Path(path)
     if not p.is_file():
         raise EdgepickError(f"{p}: recipe file not found")
-    try:
-        data = yaml.safe_load(p.read_text())
-    except yaml.YAMLError as exc:
-        line = getattr(getattr(exc, "problem_mark", None), "line", None)
-        raise InputError(p, f"not valid YAML ({getattr(exc, 'problem', exc)})",
-                         line=line + 1 if line is not None else None) from None
+    data = parse_yaml(p.read_text(), p)
     if not isinstance(data, dict):
         raise InputError(p, "expected a mapping (a recipe written by `edgepick quantize --recipe auto`)")
     try:
