@@ -1,29 +1,40 @@
 """Fit planner vs measurement: predicted and measured peak memory and decode tok/s.
 
 Builds a few quant types of the bundled SmolLM2-135M and Gemma-3-270M with llama.cpp's quantizer,
+plus a synthetic 256-aligned Llama shape (benchmarks/_synthetic.py) at Q4_K_M and Q3_K_M,
 then for two context sizes measures each in its own worker process (peak RSS, decode tok/s at the
-KV fill the planner assumes: half the context) and prints the ratios. Targets (issue 2): memory
+KV fill the planner assumes: half the context) in two passes and prints the ratios. Targets (issue 2): memory
 within ±10%, decode within ±20%. The machine is probed in the same run, so both sides see the
 same conditions.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 from pathlib import Path
 
+from benchmarks._calibrate import fit, row_features, save
+from benchmarks._synthetic import synthetic_llama
 from edgepick.assets import bundled
 from edgepick.bench.measure import measure_point
 from edgepick.bench.worker import run_isolated
 from edgepick.devices.probe import probe
-from edgepick.fit.planner import fit_one
+from edgepick.fit.memory import attention_position_heads
+from edgepick.fit.planner import fit_one, plan_tensors
+from edgepick.fit.speed import weights_read_per_token
 from edgepick.models.gguf_info import gguf_spec
 from edgepick.quantize.ladder import build_ladder
 from edgepick.records import Candidate, RuntimeSettings
 
 CONTEXTS = (2048, 8192)
 GEN = 64
+REPEATS = 2  # per pass, after one warm-up run
+# A shared host slows a run by 10-40% for minutes at a time, more than the tolerance being tested,
+# so every configuration is measured in PASSES passes run in opposite orders and the faster
+# pass counts: interference can only slow a run, never speed it up.
+PASSES = int(os.environ.get("EDGEPICK_FIT_PASSES", "2"))
 MEM_TOL, SPEED_TOL = 0.10, 0.20
 
 
@@ -32,7 +43,8 @@ def candidates() -> list[str]:
     smol = [f.path for f in build_ladder(str(bundled.smollm2_f16()), ["Q8_0", "Q4_0", "Q4_K_M"],
                                          out_dir)]
     gemma = [f.path for f in build_ladder(str(bundled.gemma3_270m_f16()), ["Q8_0", "Q4_0"], out_dir)]
-    return [str(bundled.smollm2_f16()), *smol, str(bundled.gemma3_270m_q4_k_m()), *gemma]
+    synth = [f.path for f in build_ladder(str(synthetic_llama()), ["Q4_K_M", "Q3_K_M"], out_dir)]
+    return [str(bundled.smollm2_f16()), *smol, str(bundled.gemma3_270m_q4_k_m()), *gemma, *synth]
 
 
 def decode_tps(run: dict) -> float:
@@ -40,36 +52,68 @@ def decode_tps(run: dict) -> float:
     return (len(times) - 1) / (times[-1] - times[0])
 
 
+def measure(path: str, ctx: int, threads: int):
+    cand = Candidate(model=path, settings=RuntimeSettings(n_ctx=ctx, threads=threads))
+    return run_isolated(measure_point, cand.model_dump(),
+                        {"prompt_tokens": ctx // 2, "gen_tokens": GEN, "warmup": 1,
+                         "repeats": REPEATS})
+
+
 def main() -> int:
     files = candidates()
     print("probing this machine (bandwidth, compute)…", flush=True)
     device = probe()
-    print(f"bandwidth {device.bandwidth_gbps:.1f} GB/s, budget {device.model_budget_bytes / 2**30:.1f} GiB")
-    header = (f"{'model':42} {'ctx':>5} {'mem pred':>9} {'mem meas':>9} {'ratio':>6} "
-              f"{'tok/s pred':>10} {'tok/s meas':>10} {'ratio':>6}")
-    print(header)
-    misses = 0
-    for path in files:
-        spec = gguf_spec(path)
-        for ctx in CONTEXTS:
-            prompt = ctx // 2
-            est = fit_one(spec, None, ctx, device, fill=prompt + GEN // 2)
-            cand = Candidate(model=path, settings=RuntimeSettings(n_ctx=ctx, threads=device.cores or 2))
-            out = run_isolated(measure_point, cand.model_dump(),
-                               {"prompt_tokens": prompt, "gen_tokens": GEN, "warmup": 1, "repeats": 3})
-            if not out.ok:
-                print(f"{Path(path).name:42} {ctx:>5} FAILED: {out.error}")
-                misses += 1
+    print(f"bandwidth {device.bandwidth_gbps:.1f} GB/s, budget {device.model_budget_bytes / 2**30:.1f} GiB; "
+          f"{PASSES} passes over {len(files) * len(CONTEXTS)} configurations, each pass in the "
+          f"other order; decode = the faster pass's median", flush=True)
+    configs = [(path, ctx) for path in files for ctx in CONTEXTS]
+    tps: dict[tuple, list[float]] = {c: [] for c in configs}
+    peak: dict[tuple, int] = {}
+    errors: dict[tuple, str] = {}
+    for n in range(PASSES):
+        for c in (configs if n % 2 == 0 else configs[::-1]):
+            if c in errors:
                 continue
-            tps = statistics.median(decode_tps(r) for r in out.value["runs"])
-            mem_r = est.total_bytes / out.peak_rss_bytes
-            tps_r = est.decode_tps_estimate / tps
-            ok = abs(mem_r - 1) <= MEM_TOL and abs(tps_r - 1) <= SPEED_TOL
-            misses += not ok
-            print(f"{Path(path).name:42} {ctx:>5} {est.total_bytes / 2**20:8.0f}M "
-                  f"{out.peak_rss_bytes / 2**20:8.0f}M {mem_r:6.2f} {est.decode_tps_estimate:10.1f} "
-                  f"{tps:10.1f} {tps_r:6.2f}{'' if ok else '  <-- outside target'}", flush=True)
+            out = measure(*c, device.cores or 2)
+            if not out.ok:
+                errors[c] = out.error or "failed"
+                continue
+            tps[c].append(statistics.median(decode_tps(r) for r in out.value["runs"]))
+            peak[c] = max(peak.get(c, 0), out.peak_rss_bytes)
+            print(f"  pass {n + 1}: {Path(c[0]).name} ctx {c[1]}: {tps[c][-1]:.1f} tok/s, "
+                  f"{out.peak_rss_bytes / 2**20:.0f} MiB", flush=True)
+    print(f"{'model':46} {'ctx':>5} {'mem pred':>9} {'mem meas':>9} {'ratio':>6} "
+          f"{'tok/s pred':>10} {'tok/s meas':>10} {'passes':>11} {'ratio':>6}")
+    misses = 0
+    rows: list[dict] = []
+    for path, ctx in configs:
+        name = Path(path).name
+        if (path, ctx) in errors:
+            print(f"{name:46} {ctx:>5} FAILED: {errors[(path, ctx)]}")
+            misses += 1
+            continue
+        spec = gguf_spec(path)
+        est = fit_one(spec, None, ctx, device, fill=ctx // 2 + GEN // 2)
+        measured = max(tps[(path, ctx)])  # host interference only ever slows a pass down
+        read = weights_read_per_token(plan_tensors(spec, None)[0])
+        rows.append({"model": name, "ctx": ctx, "measured_tps": measured,
+                     "estimate_tps": est.decode_tps_estimate,
+                     **row_features(read, attention_position_heads(spec, ctx, est.kv_fill_tokens),
+                                    spec.head_dim_k + spec.head_dim_v)})
+        mem_r = est.total_bytes / peak[(path, ctx)]
+        tps_r = est.decode_tps_estimate / measured
+        ok = abs(mem_r - 1) <= MEM_TOL and abs(tps_r - 1) <= SPEED_TOL
+        misses += not ok
+        passes = "/".join(f"{v:.1f}" for v in tps[(path, ctx)])
+        print(f"{name:46} {ctx:>5} {est.total_bytes / 2**20:8.0f}M {peak[(path, ctx)] / 2**20:8.0f}M "
+              f"{mem_r:6.2f} {est.decode_tps_estimate:10.1f} {measured:10.1f} {passes:>11} "
+              f"{tps_r:6.2f}{'' if ok else '  <-- outside target'}", flush=True)
     print(f"targets: memory ±{MEM_TOL:.0%}, decode ±{SPEED_TOL:.0%}; {misses} outside")
+    if rows:  # the measurements behind a recalibration of fit/speed.py (benchmarks/_calibrate.py)
+        saved = bundled.cache_dir() / "fit_accuracy_rows.json"
+        save(rows, device.bandwidth_gbps, saved)
+        print(f"rows saved to {saved}; constants refitted on them (in-sample): "
+              f"{fit(rows, device.bandwidth_gbps)}")
     return 1 if misses else 0
 
 

@@ -102,3 +102,27 @@ def test_explanation_in_chinese(store_path):
     assert zh.why[-1] == "smol-q4_0 被淘汰：持续推理衰减 42.0% > 限值 30.0%"
     dead = next(r for r in d.ranking if r.eliminated)
     assert reasons_text(dead, "zh") == ["持续推理衰减 42.0% > 限值 30.0%"]
+
+
+def test_no_survivor_names_the_nearest_and_the_binding_constraint(store_path):
+    rows = _summaries(store_path)  # peaks: q4_0 161 MiB, q8_0 231 MiB
+    d = decide(rows, load_scenario("realtime_chat"), budget=150 * 2**20)
+    assert d.recommendation is None and all(r.eliminated for r in d.ranking)
+    # both break one constraint; q4_0 overshoots the budget by 7%, q8_0 by 54%
+    assert d.closest == "smol-q4_0" and [r.candidate for r in d.ranking][0] == "smol-q4_0"
+    why = " ".join(d.explanation.why)
+    assert "nearest to passing: smol-q4_0" in why
+    assert "every candidate breaks peak memory (limit 150 MiB; best smol-q4_0 at 161 MiB)" in why
+    assert "lower-bit quant" in why
+    # a second broken constraint puts a candidate behind one that overshoots further
+    d2 = decide(_summaries(store_path + "2", fast_decay=42.0), load_scenario("realtime_chat"),
+                budget=150 * 2**20)
+    assert d2.closest == "smol-q8_0"
+    assert not any("sustained decay" in line and "every candidate" in line
+                   for line in d2.explanation.why)
+    zh = decide(rows, load_scenario("realtime_chat"), budget=150 * 2**20)
+    from edgepick.decide.explain import explain
+
+    zh_text = " ".join(explain(zh.ranking, {s.candidate: s for s in rows},
+                               load_scenario("realtime_chat"), 150 * 2**20, "zh").why)
+    assert "最接近达标的是 smol-q4_0" in zh_text and "所有候选都违反" in zh_text

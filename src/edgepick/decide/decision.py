@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from edgepick.decide.closest import nearness
 from edgepick.decide.explain import explain
 from edgepick.decide.texts import reasons_text
 from edgepick.decide.pareto import pareto_front
@@ -32,14 +33,16 @@ def decide(summaries: list[CandidateSummary], scenario: Scenario,
             pareto=s.candidate in front)
         r.reasons = reasons_text(r, "en")
         ranking.append(r)
-    # Survivors by score; eliminated after them, fewest broken constraints first.
-    ranking.sort(key=lambda r: (r.eliminated, -(r.score or 0.0), len(r.violations), r.candidate))
-    alive = [r for r in ranking if not r.eliminated]
+    # Survivors by score; eliminated after them, nearest to passing first.
+    alive = sorted((r for r in ranking if not r.eliminated),
+                   key=lambda r: (-(r.score or 0.0), r.candidate))
+    ranking = alive + sorted((r for r in ranking if r.eliminated), key=nearness)
     by_name = {s.candidate: s for s in summaries}
     return Decision(
         scenario=scenario.name, budget_bytes=budget, ranking=ranking,
         recommendation=alive[0].candidate if alive else None,
         runner_up=alive[1].candidate if len(alive) > 1 else None,
+        closest=None if alive or not ranking else ranking[0].candidate,
         pareto=[r.candidate for r in ranking if r.pareto],
         explanation=explain(ranking, by_name, scenario, budget, "en"),
         normalisation=NORMALISATION)

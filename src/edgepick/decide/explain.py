@@ -5,7 +5,9 @@ Pure: the report calls it again with lang="zh" for the Chinese page."""
 from __future__ import annotations
 
 from edgepick.decide.scenarios import Scenario
-from edgepick.decide.texts import advice, label, reasons_text, t, unchecked_text
+from edgepick.decide.closest import best_value, binding_constraints
+from edgepick.decide.texts import (advice, constraint_advice, label, reasons_text, t,
+                                   unchecked_text)
 from edgepick.records.decision import CandidateSummary, Explanation, RankedCandidate
 
 
@@ -88,6 +90,14 @@ def explain(ranking: list[RankedCandidate], by_name: dict[str, CandidateSummary]
     elim = [t("elim", lang, c=r.candidate, r="; ".join(reasons_text(r, lang))) for r in dead]
     if not alive:
         ex.why.append(t("none", lang, sc=sc.name))
+        if dead:  # the decision ranks the eliminated nearest-first
+            near = dead[0]
+            ex.why.append(t("closest", lang, c=near.candidate, n=len(near.violations),
+                            r="; ".join(reasons_text(near, lang))))
+        for constraint in binding_constraints(dead):
+            cand, v = best_value(dead, constraint)
+            ex.why.append(t("binding", lang, m=label(constraint, lang), l=v.limit_text, c=cand,
+                            v=v.value_text, adv=constraint_advice(constraint, lang)))
         ex.watch += elim
         return ex
     top = alive[0]

@@ -45,6 +45,10 @@ T: dict[str, tuple[str, str]] = {
     "scored0": ("{m} not measured (scored 0)", "{m}未测量（按0分计）"),
     "none": ("no candidate meets every hard constraint of '{sc}'",
              "没有候选满足场景“{sc}”的全部硬约束"),
+    "closest": ("nearest to passing: {c}, which breaks {n} constraint(s): {r}",
+                "最接近达标的是 {c}，违反 {n} 条约束：{r}"),
+    "binding": ("every candidate breaks {m} (limit {l}; best {c} at {v}): {adv}",
+                "所有候选都违反{m}（限值 {l}；最好的 {c} 为 {v}）：{adv}"),
     "only": ("{w} is the only candidate that meets every hard constraint of '{sc}' "
              "(score {s}; weights {wt})",
              "{w} 是唯一满足场景“{sc}”全部硬约束的候选（得分 {s}；权重 {wt}）"),
@@ -97,6 +101,28 @@ ADVICE: dict[str, tuple[str, str]] = {
              "不要让端侧模型独立完成；数学推理路由到云端"),
     "multi_turn": ("limit the number of turns kept in context", "控制保留在上下文中的轮次"),
 }
+# What would have to change when every candidate breaks the same hard constraint.
+CONSTRAINT_ADVICE: dict[str, tuple[str, str]] = {
+    "unacceptable_rate_max": ("a larger or better instruction-tuned model, stricter prompts, or a "
+                              "validator that routes failing outputs to the cloud (seed 004 §2.3)",
+                              "更大或指令微调更好的模型、更严格的提示词，或用校验器把不合格输出路由到云端（seed 004 §2.3）"),
+    "ttft_p50_ms_max": ("shorter prompts, a smaller model or a faster device (seed 000 §2.2)",
+                        "更短的输入、更小的模型或更快的设备（seed 000 §2.2）"),
+    "ttft_p99_ms_max": ("shorter prompts, less background load, a smaller model (seed 000 §5.2)",
+                        "更短的输入、更少的后台负载、更小的模型（seed 000 §5.2）"),
+    "decode_tps_min": ("a lower-bit quant, a smaller model or more memory bandwidth (seed 003 §2.2)",
+                       "更低比特的量化、更小的模型或更高的内存带宽（seed 003 §2.2）"),
+    "peak_memory_max": ("a lower-bit quant, a shorter context or a quantized KV cache "
+                        "(seed 000 §2.1)", "更低比特的量化、更短的上下文或量化的KV Cache（seed 000 §2.1）"),
+    "fit": ("a lower-bit quant, a shorter context or a quantized KV cache (seed 000 §2.1)",
+            "更低比特的量化、更短的上下文或量化的KV Cache（seed 000 §2.1）"),
+    "decay_max": ("shorter sessions, better cooling or fewer threads (seed 000 §2.4)",
+                  "更短的会话、更好的散热或更少的线程（seed 000 §2.4）"),
+    "format_compliance_min": ("constrained decoding (a grammar) or a JSON repair fallback "
+                              "(seed 000 §3.2)", "约束解码（语法）或 JSON 修复兜底（seed 000 §3.2）"),
+    "quality_min": ("a larger model or a higher-precision quant (seed 004 §3.2)",
+                    "更大的模型或更高精度的量化（seed 004 §3.2）"),
+}
 DEFAULT_ADVICE = ("add a fallback for this task (a validator, a retry, or the cloud)",
                   "为该任务加兜底（校验、重试或云端）")
 
@@ -116,6 +142,10 @@ def label(key: str, lang: str = "en") -> str:
 
 def advice(task: str, lang: str = "en") -> str:
     return ADVICE.get(task, DEFAULT_ADVICE)[_i(lang)]
+
+
+def constraint_advice(constraint: str, lang: str = "en") -> str:
+    return CONSTRAINT_ADVICE.get(constraint, DEFAULT_ADVICE)[_i(lang)]
 
 
 def violation_text(v: Violation, lang: str = "en") -> str:

@@ -26,7 +26,7 @@ def kv_cells(spec: ModelSpec, layer: int, n_ctx: int, n_ubatch: int = 512) -> in
 def kv_row_bytes(spec: ModelSpec, layer: int, kv_type: str) -> int:
     """Bytes of K plus V for one cell of one layer."""
     t = KV_TYPE_NAMES[kv_type]
-    n_kv = spec.n_kv_heads[layer] if layer < len(spec.n_kv_heads) else spec.n_kv_heads[-1]
+    n_kv = _kv_heads(spec, layer)
     return row_bytes(t, n_kv * spec.head_dim_k) + row_bytes(t, n_kv * spec.head_dim_v)
 
 
@@ -48,7 +48,12 @@ def kv_bytes_per_element(kv_type: str) -> float:
     return size / block
 
 
-def attention_elements(spec: ModelSpec, n_ctx: int, fill: int, n_ubatch: int = 512) -> int:
-    """Cached positions × heads × (K + V head size), summed over layers, for one decode step."""
-    per_pos = spec.n_heads * (spec.head_dim_k + spec.head_dim_v)
-    return sum(min(fill, kv_cells(spec, i, n_ctx, n_ubatch)) * per_pos for i in range(spec.n_layers))
+def _kv_heads(spec: ModelSpec, layer: int) -> int:
+    return spec.n_kv_heads[layer] if layer < len(spec.n_kv_heads) else spec.n_kv_heads[-1]
+
+
+def attention_position_heads(spec: ModelSpec, n_ctx: int, fill: int, n_ubatch: int = 512) -> int:
+    """Cached positions × KV heads, summed over layers, that one decode step attends to (a
+    sliding-window layer attends to its whole window-sized cache)."""
+    return sum(min(fill, kv_cells(spec, i, n_ctx, n_ubatch)) * _kv_heads(spec, i)
+               for i in range(spec.n_layers))

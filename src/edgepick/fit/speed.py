@@ -14,18 +14,24 @@ from edgepick.records.device import DeviceProfile
 
 DEFAULT_EFFICIENCY = 0.65
 # Weight streaming speed per weight type relative to the *probed* bandwidth, 2 threads, x86-64
-# AVX2, fitted by benchmarks/fit_accuracy.py (SmolLM2 F16/Q8_0/Q4_0/Q4_K_M and Gemma-3 Q4_K_M at
-# two fills). Above 1 means the kernels stream faster than the probe's numpy reads: the probe is
-# a conservative bandwidth, and repacked Q4 kernels read less than the file's bytes suggest.
-AVX2_EFFICIENCY = {"F16": 0.7, "BF16": 0.6, "F32": 0.7, "Q8_0": 1.0, "Q6_K": 1.1, "Q5_K": 1.1,
-                   "Q5_0": 1.1, "Q5_1": 1.1, "Q4_K": 1.1, "Q4_1": 1.0, "Q4_0": 1.1, "Q3_K": 0.9,
-                   "Q2_K": 0.9, "IQ4_NL": 1.0, "IQ4_XS": 1.0}
+# AVX2, llama.cpp 0.3.36 CPU kernels. Least-squares fit (benchmarks/_calibrate.py) over 51 decode
+# measurements: SmolLM2 and Gemma-3 files at fills 32-4128, and synthetic 256-aligned Llama
+# shapes (512 and 1024 wide) quantized --pure to each type, where each type carries the whole
+# model. Below 1 where the dot-product kernels, not memory, set the pace (K-quants with 3 bits
+# unpack slowest). BF16, F32 and IQ4_NL were not measured: BF16 and F32 keep a guess, IQ4_NL
+# takes IQ4_XS's value.
+AVX2_EFFICIENCY = {"F16": 0.87, "BF16": 0.6, "F32": 0.7, "Q8_0": 0.78, "Q6_K": 0.77, "Q5_K": 0.64,
+                   "Q5_0": 0.6, "Q5_1": 0.63, "Q4_K": 0.71, "Q4_1": 0.63, "Q4_0": 0.67,
+                   "Q3_K": 0.42, "Q2_K": 0.57, "IQ4_NL": 0.55, "IQ4_XS": 0.55}
 PREFILL_EFFICIENCY = 0.35  # share of the device's FP32 matmul throughput a prompt batch reaches
-# Attention over the cached tokens is compute-bound on a CPU: seconds per (cached token × layer ×
-# head × (K + V head size)) of one decode step, llama.cpp's flash attention, same machine and fit.
-ATTENTION_S_PER_ELEMENT = 0.36e-9
-# Fixed cost of each matrix multiplication per token (thread hand-offs), same machine and fit.
-MATMUL_OVERHEAD_S = 40e-6
+# Attention over the cached tokens costs per cached position × layer × KV head, with a large
+# fixed part: SmolLM2 (3 KV heads of 64) 112 ns, a synthetic shape with 8 KV heads of 64 about
+# 130 ns, Gemma-3 (1 KV head of 256) about 245 ns; the query heads sharing a KV head add little.
+# Measured as the slope of decode time over fills of 16-4096 tokens, quiet machine.
+ATTENTION_S_PER_POSITION_HEAD = 81e-9
+ATTENTION_S_PER_HEAD_DIM = 0.32e-9  # times (K + V head size), per position × layer × KV head
+# Fixed cost of each matrix multiplication per token (thread hand-offs), same fit as the table.
+MATMUL_OVERHEAD_S = 6.2e-6
 
 
 def weights_read_per_token(tensors: list[PlannedTensor]) -> list[PlannedTensor]:
@@ -47,8 +53,14 @@ def efficiency_for(read: list[PlannedTensor], device: DeviceProfile,
     return total / sum(t.n_bytes / table.get(t.type, DEFAULT_EFFICIENCY) for t in read)
 
 
-def decode_time_s(read: list[PlannedTensor], device: DeviceProfile, attn_elements: int,
-                  efficiency: float | None = None) -> float:
+def attention_time_s(position_heads: int, head_dims: int) -> float:
+    """`position_heads`: cached positions × KV heads summed over layers; `head_dims`: K + V
+    head size."""
+    return position_heads * (ATTENTION_S_PER_POSITION_HEAD + ATTENTION_S_PER_HEAD_DIM * head_dims)
+
+
+def decode_time_s(read: list[PlannedTensor], device: DeviceProfile, position_heads: int,
+                  head_dims: int, efficiency: float | None = None) -> float:
     """Seconds per decoded token: weights streamed at the type's efficiency, a fixed cost per
     matmul, and attention over the cache. The last two were measured on AVX2 CPUs only."""
     eff = efficiency_for(read, device, efficiency)
@@ -56,7 +68,7 @@ def decode_time_s(read: list[PlannedTensor], device: DeviceProfile, attn_element
     if "avx2" not in device.cpu_features:
         return weights
     matmuls = sum(1 for t in read if len(t.shape) >= 2)
-    return weights + matmuls * MATMUL_OVERHEAD_S + attn_elements * ATTENTION_S_PER_ELEMENT
+    return weights + matmuls * MATMUL_OVERHEAD_S + attention_time_s(position_heads, head_dims)
 
 
 def matmul_params(read: list[PlannedTensor]) -> int:

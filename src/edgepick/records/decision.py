@@ -117,6 +117,7 @@ class Decision(BaseModel):
     ranking: list[RankedCandidate]
     recommendation: str | None
     runner_up: str | None = None
+    closest: str | None = None  # when nothing survives: the candidate nearest to passing
     pareto: list[str] = Field(default_factory=list)
     explanation: Explanation = Field(default_factory=Explanation)
     normalisation: str = ""
