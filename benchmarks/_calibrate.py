@@ -4,8 +4,8 @@ seconds per token = Σ_type bytes_type ÷ (bandwidth × eff_type) + matmuls × c
                     + position_heads × (c_position_head + c_head_dim × head_dims)
 is linear in (1/eff_type, c_matmul, c_position_head), so a least-squares fit on relative error
 (each row divided by its measured time) recovers them; c_head_dim is held (two head sizes
-cannot pin it down). Types that never carry a fifth of a row's bytes keep the table's value.
-Run `python -m benchmarks._calibrate ~/.cache/edgepick/fit_accuracy_rows.json` after
+cannot pin it down).
+Run `python -m benchmarks._calibrate ~/.cache/edgepick/models/fit_accuracy_rows.json` after
 `python -m benchmarks fit_accuracy`; the constants it prints are in-sample.
 """
 
@@ -27,22 +27,31 @@ def row_features(read, position_heads: int, head_dims: int) -> dict:
             "position_heads": position_heads, "head_dims": head_dims}
 
 
-def fit(rows: list[dict], bandwidth_gbps: float) -> dict:
+def fit(rows: list[dict], bandwidth_gbps: float, pull: float = 0.05) -> dict:
+    """Unknowns are solved as multiples of the current constants and pulled towards 1 (ridge,
+    weight `pull` per row): one run covers few types, and without the pull two types that
+    always appear together (Q4_K and Q6_K in a Q4_K_M file) trade off into nonsense."""
     bw = bandwidth_gbps * 1e9
-    free = sorted({ty for r in rows for ty, b in r["bytes_by_type"].items()
-                   if b >= 0.2 * sum(r["bytes_by_type"].values())})
+    types = sorted({ty for r in rows for ty in r["bytes_by_type"]} - {"F32"})
+    current = [1.0 / speed.AVX2_EFFICIENCY.get(ty, speed.DEFAULT_EFFICIENCY) for ty in types] \
+        + [speed.MATMUL_OVERHEAD_S, speed.ATTENTION_S_PER_POSITION_HEAD]
     a, y = [], []
     for r in rows:
         t = 1.0 / r["measured_tps"]
-        fixed = sum(b / (bw * speed.AVX2_EFFICIENCY.get(ty, speed.DEFAULT_EFFICIENCY))
-                    for ty, b in r["bytes_by_type"].items() if ty not in free)
+        fixed = r["bytes_by_type"].get("F32", 0) / (bw * speed.AVX2_EFFICIENCY["F32"])
         fixed += r["position_heads"] * speed.ATTENTION_S_PER_HEAD_DIM * r["head_dims"]
-        a.append([r["bytes_by_type"].get(ty, 0) / bw / t for ty in free]
-                 + [r["matmuls"] / t, r["position_heads"] / t])
+        cols = [r["bytes_by_type"].get(ty, 0) / bw for ty in types] \
+            + [r["matmuls"], r["position_heads"]]
+        a.append([c * x0 / t for c, x0 in zip(cols, current)])
         y.append((t - fixed) / t)
-    x, *_ = np.linalg.lstsq(np.array(a), np.array(y), rcond=None)
-    eff = {ty: round(1.0 / v, 2) if v > 0 else None for ty, v in zip(free, x)}
-    return {"efficiency": eff, "matmul_overhead_s": float(f"{x[-2]:.3g}"),
+    k = len(current)
+    weight = (pull * len(rows)) ** 0.5
+    a_all = np.vstack([np.array(a), weight * np.eye(k)])
+    y_all = np.concatenate([np.array(y), weight * np.ones(k)])
+    z, *_ = np.linalg.lstsq(a_all, y_all, rcond=None)
+    x = z * np.array(current)
+    return {"efficiency": {ty: round(1.0 / v, 2) for ty, v in zip(types, x) if v > 0},
+            "matmul_overhead_s": float(f"{x[-2]:.3g}"),
             "attention_s_per_position_head": float(f"{x[-1]:.3g}")}
 
 

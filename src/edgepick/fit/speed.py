@@ -14,24 +14,24 @@ from edgepick.records.device import DeviceProfile
 
 DEFAULT_EFFICIENCY = 0.65
 # Weight streaming speed per weight type relative to the *probed* bandwidth, 2 threads, x86-64
-# AVX2, llama.cpp 0.3.36 CPU kernels. Least-squares fit (benchmarks/_calibrate.py) over 51 decode
+# AVX2, llama.cpp 0.3.36 CPU kernels. Least-squares fit (benchmarks/_calibrate.py) over 69 decode
 # measurements: SmolLM2 and Gemma-3 files at fills 32-4128, and synthetic 256-aligned Llama
 # shapes (512 and 1024 wide) quantized --pure to each type, where each type carries the whole
 # model. Below 1 where the dot-product kernels, not memory, set the pace (K-quants with 3 bits
 # unpack slowest). BF16, F32 and IQ4_NL were not measured: BF16 and F32 keep a guess, IQ4_NL
 # takes IQ4_XS's value.
-AVX2_EFFICIENCY = {"F16": 0.87, "BF16": 0.6, "F32": 0.7, "Q8_0": 0.78, "Q6_K": 0.77, "Q5_K": 0.64,
-                   "Q5_0": 0.6, "Q5_1": 0.63, "Q4_K": 0.71, "Q4_1": 0.63, "Q4_0": 0.67,
-                   "Q3_K": 0.42, "Q2_K": 0.57, "IQ4_NL": 0.55, "IQ4_XS": 0.55}
+AVX2_EFFICIENCY = {"F16": 0.88, "BF16": 0.6, "F32": 0.7, "Q8_0": 0.78, "Q6_K": 0.73, "Q5_K": 0.64,
+                   "Q5_0": 0.58, "Q5_1": 0.63, "Q4_K": 0.67, "Q4_1": 0.63, "Q4_0": 0.68,
+                   "Q3_K": 0.41, "Q2_K": 0.56, "IQ4_NL": 0.54, "IQ4_XS": 0.54}
 PREFILL_EFFICIENCY = 0.35  # share of the device's FP32 matmul throughput a prompt batch reaches
 # Attention over the cached tokens costs per cached position × layer × KV head, with a large
 # fixed part: SmolLM2 (3 KV heads of 64) 112 ns, a synthetic shape with 8 KV heads of 64 about
 # 130 ns, Gemma-3 (1 KV head of 256) about 245 ns; the query heads sharing a KV head add little.
-# Measured as the slope of decode time over fills of 16-4096 tokens, quiet machine.
-ATTENTION_S_PER_POSITION_HEAD = 81e-9
+# The head-size part is from those slopes; the fixed part is refitted with the table.
+ATTENTION_S_PER_POSITION_HEAD = 96e-9
 ATTENTION_S_PER_HEAD_DIM = 0.32e-9  # times (K + V head size), per position × layer × KV head
 # Fixed cost of each matrix multiplication per token (thread hand-offs), same fit as the table.
-MATMUL_OVERHEAD_S = 6.2e-6
+MATMUL_OVERHEAD_S = 4.8e-6
 
 
 def weights_read_per_token(tensors: list[PlannedTensor]) -> list[PlannedTensor]:
