@@ -59,6 +59,42 @@ def measure(path: str, ctx: int, threads: int):
                          "repeats": REPEATS})
 
 
+def measure_passes(configs: list[tuple[str, int]], threads: int):
+    """Decode tok/s per pass, peak RSS and errors per (path, ctx); pass 2 runs in reverse order."""
+    tps: dict[tuple, list[float]] = {c: [] for c in configs}
+    peak: dict[tuple, int] = {}
+    errors: dict[tuple, str] = {}
+    for n in range(PASSES):
+        for c in (configs if n % 2 == 0 else configs[::-1]):
+            if c in errors:
+                continue
+            out = measure(*c, threads)
+            if not out.ok:
+                errors[c] = out.error or "failed"
+                continue
+            tps[c].append(statistics.median(decode_tps(r) for r in out.value["runs"]))
+            peak[c] = max(peak.get(c, 0), out.peak_rss_bytes)
+            print(f"  pass {n + 1}: {Path(c[0]).name} ctx {c[1]}: {tps[c][-1]:.1f} tok/s, "
+                  f"{out.peak_rss_bytes / 2**20:.0f} MiB", flush=True)
+    return tps, peak, errors
+
+
+def compare(name: str, ctx: int, est, peak: int, runs: list[float]) -> bool:
+    """Print one row of predicted vs measured; True when both are within their targets."""
+    measured = max(runs)  # host interference only ever slows a pass down
+    mem_r, tps_r = est.total_bytes / peak, est.decode_tps_estimate / measured
+    ok = abs(mem_r - 1) <= MEM_TOL and abs(tps_r - 1) <= SPEED_TOL
+    passes = "/".join(f"{v:.1f}" for v in runs)
+    print(f"{name:46} {ctx:>5} {est.total_bytes / 2**20:8.0f}M {peak / 2**20:8.0f}M "
+          f"{mem_r:6.2f} {est.decode_tps_estimate:10.1f} {measured:10.1f} {passes:>11} "
+          f"{tps_r:6.2f}{'' if ok else '  <-- outside target'}", flush=True)
+    return ok
+
+
+HEADER = (f"{'model':46} {'ctx':>5} {'mem pred':>9} {'mem meas':>9} {'ratio':>6} "
+          f"{'tok/s pred':>10} {'tok/s meas':>10} {'passes':>11} {'ratio':>6}")
+
+
 def main() -> int:
     files = candidates()
     print("probing this machine (bandwidth, compute)…", flush=True)
@@ -67,23 +103,8 @@ def main() -> int:
           f"{PASSES} passes over {len(files) * len(CONTEXTS)} configurations, each pass in the "
           f"other order; decode = the faster pass's median", flush=True)
     configs = [(path, ctx) for path in files for ctx in CONTEXTS]
-    tps: dict[tuple, list[float]] = {c: [] for c in configs}
-    peak: dict[tuple, int] = {}
-    errors: dict[tuple, str] = {}
-    for n in range(PASSES):
-        for c in (configs if n % 2 == 0 else configs[::-1]):
-            if c in errors:
-                continue
-            out = measure(*c, device.cores or 2)
-            if not out.ok:
-                errors[c] = out.error or "failed"
-                continue
-            tps[c].append(statistics.median(decode_tps(r) for r in out.value["runs"]))
-            peak[c] = max(peak.get(c, 0), out.peak_rss_bytes)
-            print(f"  pass {n + 1}: {Path(c[0]).name} ctx {c[1]}: {tps[c][-1]:.1f} tok/s, "
-                  f"{out.peak_rss_bytes / 2**20:.0f} MiB", flush=True)
-    print(f"{'model':46} {'ctx':>5} {'mem pred':>9} {'mem meas':>9} {'ratio':>6} "
-          f"{'tok/s pred':>10} {'tok/s meas':>10} {'passes':>11} {'ratio':>6}")
+    tps, peak, errors = measure_passes(configs, device.cores or 2)
+    print(HEADER)
     misses = 0
     rows: list[dict] = []
     for path, ctx in configs:
@@ -94,20 +115,12 @@ def main() -> int:
             continue
         spec = gguf_spec(path)
         est = fit_one(spec, None, ctx, device, fill=ctx // 2 + GEN // 2)
-        measured = max(tps[(path, ctx)])  # host interference only ever slows a pass down
         read = weights_read_per_token(plan_tensors(spec, None)[0])
-        rows.append({"model": name, "ctx": ctx, "measured_tps": measured,
+        rows.append({"model": name, "ctx": ctx, "measured_tps": max(tps[(path, ctx)]),
                      "estimate_tps": est.decode_tps_estimate,
                      **row_features(read, attention_position_heads(spec, ctx, est.kv_fill_tokens),
                                     spec.head_dim_k + spec.head_dim_v)})
-        mem_r = est.total_bytes / peak[(path, ctx)]
-        tps_r = est.decode_tps_estimate / measured
-        ok = abs(mem_r - 1) <= MEM_TOL and abs(tps_r - 1) <= SPEED_TOL
-        misses += not ok
-        passes = "/".join(f"{v:.1f}" for v in tps[(path, ctx)])
-        print(f"{name:46} {ctx:>5} {est.total_bytes / 2**20:8.0f}M {peak[(path, ctx)] / 2**20:8.0f}M "
-              f"{mem_r:6.2f} {est.decode_tps_estimate:10.1f} {measured:10.1f} {passes:>11} "
-              f"{tps_r:6.2f}{'' if ok else '  <-- outside target'}", flush=True)
+        misses += not compare(name, ctx, est, peak[(path, ctx)], tps[(path, ctx)])
     print(f"targets: memory ±{MEM_TOL:.0%}, decode ±{SPEED_TOL:.0%}; {misses} outside")
     if rows:  # the measurements behind a recalibration of fit/speed.py (benchmarks/_calibrate.py)
         saved = bundled.cache_dir() / "fit_accuracy_rows.json"
