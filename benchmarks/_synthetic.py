@@ -21,7 +21,10 @@ def synthetic_llama(n_embd: int = 1024, n_ff: int = 4096, n_layers: int = 8, n_h
     """F16 file with SmolLM2's vocabulary (head size 64, like SmolLM2), built once and cached."""
     import gguf
 
-    dst = bundled.cache_dir() / f"synthetic-llama-{n_embd}x{n_layers}.F16.gguf"
+    if n_embd != 64 * n_head:
+        raise ValueError(f"width {n_embd} with {n_head} heads: the head size must stay 64")
+    dst = bundled.cache_dir() / (f"synthetic-llama-{n_embd}x{n_layers}-ff{n_ff}-h{n_head}"
+                                 f"-kv{n_head_kv}.F16.gguf")
     if dst.exists():
         return dst
     src = bundled.smollm2_f16()  # 576 wide, 1536 FFN, 9 heads of 64, 3 KV heads

@@ -9,15 +9,11 @@ stays a held-out check.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from benchmarks._synthetic import synthetic_llama
-from benchmarks.fit_accuracy import (GEN, HEADER, MEM_TOL, PASSES, SPEED_TOL, compare,
-                                     measure_passes)
+from benchmarks.fit_accuracy import PASSES, check
 from edgepick.assets import bundled
 from edgepick.devices.probe import probe
-from edgepick.fit.planner import fit_one
-from edgepick.models.gguf_info import gguf_spec
 from edgepick.quantize.ladder import build_ladder
 
 CONTEXTS = (2048, 8192)
@@ -30,18 +26,7 @@ def main() -> int:
     device = probe()
     print(f"bandwidth {device.bandwidth_gbps:.1f} GB/s; {PASSES} passes, the faster counts",
           flush=True)
-    configs = [(path, ctx) for path in files for ctx in CONTEXTS]
-    tps, peak, errors = measure_passes(configs, device.cores or 2)
-    print(HEADER)
-    misses = 0
-    for path, ctx in configs:
-        if (path, ctx) in errors:
-            print(f"{Path(path).name:46} {ctx:>5} FAILED: {errors[(path, ctx)]}")
-            misses += 1
-            continue
-        est = fit_one(gguf_spec(path), None, ctx, device, fill=ctx // 2 + GEN // 2)
-        misses += not compare(Path(path).name, ctx, est, peak[(path, ctx)], tps[(path, ctx)])
-    print(f"targets: memory ±{MEM_TOL:.0%}, decode ±{SPEED_TOL:.0%}; {misses} outside")
+    misses = check([(path, ctx, ctx // 2) for path in files for ctx in CONTEXTS], device)
     return 1 if misses else 0
 
 

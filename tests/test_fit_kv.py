@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from edgepick.fit.memory import kv_cache_bytes, kv_read_bytes
+from edgepick.fit.memory import attention_load, kv_cache_bytes, kv_read_bytes
 from edgepick.models.hf_config import hf_config_spec
 
 GIB = 1024**3
@@ -56,6 +56,18 @@ def test_sliding_window_layers_keep_only_their_window(tmp_path):
     assert kv_cache_bytes(spec, 512, "f16") == 6 * 512 * row
     # a decode step reads at most the window on SWA layers
     assert kv_read_bytes(spec, 8192, 4000, "f16") == 5 * 1024 * row + 4000 * row
+
+
+def test_attention_load_counts_kv_and_query_heads_per_cached_position(tmp_path):
+    spec = hf_config_spec(write_config(
+        tmp_path, model_type="gemma3_text", num_hidden_layers=6, sliding_window=512,
+        num_attention_heads=8, num_key_value_heads=2, head_dim=256,
+        layer_types=["sliding_attention"] * 5 + ["full_attention"]))
+    load = attention_load(spec, 8192, 4000, n_ubatch=512)
+    positions = 5 * 1024 + 4000  # SWA layers attend over their 1024 cells only
+    assert load.kv_position_heads == positions * 2
+    assert load.query_position_heads == positions * 8
+    assert load.head_dims == 512
 
 
 def test_sliding_window_pattern_from_gguf(gemma3_q4_k_m):

@@ -6,6 +6,8 @@ keeps pad256(min(n_ctx, n_swa + n_ubatch)) cells, a global layer n_ctx cells.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from edgepick.models.quant_types import row_bytes, type_sizes
 from edgepick.records.model import ModelSpec
 
@@ -52,8 +54,18 @@ def _kv_heads(spec: ModelSpec, layer: int) -> int:
     return spec.n_kv_heads[layer] if layer < len(spec.n_kv_heads) else spec.n_kv_heads[-1]
 
 
-def attention_position_heads(spec: ModelSpec, n_ctx: int, fill: int, n_ubatch: int = 512) -> int:
-    """Cached positions × KV heads, summed over layers, that one decode step attends to (a
-    sliding-window layer attends to its whole window-sized cache)."""
-    return sum(min(fill, kv_cells(spec, i, n_ctx, n_ubatch)) * _kv_heads(spec, i)
-               for i in range(spec.n_layers))
+class AttentionLoad(NamedTuple):
+    """What one decode step's attention works through, summed over layers (a sliding-window
+    layer attends to its whole window-sized cache)."""
+
+    kv_position_heads: int  # cached positions × KV heads: K and V rows loaded
+    query_position_heads: int  # cached positions × query heads: dot products and V sums
+    head_dims: int  # K + V head size
+
+
+def attention_load(spec: ModelSpec, n_ctx: int, fill: int, n_ubatch: int = 512) -> AttentionLoad:
+    positions = [min(fill, kv_cells(spec, i, n_ctx, n_ubatch)) for i in range(spec.n_layers)]
+    return AttentionLoad(
+        kv_position_heads=sum(p * _kv_heads(spec, i) for i, p in enumerate(positions)),
+        query_position_heads=sum(positions) * spec.n_heads,
+        head_dims=spec.head_dim_k + spec.head_dim_v)

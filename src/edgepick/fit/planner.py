@@ -7,7 +7,7 @@ from importlib.resources import files
 
 import yaml
 
-from edgepick.fit.memory import attention_position_heads, kv_cache_bytes, kv_read_bytes
+from edgepick.fit.memory import attention_load, kv_cache_bytes, kv_read_bytes
 from edgepick.fit.overhead import RUNTIME_BASELINE_BYTES, overhead_parts
 from edgepick.fit.speed import decode_time_s, prefill_estimate, weights_read_per_token
 from edgepick.models.quant_types import PlannedTensor, normalize_ftype, planned_tensor_types
@@ -81,9 +81,8 @@ def fit_one(spec: ModelSpec, quant: str | None, ctx: int, device: DeviceProfile,
     read = weights_read_per_token(tensors)
     per_token = sum(t.n_bytes for t in read) + kv_read_bytes(kv_spec, ctx, fill, kv_type, n_ubatch)
     bound = device.bandwidth_gbps * 1e9 / per_token
-    attn = attention_position_heads(kv_spec, ctx, fill, n_ubatch)
-    estimate = 1.0 / decode_time_s(read, device, attn, spec.head_dim_k + spec.head_dim_v,
-                                   efficiency)
+    attention = attention_load(kv_spec, ctx, fill, n_ubatch)
+    estimate = 1.0 / decode_time_s(read, device, attention, efficiency)
     attn_flops = 4.0 * spec.n_layers * spec.n_heads * spec.head_dim_k * fill
     quant_bits = 8.0 * sum(t.n_bytes for t in read) / max(1, sum(
         _elements(t) for t in read))

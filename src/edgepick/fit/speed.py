@@ -9,27 +9,31 @@ CPU by benchmarks/fit_accuracy.py; elsewhere the seeds' default of 0.65 (0.6-0.7
 
 from __future__ import annotations
 
+from edgepick.fit.memory import AttentionLoad
 from edgepick.models.quant_types import PlannedTensor
 from edgepick.records.device import DeviceProfile
 
 DEFAULT_EFFICIENCY = 0.65
 # Weight streaming speed per weight type relative to the *probed* bandwidth, 2 threads, x86-64
-# AVX2, llama.cpp 0.3.36 CPU kernels. Least-squares fit (benchmarks/_calibrate.py) over 69 decode
-# measurements: SmolLM2 and Gemma-3 files at fills 32-4128, and synthetic 256-aligned Llama
-# shapes (512 and 1024 wide) quantized --pure to each type, where each type carries the whole
-# model. Below 1 where the dot-product kernels, not memory, set the pace (K-quants with 3 bits
-# unpack slowest). BF16, F32 and IQ4_NL were not measured: BF16 and F32 keep a guess, IQ4_NL
-# takes IQ4_XS's value.
-AVX2_EFFICIENCY = {"F16": 0.88, "BF16": 0.6, "F32": 0.7, "Q8_0": 0.78, "Q6_K": 0.73, "Q5_K": 0.64,
-                   "Q5_0": 0.58, "Q5_1": 0.63, "Q4_K": 0.67, "Q4_1": 0.63, "Q4_0": 0.68,
-                   "Q3_K": 0.41, "Q2_K": 0.56, "IQ4_NL": 0.54, "IQ4_XS": 0.54}
+# AVX2, llama.cpp 0.3.36 CPU kernels. Least-squares fit (benchmarks/_calibrate.py), first over 69
+# decode measurements (SmolLM2 and Gemma-3 files at fills 32-4128; synthetic 256-aligned Llama
+# shapes quantized --pure to each type, where each type carries the whole model), then refitted
+# with the attention terms below over 78 more, pulled towards the first fit. Below 1 where the
+# dot-product kernels, not memory, set the pace (K-quants with 3 bits unpack slowest). BF16, F32
+# and IQ4_NL were not measured: BF16 and F32 keep a guess, IQ4_NL takes IQ4_XS's value.
+AVX2_EFFICIENCY = {"F16": 0.88, "BF16": 0.6, "F32": 0.7, "Q8_0": 0.83, "Q6_K": 0.66, "Q5_K": 0.64,
+                   "Q5_0": 0.55, "Q5_1": 0.63, "Q4_K": 0.60, "Q4_1": 0.63, "Q4_0": 0.69,
+                   "Q3_K": 0.40, "Q2_K": 0.56, "IQ4_NL": 0.54, "IQ4_XS": 0.54}
 PREFILL_EFFICIENCY = 0.35  # share of the device's FP32 matmul throughput a prompt batch reaches
-# Attention over the cached tokens costs per cached position × layer × KV head, with a large
-# fixed part: SmolLM2 (3 KV heads of 64) 112 ns, a synthetic shape with 8 KV heads of 64 about
-# 130 ns, Gemma-3 (1 KV head of 256) about 245 ns; the query heads sharing a KV head add little.
-# The head-size part is from those slopes; the fixed part is refitted with the table.
-ATTENTION_S_PER_POSITION_HEAD = 96e-9
-ATTENTION_S_PER_HEAD_DIM = 0.32e-9  # times (K + V head size), per position × layer × KV head
+# Attention over the cached tokens, per cached position × layer: each KV head's K and V rows are
+# loaded (a fixed part plus a part per element) and each query head does its dot product and V
+# sum (per element). From decode times at fills of 32, 1072 and 4144 tokens on 16 F16 models: 13
+# synthetic shapes with 1-16 KV heads and 4-16 query heads of 64, SmolLM2, its 2-block cut, and
+# Gemma-3 (1 KV head of 256). Counting KV heads alone was 1.4× too fast on 16 query heads sharing
+# one KV head; counting query heads alone, 1.8× off on 8 KV heads.
+ATTENTION_S_PER_KV_HEAD = 62e-9
+ATTENTION_S_PER_KV_DIM = 0.21e-9  # times (K + V head size), per position × layer × KV head
+ATTENTION_S_PER_QUERY_DIM = 0.112e-9  # times (K + V head size), per position × layer × query head
 # Fixed cost of each matrix multiplication per token (thread hand-offs), same fit as the table.
 MATMUL_OVERHEAD_S = 4.8e-6
 
@@ -53,14 +57,14 @@ def efficiency_for(read: list[PlannedTensor], device: DeviceProfile,
     return total / sum(t.n_bytes / table.get(t.type, DEFAULT_EFFICIENCY) for t in read)
 
 
-def attention_time_s(position_heads: int, head_dims: int) -> float:
-    """`position_heads`: cached positions × KV heads summed over layers; `head_dims`: K + V
-    head size."""
-    return position_heads * (ATTENTION_S_PER_POSITION_HEAD + ATTENTION_S_PER_HEAD_DIM * head_dims)
+def attention_time_s(load: AttentionLoad) -> float:
+    return (load.kv_position_heads * (ATTENTION_S_PER_KV_HEAD
+                                      + ATTENTION_S_PER_KV_DIM * load.head_dims)
+            + load.query_position_heads * ATTENTION_S_PER_QUERY_DIM * load.head_dims)
 
 
-def decode_time_s(read: list[PlannedTensor], device: DeviceProfile, position_heads: int,
-                  head_dims: int, efficiency: float | None = None) -> float:
+def decode_time_s(read: list[PlannedTensor], device: DeviceProfile, attention: AttentionLoad,
+                  efficiency: float | None = None) -> float:
     """Seconds per decoded token: weights streamed at the type's efficiency, a fixed cost per
     matmul, and attention over the cache. The last two were measured on AVX2 CPUs only."""
     eff = efficiency_for(read, device, efficiency)
@@ -68,7 +72,7 @@ def decode_time_s(read: list[PlannedTensor], device: DeviceProfile, position_hea
     if "avx2" not in device.cpu_features:
         return weights
     matmuls = sum(1 for t in read if len(t.shape) >= 2)
-    return weights + matmuls * MATMUL_OVERHEAD_S + attention_time_s(position_heads, head_dims)
+    return weights + matmuls * MATMUL_OVERHEAD_S + attention_time_s(attention)
 
 
 def matmul_params(read: list[PlannedTensor]) -> int:
