@@ -102,6 +102,8 @@ ADVICE: dict[str, tuple[str, str]] = {
     "multi_turn": ("limit the number of turns kept in context", "控制保留在上下文中的轮次"),
 }
 # What would have to change when every candidate breaks the same hard constraint.
+_SMALLER_FOOTPRINT = ("a lower-bit quant, a shorter context or a quantized KV cache (seed 000 §2.1)",
+                      "更低比特的量化、更短的上下文或量化的KV Cache（seed 000 §2.1）")
 CONSTRAINT_ADVICE: dict[str, tuple[str, str]] = {
     "unacceptable_rate_max": ("a larger or better instruction-tuned model, stricter prompts, or a "
                               "validator that routes failing outputs to the cloud (seed 004 §2.3)",
@@ -112,10 +114,8 @@ CONSTRAINT_ADVICE: dict[str, tuple[str, str]] = {
                         "更短的输入、更少的后台负载、更小的模型（seed 000 §5.2）"),
     "decode_tps_min": ("a lower-bit quant, a smaller model or more memory bandwidth (seed 003 §2.2)",
                        "更低比特的量化、更小的模型或更高的内存带宽（seed 003 §2.2）"),
-    "peak_memory_max": ("a lower-bit quant, a shorter context or a quantized KV cache "
-                        "(seed 000 §2.1)", "更低比特的量化、更短的上下文或量化的KV Cache（seed 000 §2.1）"),
-    "fit": ("a lower-bit quant, a shorter context or a quantized KV cache (seed 000 §2.1)",
-            "更低比特的量化、更短的上下文或量化的KV Cache（seed 000 §2.1）"),
+    "peak_memory_max": _SMALLER_FOOTPRINT,
+    "fit": _SMALLER_FOOTPRINT,
     "decay_max": ("shorter sessions, better cooling or fewer threads (seed 000 §2.4)",
                   "更短的会话、更好的散热或更少的线程（seed 000 §2.4）"),
     "format_compliance_min": ("constrained decoding (a grammar) or a JSON repair fallback "
