@@ -1,7 +1,7 @@
 """Decode speed against the attention shape: how the estimate follows KV heads, query heads and
 depth as the cache fills.
 
-Synthetic F16 Llama shapes (benchmarks/_synthetic.py, heads of 64) with 1-16 KV heads, 4-16
+Synthetic F16 Llama shapes (src/edgepick/models/synthetic.py, heads of 64) with 1-16 KV heads, 4-16
 query heads and 4-24 layers, each measured at a short fill and a long one in a context of 8192,
 plus SmolLM2 and Gemma-3 (one KV head of 256). The attention terms of src/edgepick/fit/speed.py
 were fitted on these shapes (`python -m benchmarks._calibrate` on the rows it saves); fit_heldout
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from benchmarks._synthetic import synthetic_llama
+from edgepick.models.synthetic import synthetic_llama
 from benchmarks.fit_accuracy import PASSES, check
 from edgepick.assets import bundled
 from edgepick.devices.probe import probe
@@ -28,7 +28,7 @@ SHAPES = [(256, 768, 4, 4, 1), (256, 768, 4, 4, 4), (256, 768, 24, 4, 2), (512, 
 def main() -> int:
     files = [str(synthetic_llama(*shape)) for shape in SHAPES]
     files += [str(bundled.smollm2_f16()), str(bundled.gemma3_270m_f16())]
-    device = probe()
+    device = probe(engine=False)  # the engine probe runs beside each measurement
     print(f"bandwidth {device.bandwidth_gbps:.1f} GB/s; {len(files)} models at fills "
           f"{' and '.join(map(str, PROMPTS))}, ctx {CTX}; {PASSES} passes, the faster counts",
           flush=True)

@@ -1,11 +1,12 @@
 """Fit planner vs measurement: predicted and measured peak memory and decode tok/s.
 
 Builds a few quant types of the bundled SmolLM2-135M and Gemma-3-270M with llama.cpp's quantizer,
-plus a synthetic 256-aligned Llama shape (benchmarks/_synthetic.py) at Q4_K_M and Q3_K_M,
+plus a synthetic 256-aligned Llama shape (src/edgepick/models/synthetic.py) at Q4_K_M and Q3_K_M,
 then for two context sizes measures each in its own worker process (peak RSS, decode tok/s at the
-KV fill the planner assumes: half the context) in two passes and prints the ratios. Targets (issue 2): memory
-within ±10%, decode within ±20%. The machine's bandwidth is probed beside every measurement, so
-the estimates see the conditions the measurements saw.
+KV fill the planner assumes: half the context) in two passes and prints the ratios. Targets
+(issue 2): memory within ±10%, decode within ±20%. The engine probe that `--device local` runs
+is run beside every measurement (benchmarks/_conditions.py), so each estimate sees the
+conditions its measurement saw; the last column gives the AVX2 constants alone for comparison.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ import sys
 from pathlib import Path
 
 from benchmarks._calibrate import fit, row_features, save
-from benchmarks._synthetic import synthetic_llama
+from benchmarks._conditions import around, probe_now, summary
+from edgepick.models.synthetic import synthetic_llama
 from edgepick.assets import bundled
 from edgepick.bench.measure import measure_point
 from edgepick.bench.worker import run_isolated
-from edgepick.devices.probe import measure_bandwidth, probe
+from edgepick.devices.probe import probe
 from edgepick.fit.memory import attention_load
 from edgepick.fit.planner import fit_one, plan_tensors
 from edgepick.fit.speed import weights_read_per_token
@@ -59,64 +61,67 @@ def measure(path: str, ctx: int, prompt: int, threads: int):
                          "repeats": REPEATS})
 
 
-def measure_passes(configs: list[tuple[str, int, int]], threads: int):
-    """Decode tok/s per pass, peak RSS and errors per (path, ctx, prompt tokens), and the
-    bandwidth probed just before each measurement; pass 2 runs in reverse order."""
-    tps: dict[tuple, list[float]] = {c: [] for c in configs}
+def measure_passes(configs: list[tuple[str, int, int]], device: DeviceProfile):
+    """Decode tok/s per pass (with the index of the probe taken just before it), peak RSS and
+    errors per (path, ctx, prompt tokens), and the probes; pass 2 runs in reverse order."""
+    tps: dict[tuple, list[tuple[float, int]]] = {c: [] for c in configs}
     peak: dict[tuple, int] = {}
     errors: dict[tuple, str] = {}
-    bandwidths: list[float] = []
+    probes: list[DeviceProfile] = []
     for n in range(PASSES):
         for c in (configs if n % 2 == 0 else configs[::-1]):
             if c in errors:
                 continue
-            bandwidths.append(measure_bandwidth()["median"])
-            out = measure(*c, threads)
+            probes.append(probe_now(device))
+            out = measure(*c, device.cores or 2)
             if not out.ok:
                 errors[c] = out.error or "failed"
                 continue
-            tps[c].append(statistics.median(decode_tps(r) for r in out.value["runs"]))
+            tps[c].append((statistics.median(decode_tps(r) for r in out.value["runs"]),
+                           len(probes) - 1))
             peak[c] = max(peak.get(c, 0), out.peak_rss_bytes)
-            print(f"  pass {n + 1}: {Path(c[0]).name} ctx {c[1]} fill {c[2]}: {tps[c][-1]:.1f} tok/s, "
-                  f"{out.peak_rss_bytes / 2**20:.0f} MiB", flush=True)
-    return tps, peak, errors, bandwidths
+            print(f"  pass {n + 1}: {Path(c[0]).name} ctx {c[1]} fill {c[2]}: {tps[c][-1][0]:.1f} "
+                  f"tok/s, {out.peak_rss_bytes / 2**20:.0f} MiB", flush=True)
+    return tps, peak, errors, probes
 
 
 def device_over_run(device: DeviceProfile, bandwidths: list[float]) -> DeviceProfile:
-    """This host's probed bandwidth moves by ±15% from one probe to the next and by more over
-    minutes, independently of the decode speed measured beside it. One probe at the start is one
-    sample of that; the median of the probes taken beside every measurement stands for the
-    machine over the run, and the estimates use it."""
+    """This host's probed bandwidth moves by ±15% from one probe to the next, independently of
+    the decode speed measured beside it; the constants-only estimates use the run's median."""
     bw = statistics.median(bandwidths) if bandwidths else device.bandwidth_gbps
     print(f"bandwidth: {device.bandwidth_gbps:.1f} GB/s at the start; median of the "
           f"{len(bandwidths)} probes beside the measurements {bw:.1f} GB/s "
-          f"(range {min(bandwidths, default=bw):.1f}-{max(bandwidths, default=bw):.1f}); "
-          f"the estimates use the median", flush=True)
-    return device.model_copy(update={"bandwidth_gbps": round(bw, 2)})
+          f"(range {min(bandwidths, default=bw):.1f}-{max(bandwidths, default=bw):.1f})", flush=True)
+    return device.model_copy(update={"bandwidth_gbps": round(bw, 2), "decode_calibration": None})
 
 
-def compare(name: str, ctx: int, est, peak: int, runs: list[float]) -> bool:
+def compare(name: str, ctx: int, est, peak: int, measured: float, passes: list[float],
+            constants_only: float) -> bool:
     """Print one row of predicted vs measured; True when both are within their targets."""
-    measured = max(runs)  # host interference only ever slows a pass down
     mem_r, tps_r = est.total_bytes / peak, est.decode_tps_estimate / measured
     ok = abs(mem_r - 1) <= MEM_TOL and abs(tps_r - 1) <= SPEED_TOL
-    passes = "/".join(f"{v:.1f}" for v in runs)
+    runs = "/".join(f"{v:.1f}" for v in passes)
     print(f"{name:46} {ctx:>5} {est.total_bytes / 2**20:8.0f}M {peak / 2**20:8.0f}M "
-          f"{mem_r:6.2f} {est.decode_tps_estimate:10.1f} {measured:10.1f} {passes:>11} "
-          f"{tps_r:6.2f}{'' if ok else '  <-- outside target'}", flush=True)
+          f"{mem_r:6.2f} {est.decode_tps_estimate:10.1f} {measured:10.1f} {runs:>11} "
+          f"{tps_r:6.2f} {constants_only / measured:9.2f}{'' if ok else '  <-- outside target'}",
+          flush=True)
     return ok
 
 
 HEADER = (f"{'model':46} {'ctx':>5} {'mem pred':>9} {'mem meas':>9} {'ratio':>6} "
-          f"{'tok/s pred':>10} {'tok/s meas':>10} {'passes':>11} {'ratio':>6}")
+          f"{'tok/s pred':>10} {'tok/s meas':>10} {'passes':>11} {'ratio':>6} {'constants':>9}")
 
 
 def check(configs: list[tuple[str, int, int]], device: DeviceProfile,
           saved: Path | None = None) -> int:
     """Measure (path, ctx, prompt tokens) configurations, print predicted vs measured and return
-    how many miss a target; with `saved`, keep the rows for benchmarks/_calibrate.py there."""
-    tps, peak, errors, bandwidths = measure_passes(configs, device.cores or 2)
-    device = device_over_run(device, bandwidths)
+    how many miss a target; with `saved`, keep the rows for benchmarks/_calibrate.py there.
+
+    A measurement's estimate uses the engine probes around it (benchmarks/_conditions.py); the
+    last column is the AVX2 constants alone at the run's median bandwidth, for comparison."""
+    tps, peak, errors, probes = measure_passes(configs, device)
+    print(summary(probes))
+    plain = device_over_run(device, [p.bandwidth_gbps for p in probes])
     print(HEADER)
     misses = 0
     rows: list[dict] = []
@@ -127,25 +132,30 @@ def check(configs: list[tuple[str, int, int]], device: DeviceProfile,
             print(f"{name:46} {ctx:>5} FAILED: {errors[c]}")
             misses += 1
             continue
+        measured, at = max(tps[c])  # host interference only ever slows a pass down
         spec = gguf_spec(path)
-        est = fit_one(spec, None, ctx, device, fill=prompt + GEN // 2)
+        est = fit_one(spec, None, ctx, around(probes, at), fill=prompt + GEN // 2)
+        est0 = fit_one(spec, None, ctx, plain, fill=prompt + GEN // 2)
         read = weights_read_per_token(plan_tensors(spec, None)[0])
-        rows.append({"model": name, "ctx": ctx, "measured_tps": max(tps[c]),
-                     "estimate_tps": est.decode_tps_estimate,
+        rows.append({"model": name, "ctx": ctx, "measured_tps": measured, "probe_at": at,
+                     "estimate_tps": est0.decode_tps_estimate,
                      **row_features(read, attention_load(spec, ctx, est.kv_fill_tokens))})
-        misses += not compare(name, ctx, est, peak[c], tps[c])
+        misses += not compare(name, ctx, est, peak[c], measured, [v for v, _ in tps[c]],
+                              est0.decode_tps_estimate)
     print(f"targets: memory ±{MEM_TOL:.0%}, decode ±{SPEED_TOL:.0%}; {misses} outside")
     if saved and rows:  # the measurements behind a recalibration of fit/speed.py
-        save(rows, device.bandwidth_gbps, saved)
+        save(rows, plain.bandwidth_gbps, saved)
+        saved.with_name(saved.stem + "_probes.json").write_text(
+            "[" + ",\n".join(p.model_dump_json() for p in probes) + "]")
         print(f"rows saved to {saved}; constants refitted on them (in-sample): "
-              f"{fit(rows, device.bandwidth_gbps)}")
+              f"{fit(rows, plain.bandwidth_gbps)}")
     return misses
 
 
 def main() -> int:
     files = candidates()
     print("probing this machine (bandwidth, compute)…", flush=True)
-    device = probe()
+    device = probe(engine=False)  # the engine probe runs beside each measurement
     print(f"bandwidth {device.bandwidth_gbps:.1f} GB/s, budget {device.model_budget_bytes / 2**30:.1f} GiB; "
           f"{PASSES} passes over {len(files) * len(CONTEXTS)} configurations, each pass in the "
           f"other order; decode = the faster pass's median", flush=True)

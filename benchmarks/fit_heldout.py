@@ -1,5 +1,5 @@
 """Fit planner on a shape no constant was fitted on: a synthetic 768-wide, 12-layer Llama with 12
-heads and 4 KV heads (benchmarks/_synthetic.py), at Q5_K_M, Q6_K and Q4_K_M, ctx 2048 and 8192.
+heads and 4 KV heads (src/edgepick/models/synthetic.py), at Q5_K_M, Q6_K and Q4_K_M, ctx 2048 and 8192.
 
 Same method as fit_accuracy.py (two passes in opposite orders, the faster counts) and the same
 targets: memory within ±10%, decode within ±20%. Keep this shape out of any recalibration so it
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from benchmarks._synthetic import synthetic_llama
+from edgepick.models.synthetic import synthetic_llama
 from benchmarks.fit_accuracy import PASSES, check
 from edgepick.assets import bundled
 from edgepick.devices.probe import probe
@@ -23,7 +23,7 @@ def main() -> int:
     src = synthetic_llama(n_embd=768, n_ff=2048, n_layers=12, n_head=12, n_head_kv=4)
     files = [f.path for f in build_ladder(str(src), ["Q5_K_M", "Q6_K", "Q4_K_M"],
                                           bundled.cache_dir() / "heldout")]
-    device = probe()
+    device = probe(engine=False)  # the engine probe runs beside each measurement
     print(f"bandwidth {device.bandwidth_gbps:.1f} GB/s; {PASSES} passes, the faster counts",
           flush=True)
     misses = check([(path, ctx, ctx // 2) for path in files for ctx in CONTEXTS], device)

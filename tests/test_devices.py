@@ -39,7 +39,7 @@ def test_bad_profile_names_file_and_field(tmp_path):
 
 
 def test_probe_measures_this_machine():
-    dev = probe(bandwidth_bytes=64 * 1024**2)
+    dev = probe(bandwidth_bytes=64 * 1024**2, engine=False)
     assert dev.measured and dev.name == "local"
     assert dev.cores >= 1 and dev.total_ram_bytes > dev.model_budget_bytes > 0
     assert dev.bandwidth_gbps > 0 and dev.compute_gflops > 0

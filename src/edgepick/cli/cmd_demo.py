@@ -29,7 +29,7 @@ def register(app: typer.Typer) -> None:
         from edgepick.models.spec import load_spec
         from edgepick.records import Candidate, RuntimeSettings
 
-        with console.status("probing this machine…"):
+        with console.status("probing this machine (bandwidth, compute, engine decode)…"):
             device = probe()
         console.print(f"this machine: {device.cores} cores, {human_bytes(device.total_ram_bytes)} RAM "
                       f"({human_bytes(device.model_budget_bytes)} available), "

@@ -55,7 +55,7 @@ def register(app: typer.Typer) -> None:
         quants = [q.strip() for q in quant.split(",") if q.strip()] or ["native"]
         specs = [load_spec(m) for m in model]
         if device == "local" and not json_out:
-            with console.status("probing this machine…"):
+            with console.status("probing this machine (bandwidth, compute, engine decode)…"):
                 dev = load_device(device)
         else:
             dev = load_device(device)
@@ -81,6 +81,7 @@ def register(app: typer.Typer) -> None:
         console.print("* predicted from llama.cpp's per-tensor type rules; others read from the "
                       f"file. Decode at {rows[0].kv_fill_tokens if len(set(r.kv_fill_tokens for r in rows)) == 1 else 'half-context'} "
                       "tokens of KV fill.", style="dim")
+        console.print(f"decode estimate: {_basis_text(dev, rows[0].decode_basis)}", style="dim")
         for r in rows:
             for note in r.fallbacks[:3]:
                 console.print(f"[dim]{r.quant}: fallback {note}[/]")
@@ -91,3 +92,22 @@ def register(app: typer.Typer) -> None:
             console.print("[bold]task priors[/] (seed 000 §3.3, seed 004 §2.3):")
             for risk in risks:
                 console.print(f"  [yellow]•[/] {risk}")
+
+
+def attention_text(cal) -> str:
+    return " / ".join(f"{v:.2f}× at {w} B rows" for w, v in cal.attention_scales.items())
+
+
+def _basis_text(dev, basis: str) -> str:
+    cal = dev.decode_calibration
+    if basis == "engine probe" and cal is not None:
+        return (f"calibrated by decoding with the engine here: weights stream at "
+                f"{cal.stream_gbps:.1f} GB/s, compute {cal.compute_scale:.2f}× and attention "
+                f"{attention_text(cal)} the AVX2 constants (edgepick probe shows the decodes)")
+    if basis == "AVX2 constants":
+        return ("per-type efficiencies and attention costs measured on an x86-64 AVX2 CPU "
+                "(docs/fit.md); run with --device local on the target to calibrate them there")
+    if basis == "--efficiency":
+        return "bound × the --efficiency given"
+    return (f"bound × {basis.split()[-1]} (the seeds' default; this CPU has no calibration: "
+            "run with --device local on the target to measure one)")

@@ -10,12 +10,19 @@ from edgepick.cli.output import console, human_bytes, print_json
 
 def register(app: typer.Typer) -> None:
     @app.command()
-    def probe(json_out: bool = typer.Option(False, "--json", help="print JSON")) -> None:
-        """Measure this machine: cores, RAM, memory read bandwidth, compute, CPU features, sensors."""
+    def probe(
+        json_out: bool = typer.Option(False, "--json", help="print JSON"),
+        engine: bool = typer.Option(True, "--engine/--no-engine",
+                                    help="also decode small synthetic models with the engine "
+                                         "(15-25 s) to calibrate the decode-speed estimate"),
+    ) -> None:
+        """Measure this machine: cores, RAM, memory read bandwidth, compute, CPU features, sensors,
+        and how fast the engine decodes here (the calibration `fit --device local` uses)."""
         from edgepick.devices.probe import probe as run_probe
 
-        with console.status("measuring memory bandwidth and compute…"):
-            dev = run_probe()
+        what = "bandwidth, compute and engine decode speed" if engine else "bandwidth and compute"
+        with console.status(f"measuring memory {what}…"):
+            dev = run_probe(engine=engine)
         if json_out:
             print_json(dev)
             return
@@ -32,6 +39,7 @@ def register(app: typer.Typer) -> None:
             ("temperatures", dev.extra["temperatures_c"] or "not exposed by the OS"),
             ("battery", dev.extra["battery"] or "none"),
             ("load average", " ".join(f"{x:.2f}" for x in dev.extra["load_avg"])),
+            *_calibration_rows(dev),
         ]:
             t.add_row(k, str(v))
         console.print(t)
@@ -52,3 +60,19 @@ def register(app: typer.Typer) -> None:
                       f"{d.compute_gflops:g} GFLOPS" if d.compute_gflops else "-",
                       f"{d.power_budget_w:g} W" if d.power_budget_w else "-", d.description)
         console.print(t)
+
+
+def _calibration_rows(dev) -> list[tuple[str, str]]:
+    from edgepick.cli.cmd_fit import attention_text
+
+    cal = dev.decode_calibration
+    if cal is None:
+        return [("engine decode", dev.extra.get("engine_probe_error", "not measured (--no-engine)"))]
+    probes = "; ".join(f"{t['model'].removeprefix('synthetic-llama-')} @{t['fill']}: "
+                       f"{t['measured_ms']:.1f} ms (constants {t['predicted_default_ms']:.1f})"
+                       for t in cal.timings)
+    return [("engine weight streaming", f"{cal.stream_gbps:.1f} GB/s"),
+            ("engine compute", f"{cal.compute_scale:.2f}× the AVX2 constants ({cal.method})"),
+            ("engine attention", f"{attention_text(cal)} the AVX2 constants "
+                                 "(K+V bytes per cached position and layer)"),
+            ("engine probe decodes", probes)]

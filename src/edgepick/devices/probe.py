@@ -10,6 +10,7 @@ import time
 import numpy as np
 import psutil
 
+from edgepick.errors import EdgepickError
 from edgepick.records.device import DeviceProfile
 
 _FEATURES = ("avx", "avx2", "avx512f", "avx512_vnni", "avx_vnni", "fma", "f16c", "amx_tile",
@@ -100,14 +101,16 @@ def sensors() -> dict:
     return out
 
 
-def probe(bandwidth_bytes: int = 512 * 1024**2) -> DeviceProfile:
+def probe(bandwidth_bytes: int = 512 * 1024**2, engine: bool = True) -> DeviceProfile:
+    """This machine measured; with `engine`, also its decode calibration (15-25 s of decoding
+    small synthetic models, devices/engine_probe.py), which the speed estimate then uses."""
     vm = psutil.virtual_memory()
     bw = measure_bandwidth(bandwidth_bytes)
     gflops = measure_compute()
     extra = sensors()
     extra["bandwidth"] = bw
     extra["swap_total_bytes"] = psutil.swap_memory().total
-    return DeviceProfile(
+    device = DeviceProfile(
         name="local", description=f"{platform.node()} ({platform.machine()}, {platform.system()})",
         total_ram_bytes=vm.total, model_budget_bytes=vm.available,
         bandwidth_gbps=round(bw["median"], 2), compute_gflops=round(gflops, 1),
@@ -115,3 +118,12 @@ def probe(bandwidth_bytes: int = 512 * 1024**2) -> DeviceProfile:
         notes=f"logical cpus {os.cpu_count()}; budget = RAM available at probe time",
         measured=True, extra=extra,
     )
+    if not engine:
+        return device
+    from edgepick.devices.engine_probe import engine_probe
+
+    try:
+        return engine_probe(device)
+    except EdgepickError as exc:  # the rest of the probe stands; estimates fall back to constants
+        device.extra["engine_probe_error"] = str(exc)
+        return device

@@ -61,6 +61,13 @@ class AttentionLoad(NamedTuple):
     kv_position_heads: int  # cached positions × KV heads: K and V rows loaded
     query_position_heads: int  # cached positions × query heads: dot products and V sums
     head_dims: int  # K + V head size
+    positions: int = 0  # cached positions summed over layers
+
+    @property
+    def kv_row_bytes(self) -> float:
+        """F16 bytes of K and V per cached position and layer: how wide each position's rows
+        are, which the engine probe finds the attention cost per head to depend on."""
+        return 2.0 * self.head_dims * self.kv_position_heads / self.positions if self.positions else 0.0
 
 
 def attention_load(spec: ModelSpec, n_ctx: int, fill: int, n_ubatch: int = 512) -> AttentionLoad:
@@ -68,4 +75,4 @@ def attention_load(spec: ModelSpec, n_ctx: int, fill: int, n_ubatch: int = 512) 
     return AttentionLoad(
         kv_position_heads=sum(p * _kv_heads(spec, i) for i, p in enumerate(positions)),
         query_position_heads=sum(positions) * spec.n_heads,
-        head_dims=spec.head_dim_k + spec.head_dim_v)
+        head_dims=spec.head_dim_k + spec.head_dim_v, positions=sum(positions))

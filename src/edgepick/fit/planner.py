@@ -9,7 +9,8 @@ import yaml
 
 from edgepick.fit.memory import attention_load, kv_cache_bytes, kv_read_bytes
 from edgepick.fit.overhead import RUNTIME_BASELINE_BYTES, overhead_parts
-from edgepick.fit.speed import decode_time_s, prefill_estimate, weights_read_per_token
+from edgepick.fit.speed import (decode_basis, decode_time_s, prefill_estimate,
+                               weights_read_per_token)
 from edgepick.models.quant_types import PlannedTensor, normalize_ftype, planned_tensor_types
 from edgepick.records.device import DeviceProfile
 from edgepick.records.fit import FitEstimate
@@ -93,7 +94,7 @@ def fit_one(spec: ModelSpec, quant: str | None, ctx: int, device: DeviceProfile,
         overhead_parts=parts, total_bytes=total, budget_bytes=budget, margin=margin,
         verdict=verdict, kv_fill_tokens=fill, bytes_per_token=per_token,
         decode_tps_bound=round(bound, 2), decode_tps_estimate=round(estimate, 2),
-        efficiency=round(estimate / bound, 3),
+        efficiency=round(estimate / bound, 3), decode_basis=decode_basis(device, efficiency),
         prefill_tps_estimate=_round(prefill_estimate(read, device, attn_flops)),
         higher_precision=hp, fallbacks=fallbacks, risks=_risks(spec.n_params, quant_bits),
     )

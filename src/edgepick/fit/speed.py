@@ -4,10 +4,13 @@ Decoding one token reads every matmul weight once plus the KV cache filled so fa
 bound = bandwidth ÷ bytes read per token (the seeds' rule). The estimate multiplies the bound by
 an efficiency: how much of the bandwidth the engine turns into tokens. It depends on the weight
 type (dequantising Q4 costs more compute per byte than F16) and was calibrated on an x86-64 AVX2
-CPU by benchmarks/fit_accuracy.py; elsewhere the seeds' default of 0.65 (0.6-0.7) applies.
+CPU by benchmarks/fit_accuracy.py; elsewhere the seeds' default of 0.65 (0.6-0.7) applies. A
+device probed with the engine (devices/engine_probe.py) scales each term to what it measured.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 from edgepick.fit.memory import AttentionLoad
 from edgepick.models.quant_types import PlannedTensor
@@ -63,16 +66,50 @@ def attention_time_s(load: AttentionLoad) -> float:
             + load.query_position_heads * ATTENTION_S_PER_QUERY_DIM * load.head_dims)
 
 
+class DecodeTerms(NamedTuple):
+    """One token's decode time split the way an engine probe can scale it."""
+    weight_bytes: int  # streamed from memory
+    compute_s: float  # dequantisation and dot products beyond the streaming, plus matmul hand-offs
+    attention_s: float  # over the cached positions
+
+
+def decode_terms(read: list[PlannedTensor], bandwidth_gbps: float,
+                 attention: AttentionLoad) -> DecodeTerms:
+    """The AVX2 constants' decode time as streaming + compute + attention, at `bandwidth_gbps`:
+    a type with efficiency e spends (1/e - 1) of its streaming time on compute."""
+    bw = bandwidth_gbps * 1e9
+    total = sum(t.n_bytes for t in read)
+    slowed = sum(t.n_bytes / AVX2_EFFICIENCY.get(t.type, DEFAULT_EFFICIENCY) for t in read)
+    matmuls = sum(1 for t in read if len(t.shape) >= 2)
+    return DecodeTerms(total, (slowed - total) / bw + matmuls * MATMUL_OVERHEAD_S,
+                       attention_time_s(attention))
+
+
 def decode_time_s(read: list[PlannedTensor], device: DeviceProfile, attention: AttentionLoad,
                   efficiency: float | None = None) -> float:
     """Seconds per decoded token: weights streamed at the type's efficiency, a fixed cost per
-    matmul, and attention over the cache. The last two were measured on AVX2 CPUs only."""
+    matmul, and attention over the cache. The constants were measured on an AVX2 CPU; a device
+    probed with the engine (devices/engine_probe.py) carries its own scale for each term, and a
+    device with neither gets the weights alone at the seeds' efficiency."""
+    cal = device.decode_calibration
+    if cal is not None and efficiency is None:
+        terms = decode_terms(read, device.bandwidth_gbps, attention)
+        return (terms.weight_bytes / (cal.stream_gbps * 1e9) + cal.compute_scale * terms.compute_s
+                + cal.attention_scale(attention.kv_row_bytes) * terms.attention_s)
     eff = efficiency_for(read, device, efficiency)
     weights = sum(t.n_bytes for t in read) / (device.bandwidth_gbps * 1e9 * eff)
     if "avx2" not in device.cpu_features:
         return weights
     matmuls = sum(1 for t in read if len(t.shape) >= 2)
     return weights + matmuls * MATMUL_OVERHEAD_S + attention_time_s(attention)
+
+
+def decode_basis(device: DeviceProfile, efficiency: float | None = None) -> str:
+    if efficiency is not None:
+        return "--efficiency"
+    if device.decode_calibration is not None:
+        return "engine probe"
+    return "AVX2 constants" if "avx2" in device.cpu_features else f"efficiency {DEFAULT_EFFICIENCY}"
 
 
 def matmul_params(read: list[PlannedTensor]) -> int:

@@ -2,7 +2,49 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+import math
+
+from pydantic import BaseModel, Field, field_validator
+
+
+class DecodeCalibration(BaseModel):
+    """How the engine decodes on this device, relative to the planner's AVX2 constants
+    (devices/engine_probe.py): seconds per token = weight bytes ÷ stream_gbps
+    + compute_scale × the constants' compute time (at the profile's bandwidth_gbps)
+    + the attention scale × the constants' attention time. The attention scale is measured at a
+    few K+V row widths (bytes per cached position and layer at F16) and interpolated between
+    them in log width, held flat beyond them."""
+    stream_gbps: float = Field(gt=0)  # the rate the engine streams weights at, GB/s
+    compute_scale: float = Field(gt=0)
+    attention_scales: dict[int, float] = Field(min_length=1)  # K+V row bytes -> scale
+    method: str = "per term"  # or "one scale" when the per-term solve was not trustworthy
+    timings: list[dict] = Field(default_factory=list)  # the probe decodes behind the scales
+
+    @field_validator("attention_scales")
+    @classmethod
+    def _positive(cls, v: dict[int, float]) -> dict[int, float]:
+        if any(w <= 0 or s <= 0 for w, s in v.items()):
+            raise ValueError("row widths and scales must be positive")
+        return dict(sorted(v.items()))
+
+    def attention_weights(self, row_bytes: float) -> list[float]:
+        """Interpolation weights over attention_scales (in key order) at `row_bytes`."""
+        widths = list(self.attention_scales)
+        out = [0.0] * len(widths)
+        if len(widths) == 1 or row_bytes <= widths[0]:
+            out[0] = 1.0
+            return out
+        if row_bytes >= widths[-1]:
+            out[-1] = 1.0
+            return out
+        i = next(k for k in range(1, len(widths)) if row_bytes <= widths[k])
+        lam = math.log(row_bytes / widths[i - 1]) / math.log(widths[i] / widths[i - 1])
+        out[i - 1], out[i] = 1.0 - lam, lam
+        return out
+
+    def attention_scale(self, row_bytes: float) -> float:
+        return sum(w * s for w, s in zip(self.attention_weights(row_bytes),
+                                         self.attention_scales.values()))
 
 
 class DeviceProfile(BaseModel):
@@ -19,3 +61,4 @@ class DeviceProfile(BaseModel):
     notes: str = ""
     measured: bool = False  # True when probed on this machine rather than taken from a spec sheet
     extra: dict = Field(default_factory=dict)  # thermal, battery, load readings from a probe
+    decode_calibration: DecodeCalibration | None = None  # measured with the engine, local only

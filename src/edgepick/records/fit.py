@@ -25,6 +25,9 @@ class FitEstimate(BaseModel):
     decode_tps_bound: float
     decode_tps_estimate: float
     efficiency: float
+    # what the estimate rests on: "engine probe" (this device's decode calibration), "AVX2
+    # constants", "efficiency 0.65" (weights only, no calibration for this CPU) or "--efficiency"
+    decode_basis: str = "AVX2 constants"
     prefill_tps_estimate: float | None
     higher_precision: dict[str, str] = Field(default_factory=dict)  # tensor class -> type kept
     fallbacks: list[str] = Field(default_factory=list)  # tensors whose rows forced another type

@@ -1,0 +1,155 @@
+"""The engine probe: decode with llama.cpp on this machine and carry the speed model here."""
+
+import json
+
+import pytest
+
+from edgepick.devices import engine_probe as ep
+from edgepick.devices.probe import probe
+from edgepick.fit.planner import fit_one
+from edgepick.fit.speed import DecodeTerms
+from edgepick.models.gguf_info import gguf_spec
+from edgepick.records.device import DecodeCalibration
+
+# Small shapes so the test decodes in seconds; the real probe uses ep.WEIGHT_SHAPE (352 MB).
+TINY_WEIGHTS = (256, 768, 2, 4, 2)
+TINY_ATTENTION = ((256, 768, 2, 4, 1), (256, 768, 2, 4, 4))  # K+V rows of 256 and 1024 bytes
+
+
+@pytest.fixture(scope="module")
+def calibrated():
+    mp = pytest.MonkeyPatch()
+    mp.setattr(ep, "WEIGHT_SHAPE", TINY_WEIGHTS)
+    mp.setattr(ep, "ATTENTION_SHAPES", TINY_ATTENTION)
+    mp.setattr(ep, "LONG_FILL", 1024)
+    try:
+        base = probe(bandwidth_bytes=64 * 1024**2, engine=False)
+        yield ep.engine_probe(base), ep.probe_files()
+    finally:
+        mp.undo()
+
+
+def test_probe_decodes_each_file_and_records_what_it_measured(calibrated):
+    dev, files = calibrated
+    cal = dev.decode_calibration
+    assert dev.bandwidth_gbps > 0 and cal.stream_gbps > 0
+    assert cal.compute_scale > 0 and list(cal.attention_scales) == [256, 1024]
+    assert all(v > 0 for v in cal.attention_scales.values())
+    assert cal.method in ("per term", "one scale")
+    assert [(t["model"], t["fill"]) for t in cal.timings] == [
+        (path.name, fill) for path, fills in files for fill in fills]
+    assert {t["model"] for t in cal.timings} >= {files[1][0].name}  # the in-process Q4_K file
+    assert {t.type for t in gguf_spec(str(files[1][0])).tensors} == {"Q4_K", "F32"}
+    short, long = [t for t in cal.timings if t["model"] == files[3][0].name]
+    assert long["measured_ms"] > short["measured_ms"]  # 1024 cached positions cost attention
+    json.loads(dev.model_dump_json())  # the profile stays serialisable, as --json prints it
+
+
+def test_planner_applies_the_calibration_it_was_solved_with(calibrated):
+    dev, files = calibrated
+    cal = dev.decode_calibration
+    path, _ = files[0]
+    est = fit_one(gguf_spec(str(path)), None, ep.N_CTX, dev, fill=ep.SHORT_FILL + ep.TOKENS // 2)
+    assert est.decode_basis == "engine probe"
+    probe_row = cal.timings[0]
+    assert 1e3 / est.decode_tps_estimate == pytest.approx(probe_row["predicted_ms"], rel=0.02)
+    plain = fit_one(gguf_spec(str(path)), None, ep.N_CTX,
+                    dev.model_copy(update={"decode_calibration": None}),
+                    fill=ep.SHORT_FILL + ep.TOKENS // 2)
+    assert plain.decode_basis in ("AVX2 constants", "efficiency 0.65")
+    if "avx2" in dev.cpu_features:
+        assert 1e3 / plain.decode_tps_estimate == pytest.approx(
+            probe_row["predicted_default_ms"], rel=0.02)
+
+
+def _timings(scales, rows):
+    x, y, a_narrow, a_wide = scales
+    out = []
+    for i, (terms, fill, row_bytes) in enumerate(rows):
+        a = a_narrow if row_bytes <= 256 else a_wide if row_bytes >= 1024 else None
+        out.append({"model": f"m{i}", "fill": fill, "terms": terms, "row_bytes": row_bytes,
+                    "seconds": x * terms[0] / 10e9 + y * terms[1] + a * terms[2]})
+    return out
+
+
+# two weight probes at a short fill, then a narrow and a wide attention probe at two fills each
+ROWS = [(DecodeTerms(350_000_000, 0.004, 0.0001), 16, 256),
+        (DecodeTerms(100_000_000, 0.007, 0.0001), 16, 1024),
+        (DecodeTerms(200_000_000, 0.003, 0.0005), 16, 256),
+        (DecodeTerms(200_000_000, 0.003, 0.012), 2048, 256),
+        (DecodeTerms(150_000_000, 0.002, 0.0009), 16, 1024),
+        (DecodeTerms(150_000_000, 0.002, 0.02), 2048, 1024)]
+
+
+def _device():
+    return probe(bandwidth_bytes=32 * 1024**2, engine=False).model_copy(
+        update={"bandwidth_gbps": 10.0})
+
+
+def test_solve_recovers_the_scales_of_each_term():
+    cal = ep.solve(_device(), _timings((1.25, 0.5, 1.4, 0.9), ROWS))
+    assert cal.method == "per term"
+    assert cal.stream_gbps == pytest.approx(10.0 / 1.25, rel=1e-3)
+    assert cal.compute_scale == pytest.approx(0.5, rel=1e-3)
+    assert cal.attention_scales == pytest.approx({256: 1.4, 1024: 0.9}, rel=1e-3)
+    assert all(t["predicted_ms"] == pytest.approx(t["measured_ms"], rel=1e-3) for t in cal.timings)
+    # between the probed widths the scale is interpolated in log width, beyond them held flat
+    assert cal.attention_scale(512) == pytest.approx((1.4 + 0.9) / 2, rel=1e-3)
+    assert cal.attention_scale(100) == pytest.approx(1.4, rel=1e-3)
+    assert cal.attention_scale(16384) == pytest.approx(0.9, rel=1e-3)
+
+
+def test_solve_falls_back_to_one_scale_when_the_split_is_implausible():
+    timings = _timings((1.0, 1.0, 1.0, 1.0), ROWS)
+    timings[1]["seconds"] *= 3  # a stalled decode: the compute term alone would have to explain it
+    cal = ep.solve(_device(), timings)
+    assert cal.method == "one scale"
+    assert cal.compute_scale == pytest.approx(10.0 / cal.stream_gbps, rel=1e-2)
+    assert set(cal.attention_scales.values()) == {cal.compute_scale}
+    assert cal.compute_scale > 1
+
+
+def test_a_profile_file_may_carry_a_calibration(tmp_path):
+    from edgepick.devices.catalog import load_device
+    from edgepick.errors import InputError
+
+    path = tmp_path / "dev.yaml"
+    body = ("name: box\ntotal_ram: 8GiB\nmodel_budget: 4GiB\nbandwidth_gbps: 20\n"
+            "decode_calibration: {stream_gbps: 18, compute_scale: 1.1, "
+            "attention_scales: {768: 0.9}}\n")
+    path.write_text(body)
+    assert load_device(str(path)).decode_calibration == DecodeCalibration(
+        stream_gbps=18, compute_scale=1.1, attention_scales={768: 0.9})
+    path.write_text(body.replace("compute_scale: 1.1", "compute_scale: -1"))
+    with pytest.raises(InputError, match="compute_scale"):
+        load_device(str(path))
+
+
+def test_a_saved_probe_is_a_device_profile_and_fit_says_what_its_estimate_rests_on(
+        calibrated, cli, tmp_path, smollm2_q4_1):
+    dev, _ = calibrated
+    saved = tmp_path / "me.json"  # what `edgepick probe --json > me.json` writes
+    saved.write_text(dev.model_dump_json())
+    p = cli("fit", "-m", str(smollm2_q4_1), "--device", str(saved), "--json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)[0]["decode_basis"] == "engine probe"
+    p = cli("fit", "-m", str(smollm2_q4_1), "--device", str(saved))
+    assert p.returncode == 0 and "calibrated by decoding with the engine here" in p.stdout
+    p = cli("fit", "-m", str(smollm2_q4_1), "--device", "raspberry-pi-5", "--json")
+    assert json.loads(p.stdout)[0]["decode_basis"] in ("AVX2 constants", "efficiency 0.65")
+
+
+def test_probe_cli_without_the_engine(cli):
+    p = cli("probe", "--no-engine", "--json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["decode_calibration"] is None
+
+
+def test_a_failed_engine_probe_keeps_the_rest_of_the_probe(monkeypatch):
+    def broken():
+        raise OSError("disk full")
+
+    monkeypatch.setattr(ep, "probe_files", broken)
+    dev = probe(bandwidth_bytes=32 * 1024**2)
+    assert dev.decode_calibration is None and dev.bandwidth_gbps > 0
+    assert "could not build its models: disk full" in dev.extra["engine_probe_error"]
