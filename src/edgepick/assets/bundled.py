@@ -35,7 +35,7 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _derived(name: str, build: Callable[[Path], None]) -> Path:
+def derived(name: str, build: Callable[[Path], None]) -> Path:
     target = cache_dir() / name
     if target.exists():
         return target
@@ -77,7 +77,7 @@ def _f16_of(source: Callable[[], Path], name: str) -> Path:
         rewrite_gguf(source(), target, transform=dequantize_tensor_f16,
                      kv_overrides={"general.file_type": (1, gguf.GGUFValueType.UINT32)})
 
-    return _derived(name, build)
+    return derived(name, build)
 
 
 def smollm2_f16() -> Path:
@@ -104,7 +104,7 @@ def tiny_f16(n_blocks: int = 2) -> Path:
             "general.name": (f"SmolLM2-135M-Instruct tiny {n_blocks}-block", gguf.GGUFValueType.STRING),
         })
 
-    return _derived(f"SmolLM2-tiny{n_blocks}.F16.gguf", build)
+    return derived(f"SmolLM2-tiny{n_blocks}.F16.gguf", build)
 
 
 BUNDLED: dict[str, Callable[[], Path]] = {

@@ -92,10 +92,13 @@ def decode_time_s(read: list[PlannedTensor], device: DeviceProfile, attention: A
     probed with the engine (devices/engine_probe.py) carries its own scale for each term, and a
     device with neither gets the weights alone at the seeds' efficiency."""
     cal = device.decode_calibration
-    if cal is not None and efficiency is None:
+    if efficiency is None and (cal is not None or "avx2" in device.cpu_features):
         terms = decode_terms(read, device.bandwidth_gbps, attention)
-        return (terms.weight_bytes / (cal.stream_gbps * 1e9) + cal.compute_scale * terms.compute_s
-                + cal.attention_scale(attention.kv_row_bytes) * terms.attention_s)
+        stream = cal.stream_gbps if cal else device.bandwidth_gbps
+        compute = cal.compute_scale if cal else 1.0
+        attend = cal.attention_scale(attention.kv_row_bytes) if cal else 1.0
+        return (terms.weight_bytes / (stream * 1e9) + compute * terms.compute_s
+                + attend * terms.attention_s)
     eff = efficiency_for(read, device, efficiency)
     weights = sum(t.n_bytes for t in read) / (device.bandwidth_gbps * 1e9 * eff)
     if "avx2" not in device.cpu_features:

@@ -25,7 +25,7 @@ def synthetic_llama(n_embd: int = 1024, n_ff: int = 4096, n_layers: int = 8, n_h
     if n_embd != 64 * n_head:
         raise ValueError(f"width {n_embd} with {n_head} heads: the head size must stay 64")
     name = f"synthetic-llama-{n_embd}x{n_layers}-ff{n_ff}-h{n_head}-kv{n_head_kv}.F16.gguf"
-    return bundled._derived(name, lambda dst: _build(dst, n_embd, n_ff, n_layers, n_head,
+    return bundled.derived(name, lambda dst: _build(dst, n_embd, n_ff, n_layers, n_head,
                                                      n_head_kv))
 
 
@@ -76,4 +76,4 @@ def quantized_pure(src: Path, ftype: str, threads: int = 2) -> Path:
             raise RuntimeError(f"{src}: llama_model_quantize to {ftype} failed ({rc})")
         tmp.replace(dst)
 
-    return bundled._derived(src.name.replace(".F16.gguf", f".{ftype}-pure.gguf"), build)
+    return bundled.derived(src.name.replace(".F16.gguf", f".{ftype}-pure.gguf"), build)
