@@ -86,11 +86,11 @@ def _device():
         update={"bandwidth_gbps": 10.0})
 
 
-def test_solve_recovers_the_scales_of_each_term():
-    cal = ep.solve(_device(), _timings((1.25, 0.5, 1.4, 0.9), ROWS))
+def test_solve_recovers_the_stream_rate_and_the_attention_scale_at_each_width():
+    cal = ep.solve(_device(), _timings((1.25, 1.0, 1.4, 0.9), ROWS))
     assert cal.method == "per term"
     assert cal.stream_gbps == pytest.approx(10.0 / 1.25, rel=1e-3)
-    assert cal.compute_scale == pytest.approx(0.5, rel=1e-3)
+    assert cal.compute_scale == 1.0
     assert cal.attention_scales == pytest.approx({256: 1.4, 1024: 0.9}, rel=1e-3)
     assert all(t["predicted_ms"] == pytest.approx(t["measured_ms"], rel=1e-3) for t in cal.timings)
     # between the probed widths the scale is interpolated in log width, beyond them held flat
@@ -99,14 +99,32 @@ def test_solve_recovers_the_scales_of_each_term():
     assert cal.attention_scale(16384) == pytest.approx(0.9, rel=1e-3)
 
 
+def test_solve_keeps_the_compute_term_at_the_constants():
+    # A K-quant decoding faster than the constants say: the compute term is not rescaled (one
+    # file cannot tell it apart from streaming), so the stream rate absorbs part of it and the
+    # calibrated times still follow the measured ones better than the constants do.
+    cal = ep.solve(_device(), _timings((1.0, 0.6, 1.0, 1.0), ROWS))
+    assert cal.method == "per term" and cal.compute_scale == 1.0
+    assert cal.stream_gbps > 10.0
+
+    def misfit(key):
+        return sum((t[key] / t["measured_ms"] - 1) ** 2 for t in cal.timings)
+
+    assert misfit("predicted_ms") < misfit("predicted_default_ms") / 2
+    assert all(isinstance(t["predicted_ms"], float) for t in cal.timings)
+
+
 def test_solve_falls_back_to_one_scale_when_the_split_is_implausible():
     timings = _timings((1.0, 1.0, 1.0, 1.0), ROWS)
-    timings[1]["seconds"] *= 3  # a stalled decode: the compute term alone would have to explain it
+    # a stall during the short-fill decode: the long fill came out faster, a negative attention
+    timings[3]["seconds"] = timings[2]["seconds"] * 0.7
     cal = ep.solve(_device(), timings)
     assert cal.method == "one scale"
     assert cal.compute_scale == pytest.approx(10.0 / cal.stream_gbps, rel=1e-2)
     assert set(cal.attention_scales.values()) == {cal.compute_scale}
-    assert cal.compute_scale > 1
+    ratios = [t["measured_ms"] / t["predicted_default_ms"] for t in cal.timings]
+    assert cal.compute_scale == pytest.approx(sum(ratios) / len(ratios), rel=1e-2)
+    assert cal.compute_scale < 1  # the long-fill decode came out faster than the constants say
 
 
 def test_a_profile_file_may_carry_a_calibration(tmp_path):

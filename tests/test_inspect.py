@@ -105,3 +105,29 @@ def test_malformed_config_json(cli, tmp_path, text, expect):
 def test_missing_file_and_unknown_bundled_name(cli, tmp_path):
     r = cli("inspect", str(tmp_path / "nope.gguf"))
     assert r.returncode != 0 and "no such file" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_fast_header_reader_reads_what_the_gguf_package_reads(smollm2_q4_1):
+    import gguf
+
+    from edgepick.models.gguf_fast_reader import fast_reader
+
+    fast, stock = fast_reader(smollm2_q4_1), gguf.GGUFReader(smollm2_q4_1)
+    assert list(fast.fields) == list(stock.fields)
+    for key, field in stock.fields.items():
+        assert fast.fields[key].contents() == field.contents(), key
+    assert len(fast.fields["tokenizer.ggml.tokens"].contents()) == 49152
+    assert [(t.name, t.data_offset) for t in fast.tensors] == \
+        [(t.name, t.data_offset) for t in stock.tensors]
+
+
+def test_header_cut_inside_the_vocabulary(cli, smollm2_q4_1, tmp_path):
+    import gguf
+
+    stock = gguf.GGUFReader(smollm2_q4_1)
+    tokens = stock.fields["tokenizer.ggml.tokens"]
+    cut = int(tokens.offset) + 4 + 8 + 8 * 1000  # a thousand tokens into the array
+    path = tmp_path / "vocab-cut.gguf"
+    with open(smollm2_q4_1, "rb") as fh:
+        path.write_bytes(fh.read(cut))
+    assert "truncated" in _one_line_error(cli("inspect", str(path)), path)

@@ -101,8 +101,9 @@ def attention_text(cal) -> str:
 def _basis_text(dev, basis: str) -> str:
     cal = dev.decode_calibration
     if basis == "engine probe" and cal is not None:
+        compute = f"compute {cal.compute_scale:.2f}× and " if cal.compute_scale != 1 else ""
         return (f"calibrated by decoding with the engine here: weights stream at "
-                f"{cal.stream_gbps:.1f} GB/s, compute {cal.compute_scale:.2f}× and attention "
+                f"{cal.stream_gbps:.1f} GB/s, {compute}attention "
                 f"{attention_text(cal)} the AVX2 constants (edgepick probe shows the decodes)")
     if basis == "AVX2 constants":
         return ("per-type efficiencies and attention costs measured on an x86-64 AVX2 CPU "

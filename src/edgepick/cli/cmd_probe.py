@@ -72,7 +72,8 @@ def _calibration_rows(dev) -> list[tuple[str, str]]:
                        f"{t['measured_ms']:.1f} ms (constants {t['predicted_default_ms']:.1f})"
                        for t in cal.timings)
     return [("engine weight streaming", f"{cal.stream_gbps:.1f} GB/s"),
-            ("engine compute", f"{cal.compute_scale:.2f}× the AVX2 constants ({cal.method})"),
+            ("engine compute", f"{cal.compute_scale:.2f}× the AVX2 constants ({cal.method}; "
+                               "held at 1 unless the probe fell back to one scale)"),
             ("engine attention", f"{attention_text(cal)} the AVX2 constants "
                                  "(K+V bytes per cached position and layer)"),
             ("engine probe decodes", probes)]

@@ -6,16 +6,17 @@ of percent while a bandwidth probe does not see it (docs/fit.md). So the probe d
 synthetic models (models/synthetic.py) through llama-cpp-python in a worker process:
 
 - a 1024-wide, 8-layer model at F16 and at Q4_K (352 and 95 MB: past any L3 cache), after a few
-  cached tokens: the streaming rate, and the compute a K-quant adds per byte;
+  cached tokens: the streaming rate, with and without the compute a K-quant adds per byte;
 - two models after 16 and after 2048 cached tokens, for the attention cost: an 8-layer one shaped
   like SmolLM2 (9 query heads on 3 KV heads: K+V rows of 768 bytes per position and layer) and a
   4-layer one with 16 KV heads (4096 bytes). On this host the attention cost per head moved with
   the row width, and by different amounts at different times, so it is measured at both widths
   and interpolated between them.
 
-Each decode time is written as x·bytes + y·compute + a(width)·attention, the terms the constants
-predict, and x, y and the attention scale at each width are solved by least squares on relative
-error. The files are built once into the cache (about 40 s); a probe takes 15-25 s.
+Each decode time is written as x·bytes + compute + a(width)·attention, the terms the constants
+predict, and x and the attention scale at each width are solved by least squares on relative
+error; the compute term stays the constants' (solve says why). The files are built once into
+the cache (about 40 s); a probe takes 15-25 s.
 """
 
 from __future__ import annotations
@@ -110,37 +111,41 @@ def terms_for(path: str | Path, fill: int, bandwidth_gbps: float) -> tuple[Decod
 
 
 def solve(device: DeviceProfile, timings: list[dict]) -> DecodeCalibration:
-    """Scales with measured ≈ x·weight bytes + y·compute + a(width)·attention, each row weighted
+    """Scales with measured ≈ x·weight bytes + compute + a(width)·attention, each row weighted
     by 1/measured so every decode counts by its relative error; the attention scale is solved at
-    the widths of the decodes with a long fill. Falls back to one scale for every term when the
-    split is implausible (a noisy probe, or too few decodes)."""
+    the widths of the decodes with a long fill. The compute term is kept at the constants':
+    solved from the one Q4_K file it swung 0.3-1.0 from probe to probe and, applied to every
+    type, moved Q5_0 and Q8_0 estimates the wrong way (docs/fit.md). Falls back to one scale
+    for every term when the split is implausible (a noisy probe, or too few decodes)."""
     bw = device.bandwidth_gbps
     widths = sorted({round(t["row_bytes"]) for t in timings if t["fill"] > SHORT_FILL}) \
         or [round(timings[0]["row_bytes"])]
-    shape = DecodeCalibration(stream_gbps=1, compute_scale=1,
-                              attention_scales={w: 1.0 for w in widths})
+    shape = DecodeCalibration(stream_gbps=1, attention_scales={w: 1.0 for w in widths})
     rows, parts, measured = [], [], []
     for t in timings:
         terms = DecodeTerms(*t["terms"])
         split = shape.attention_weights(t["row_bytes"])
         parts.append([terms.weight_bytes / (bw * 1e9), terms.compute_s, terms.attention_s])
-        rows.append(parts[-1][:2] + [terms.attention_s * w for w in split])
+        rows.append([parts[-1][0]] + [terms.attention_s * w for w in split])
         measured.append(t["seconds"])
-    a = np.array(rows) / np.array(measured)[:, None]
-    scales, *_ = np.linalg.lstsq(a, np.ones(len(rows)), rcond=None)
-    method = "per term"
-    if not all(_PLAUSIBLE[0] <= v <= _PLAUSIBLE[1] for v in scales):
-        one = float(np.mean([m / sum(p) for m, p in zip(measured, parts)]))
-        scales, method = np.full(len(scales), one), "one scale"
+    m = np.array(measured)
+    compute = np.array([p[1] for p in parts])
+    solved, *_ = np.linalg.lstsq(np.array(rows) / m[:, None], 1 - compute / m, rcond=None)
+    stream, compute_scale, attention, method = solved[0], 1.0, solved[1:], "per term"
+    if not all(_PLAUSIBLE[0] <= v <= _PLAUSIBLE[1] for v in solved):
+        one = float(np.mean([t / sum(p) for t, p in zip(measured, parts)]))
+        stream, compute_scale, attention, method = one, one, np.full(len(widths), one), \
+            "one scale"
     for t, r, p in zip(timings, rows, parts):
         t["predicted_default_ms"] = round(1e3 * sum(p), 3)
-        t["predicted_ms"] = round(1e3 * float(np.dot(r, scales)), 3)
+        t["predicted_ms"] = round(1e3 * float(r[0] * stream + p[1] * compute_scale
+                                               + np.dot(r[1:], attention)), 3)
         t["measured_ms"] = round(1e3 * t["seconds"], 3)
     clean = [{k: t[k] for k in ("model", "fill", "measured_ms", "predicted_default_ms",
                                 "predicted_ms")} for t in timings]
     return DecodeCalibration(
-        stream_gbps=round(bw / scales[0], 2), compute_scale=round(float(scales[1]), 3),
-        attention_scales={w: round(float(v), 3) for w, v in zip(widths, scales[2:])},
+        stream_gbps=round(bw / stream, 2), compute_scale=round(compute_scale, 3),
+        attention_scales={w: round(float(v), 3) for w, v in zip(widths, attention)},
         method=method, timings=clean)
 
 

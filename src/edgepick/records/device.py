@@ -10,12 +10,13 @@ from pydantic import BaseModel, Field, field_validator
 class DecodeCalibration(BaseModel):
     """How the engine decodes on this device, relative to the planner's AVX2 constants
     (devices/engine_probe.py): seconds per token = weight bytes ÷ stream_gbps
-    + compute_scale × the constants' compute time (at the profile's bandwidth_gbps)
+    + compute_scale × the constants' compute time (at the profile's bandwidth_gbps; the probe
+    keeps it at 1 unless it falls back to one scale, a profile file may set it)
     + the attention scale × the constants' attention time. The attention scale is measured at a
     few K+V row widths (bytes per cached position and layer at F16) and interpolated between
     them in log width, held flat beyond them."""
     stream_gbps: float = Field(gt=0)  # the rate the engine streams weights at, GB/s
-    compute_scale: float = Field(gt=0)
+    compute_scale: float = Field(default=1.0, gt=0)
     attention_scales: dict[int, float] = Field(min_length=1)  # K+V row bytes -> scale
     method: str = "per term"  # or "one scale" when the per-term solve was not trustworthy
     timings: list[dict] = Field(default_factory=list)  # the probe decodes behind the scales
