@@ -24,17 +24,17 @@ from benchmarks.fit_accuracy import GEN, SPEED_TOL
 from edgepick.assets import bundled
 from edgepick.devices import engine_probe
 from edgepick.fit.planner import fit_one
-from edgepick.models import gguf_info
+from edgepick.models.gguf_info import gguf_spec
 from edgepick.records import DeviceProfile
 
 WINDOWS = (0, 2, 4, 1000)
-_spec = functools.cache(gguf_info.gguf_spec)
+_spec = functools.cache(gguf_spec)  # each probe file's header, once for all probes
 
 
 def resolve(probe: DeviceProfile, files: dict[str, Path]) -> DeviceProfile:
     timings = []
     for t in probe.decode_calibration.timings:
-        terms, row_bytes = engine_probe.terms_for(files[t["model"]], t["fill"],
+        terms, row_bytes = engine_probe.terms_for(_spec(str(files[t["model"]])), t["fill"],
                                                   probe.bandwidth_gbps)
         timings.append({"model": t["model"], "fill": t["fill"], "seconds": t["measured_ms"] / 1e3,
                         "terms": tuple(terms), "row_bytes": row_bytes})
@@ -54,7 +54,6 @@ def main(argv: list[str]) -> int:
             return 2
     rows = json.loads(rows_path.read_text())["rows"]
     files = {p.name: p for p in bundled.cache_dir().rglob("*.gguf")}
-    gguf_info.gguf_spec = _spec  # terms_for reads each probe file's header once per fill
     probes = [resolve(DeviceProfile(**p), files)
               for p in json.loads(probes_path.read_text())]
     for window in WINDOWS:

@@ -30,6 +30,7 @@ import numpy as np
 from edgepick.fit.memory import attention_load
 from edgepick.fit.speed import DecodeTerms, decode_terms, weights_read_per_token
 from edgepick.records.device import DecodeCalibration, DeviceProfile
+from edgepick.records.model import ModelSpec
 
 WEIGHT_SHAPE = (1024, 4096, 8, 16, 8)
 ATTENTION_SHAPES = ((576, 1536, 8, 9, 3), (1024, 768, 4, 16, 16))
@@ -98,13 +99,11 @@ def _time_all(jobs: list[tuple[str, list[int]]], threads: int) -> list[dict[int,
     return [time_decode(path, fills, threads) for path, fills in jobs]
 
 
-def terms_for(path: str | Path, fill: int, bandwidth_gbps: float) -> tuple[DecodeTerms, float]:
+def terms_for(spec: ModelSpec, fill: int, bandwidth_gbps: float) -> tuple[DecodeTerms, float]:
     """What the constants predict for one probe decode (fill = cached positions before it),
     and the K+V row width its attention works on."""
     from edgepick.fit.planner import plan_tensors
-    from edgepick.models.gguf_info import gguf_spec
 
-    spec = gguf_spec(str(path))
     read = weights_read_per_token(plan_tensors(spec, None)[0])
     load = attention_load(spec, N_CTX, fill + TOKENS // 2)
     return decode_terms(read, bandwidth_gbps, load), load.kv_row_bytes
@@ -153,6 +152,7 @@ def engine_probe(device: DeviceProfile, threads: int | None = None) -> DevicePro
     """`device` (a probe of this machine) with the engine's decode calibration added."""
     from edgepick.bench.worker import run_isolated
     from edgepick.errors import EdgepickError
+    from edgepick.models.gguf_info import gguf_spec
 
     threads = threads or device.cores or os.cpu_count() or 1
     try:
@@ -165,8 +165,9 @@ def engine_probe(device: DeviceProfile, threads: int | None = None) -> DevicePro
         raise EdgepickError(f"engine probe failed: {outcome.error}")
     timings = []
     for (path, fills), measured in zip(files, outcome.value):
+        spec = gguf_spec(str(path))
         for fill in fills:
-            terms, row_bytes = terms_for(path, fill, device.bandwidth_gbps)
+            terms, row_bytes = terms_for(spec, fill, device.bandwidth_gbps)
             timings.append({"model": path.name, "fill": fill, "seconds": measured[fill],
                             "terms": tuple(terms), "row_bytes": row_bytes})
     return device.model_copy(update={"decode_calibration": solve(device, timings)})

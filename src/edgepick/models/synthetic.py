@@ -15,10 +15,6 @@ import numpy as np
 
 from edgepick.assets import bundled
 
-# llama.cpp's llama_ftype numbers for the types a probe quantizes to
-_FTYPES = {"Q8_0": 7, "Q4_0": 2, "Q4_K_M": 15, "Q3_K_M": 12, "Q6_K": 18}
-
-
 def synthetic_llama(n_embd: int = 1024, n_ff: int = 4096, n_layers: int = 8, n_head: int = 16,
                     n_head_kv: int = 8) -> Path:
     """F16 file with SmolLM2's vocabulary (head size 64, like SmolLM2), built once and cached."""
@@ -59,16 +55,19 @@ def _build(dst: Path, n_embd: int, n_ff: int, n_layers: int, n_head: int, n_head
 def quantized_pure(src: Path, ftype: str, threads: int = 2) -> Path:
     """`src` with every weight matrix in `ftype`'s base type (llama.cpp's --pure), quantized
     in-process through llama-cpp-python, so no llama.cpp tool build is needed. Cached."""
+    import gguf
     import llama_cpp
     from llama_cpp._logger import set_verbose
 
-    if ftype not in _FTYPES:
-        raise ValueError(f"{ftype}: not a probe type ({', '.join(_FTYPES)})")
+    try:
+        number = int(gguf.LlamaFileType[f"MOSTLY_{ftype}"])  # llama.cpp's llama_ftype
+    except KeyError:
+        raise ValueError(f"{ftype}: not a llama.cpp file type") from None
 
     def build(dst: Path) -> None:
         set_verbose(False)  # one log line per tensor otherwise
         params = llama_cpp.llama_model_quantize_default_params()
-        params.ftype, params.pure, params.nthread = _FTYPES[ftype], True, threads
+        params.ftype, params.pure, params.nthread = number, True, threads
         tmp = dst.with_name(dst.name + ".tmp")
         rc = llama_cpp.llama_model_quantize(str(src).encode(), str(tmp).encode(), params)
         if rc != 0:
