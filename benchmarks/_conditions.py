@@ -35,6 +35,8 @@ def around(probes: list[DeviceProfile], i: int) -> DeviceProfile:
     cal = cals[0].model_copy(update={
         "stream_gbps": med(c.stream_gbps for c in cals),
         "compute_scale": med(c.compute_scale for c in cals),
+        "compute_scales": {f: med(c.compute_scale_for(f) for c in cals)
+                           for f in sorted({f for c in cals for f in c.compute_scales})},
         "attention_scales": {w: med(c.attention_scales[w] for c in cals)
                              for w in cals[0].attention_scales},
         "method": f"median of {len(cals)} probes", "timings": []})
@@ -52,6 +54,8 @@ def summary(probes: list[DeviceProfile]) -> str:
     return (f"{len(probes)} engine probes, median (range): bandwidth "
             f"{span(p.bandwidth_gbps for p in probes)} GB/s, engine stream "
             f"{span(c.stream_gbps for c in cals)} GB/s, compute scale "
-            f"{span(c.compute_scale for c in cals)}, attention scale "
+            + ", ".join(f"{span(c.compute_scale_for(f) for c in cals)} {f}"
+                        for f in sorted({f for c in cals for f in c.compute_scales}) or ["all"])
+            + f" (fallbacks: {sum(c.method == 'one scale' for c in cals)}), attention scale "
             + ", ".join(f"{span(c.attention_scales[w] for c in cals)} at {w} B rows"
                         for w in cals[0].attention_scales))

@@ -21,7 +21,7 @@ def calibrated():
     mp = pytest.MonkeyPatch()
     mp.setattr(ep, "WEIGHT_SHAPE", TINY_WEIGHTS)
     mp.setattr(ep, "ATTENTION_SHAPES", TINY_ATTENTION)
-    mp.setattr(ep, "LONG_FILL", 1024)
+    mp.setattr(ep, "ATTENTION_FILLS", (ep.SHORT_FILL, 512, 1024))
     try:
         base = probe(bandwidth_bytes=64 * 1024**2, engine=False)
         yield ep.engine_probe(base), ep.probe_files()
@@ -38,9 +38,12 @@ def test_probe_decodes_each_file_and_records_what_it_measured(calibrated):
     assert cal.method in ("per term", "one scale")
     assert [(t["model"], t["fill"]) for t in cal.timings] == [
         (path.name, fill) for path, fills in files for fill in fills]
-    assert {t["model"] for t in cal.timings} >= {files[1][0].name}  # the in-process Q4_K file
-    assert {t.type for t in gguf_spec(str(files[1][0])).tensors} == {"Q4_K", "F32"}
-    short, long = [t for t in cal.timings if t["model"] == files[3][0].name]
+    # one pure file per probed weight type, each solved for its own compute scale
+    assert [{t.type for t in gguf_spec(str(path)).tensors} for path, _ in files[1:4]] == [
+        {"Q4_K", "F32"}, {"Q4_0", "F32"}, {"Q8_0", "F32"}]
+    if cal.method == "per term":
+        assert set(cal.compute_scales) == set(ep.PROBE_TYPES)
+    short, mid, long = [t for t in cal.timings if t["model"] == files[5][0].name]
     assert long["measured_ms"] > short["measured_ms"]  # 1024 cached positions cost attention
     json.loads(dev.model_dump_json())  # the profile stays serialisable, as --json prints it
 
@@ -62,23 +65,38 @@ def test_planner_applies_the_calibration_it_was_solved_with(calibrated):
             probe_row["predicted_default_ms"], rel=0.02)
 
 
-def _timings(scales, rows):
-    x, y, a_narrow, a_wide = scales
+def _timings(stream, compute, a_narrow, a_wide, rows):
+    """Decode times made from the terms: `compute` scales the probed types' compute."""
     out = []
     for i, (terms, fill, row_bytes) in enumerate(rows):
         a = a_narrow if row_bytes <= 256 else a_wide if row_bytes >= 1024 else None
-        out.append({"model": f"m{i}", "fill": fill, "terms": terms, "row_bytes": row_bytes,
-                    "seconds": x * terms[0] / 10e9 + y * terms[1] + a * terms[2]})
+        work = sum(compute.get(f, 1.0) * v for f, v in terms.compute_s.items())
+        out.append({"model": f"m{i}", "fill": fill, "terms": tuple(terms), "row_bytes": row_bytes,
+                    "seconds": stream * terms.weight_bytes / 10e9 + work + a * terms.attention_s})
     return out
 
 
-# two weight probes at a short fill, then a narrow and a wide attention probe at two fills each
-ROWS = [(DecodeTerms(350_000_000, 0.004, 0.0001), 16, 256),
-        (DecodeTerms(100_000_000, 0.007, 0.0001), 16, 1024),
-        (DecodeTerms(200_000_000, 0.003, 0.0005), 16, 256),
-        (DecodeTerms(200_000_000, 0.003, 0.012), 2048, 256),
-        (DecodeTerms(150_000_000, 0.002, 0.0009), 16, 1024),
-        (DecodeTerms(150_000_000, 0.002, 0.02), 2048, 1024)]
+def _weights(n_bytes, weight_type, compute_s):
+    return DecodeTerms(n_bytes, {weight_type: compute_s, "F32": 0.0001, "matmul": 0.0003}, 0.0001)
+
+
+def _attention(n_bytes, attention_s):
+    return DecodeTerms(n_bytes, {"F16": 0.003, "matmul": 0.0002}, attention_s)
+
+
+# the F16 and the three pure weight files at a short fill, then a narrow and a wide attention
+# file at three fills each
+ROWS = [(_weights(350_000_000, "F16", 0.004), 16, 1024),
+        (_weights(100_000_000, "Q4_K", 0.007), 16, 1024),
+        (_weights(105_000_000, "Q4_0", 0.004), 16, 1024),
+        (_weights(190_000_000, "Q8_0", 0.003), 16, 1024),
+        (_attention(200_000_000, 0.0005), 16, 256),
+        (_attention(200_000_000, 0.006), 1024, 256),
+        (_attention(200_000_000, 0.012), 2048, 256),
+        (_attention(150_000_000, 0.0009), 16, 1024),
+        (_attention(150_000_000, 0.01), 1024, 1024),
+        (_attention(150_000_000, 0.02), 2048, 1024)]
+NO_DRIFT = {k: 1.0 for k in ep.PROBE_TYPES}
 
 
 def _device():
@@ -87,10 +105,10 @@ def _device():
 
 
 def test_solve_recovers_the_stream_rate_and_the_attention_scale_at_each_width():
-    cal = ep.solve(_device(), _timings((1.25, 1.0, 1.4, 0.9), ROWS))
+    cal = ep.solve(_device(), _timings(1.25, NO_DRIFT, 1.4, 0.9, ROWS))
     assert cal.method == "per term"
     assert cal.stream_gbps == pytest.approx(10.0 / 1.25, rel=1e-3)
-    assert cal.compute_scale == 1.0
+    assert cal.compute_scale == 1.0 and cal.compute_scales == pytest.approx(NO_DRIFT, abs=1e-3)
     assert cal.attention_scales == pytest.approx({256: 1.4, 1024: 0.9}, rel=1e-3)
     assert all(t["predicted_ms"] == pytest.approx(t["measured_ms"], rel=1e-3) for t in cal.timings)
     # between the probed widths the scale is interpolated in log width, beyond them held flat
@@ -99,32 +117,58 @@ def test_solve_recovers_the_stream_rate_and_the_attention_scale_at_each_width():
     assert cal.attention_scale(16384) == pytest.approx(0.9, rel=1e-3)
 
 
-def test_solve_keeps_the_compute_term_at_the_constants():
-    # A K-quant decoding faster than the constants say: the compute term is not rescaled (one
-    # file cannot tell it apart from streaming), so the stream rate absorbs part of it and the
-    # calibrated times still follow the measured ones better than the constants do.
-    cal = ep.solve(_device(), _timings((1.0, 0.6, 1.0, 1.0), ROWS))
+def test_solve_scales_each_probed_type_apart_pulled_toward_the_constants(monkeypatch):
+    # Q4_K decoding faster than the constants say and Q4_0 slower: each type gets its own
+    # scale, moved toward what its file measured but not all the way (the prior)
+    drift = {"Q4_K": 0.6, "Q4_0": 1.3, "Q8_0": 1.0}
+    timings = _timings(1.1, drift, 1.0, 1.0, ROWS)
+    cal = ep.solve(_device(), timings)
     assert cal.method == "per term" and cal.compute_scale == 1.0
-    assert cal.stream_gbps > 10.0
+    assert 0.6 < cal.compute_scales["Q4_K"] < 0.9
+    assert 1.05 < cal.compute_scales["Q4_0"] < 1.3
+    assert cal.compute_scales["Q8_0"] == pytest.approx(1.0, abs=0.05)
 
     def misfit(key):
         return sum((t[key] / t["measured_ms"] - 1) ** 2 for t in cal.timings)
 
-    assert misfit("predicted_ms") < misfit("predicted_default_ms") / 2
-    assert all(isinstance(t["predicted_ms"], float) for t in cal.timings)
+    assert misfit("predicted_ms") < misfit("predicted_default_ms") / 4
+    # without the prior the decodes alone pin every scale down exactly
+    monkeypatch.setattr(ep, "RIDGE", 0.0)
+    free = ep.solve(_device(), timings)
+    assert free.compute_scales == pytest.approx(drift, rel=1e-3)
+    assert free.stream_gbps == pytest.approx(10.0 / 1.1, rel=1e-3)
+
+
+def test_the_planner_applies_each_type_its_own_compute_scale(calibrated, smollm2_q4_1):
+    dev, _ = calibrated
+    spec = gguf_spec(str(smollm2_q4_1))  # Q4_1 layers, a Q8_0 embedding, F32 norms
+    assert {t.type for t in spec.tensors} == {"Q4_1", "Q8_0", "F32"}
+    cal = dev.decode_calibration.model_copy(update={"compute_scales": {}, "compute_scale": 1.0})
+
+    def tps(**scales):
+        c = cal.model_copy(update={"compute_scales": scales})
+        return fit_one(spec, None, 2048, dev.model_copy(update={"decode_calibration": c}),
+                       fill=64).decode_tps_estimate
+
+    assert tps(Q4_1=2.0) < tps(Q8_0=2.0) < tps()  # the Q4_1 layers outweigh the embedding
+    assert tps(Q4_K=0.5) == tps()  # no Q4_K tensor in this file
+    assert tps(Q4_1=1.0) == tps()
 
 
 def test_solve_falls_back_to_one_scale_when_the_split_is_implausible():
-    timings = _timings((1.0, 1.0, 1.0, 1.0), ROWS)
-    # a stall during the short-fill decode: the long fill came out faster, a negative attention
-    timings[3]["seconds"] = timings[2]["seconds"] * 0.7
+    timings = _timings(1.0, NO_DRIFT, 1.0, 1.0, ROWS)
+    # a stall during the short-fill decode: the long fills came out faster, a negative attention
+    timings[5]["seconds"] = timings[4]["seconds"] * 0.7
+    timings[6]["seconds"] = timings[4]["seconds"] * 0.7
     cal = ep.solve(_device(), timings)
-    assert cal.method == "one scale"
+    assert cal.method == "one scale" and cal.compute_scales == {}
     assert cal.compute_scale == pytest.approx(10.0 / cal.stream_gbps, rel=1e-2)
     assert set(cal.attention_scales.values()) == {cal.compute_scale}
     ratios = [t["measured_ms"] / t["predicted_default_ms"] for t in cal.timings]
     assert cal.compute_scale == pytest.approx(sum(ratios) / len(ratios), rel=1e-2)
-    assert cal.compute_scale < 1  # the long-fill decode came out faster than the constants say
+    assert cal.compute_scale < 1  # the long-fill decodes came out faster than the constants say
+    assert all(t["predicted_ms"] == pytest.approx(t["predicted_default_ms"] * cal.compute_scale,
+                                                  rel=1e-2) for t in cal.timings)
 
 
 def test_a_profile_file_may_carry_a_calibration(tmp_path):
@@ -134,10 +178,12 @@ def test_a_profile_file_may_carry_a_calibration(tmp_path):
     path = tmp_path / "dev.yaml"
     body = ("name: box\ntotal_ram: 8GiB\nmodel_budget: 4GiB\nbandwidth_gbps: 20\n"
             "decode_calibration: {stream_gbps: 18, compute_scale: 1.1, "
-            "attention_scales: {768: 0.9}}\n")
+            "compute_scales: {Q4_0: 1.2}, attention_scales: {768: 0.9}}\n")
     path.write_text(body)
-    assert load_device(str(path)).decode_calibration == DecodeCalibration(
-        stream_gbps=18, compute_scale=1.1, attention_scales={768: 0.9})
+    cal = load_device(str(path)).decode_calibration
+    assert cal == DecodeCalibration(stream_gbps=18, compute_scale=1.1,
+                                    compute_scales={"Q4_0": 1.2}, attention_scales={768: 0.9})
+    assert (cal.compute_scale_for("Q4_0"), cal.compute_scale_for("Q4_K")) == (1.2, 1.1)
     path.write_text(body.replace("compute_scale: 1.1", "compute_scale: -1"))
     with pytest.raises(InputError, match="compute_scale"):
         load_device(str(path))

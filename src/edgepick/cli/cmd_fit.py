@@ -98,12 +98,18 @@ def attention_text(cal) -> str:
     return " / ".join(f"{v:.2f}× at {w} B rows" for w, v in cal.attention_scales.items())
 
 
+def compute_text(cal) -> str:
+    """Each probed weight type's compute scale, then the one every other type takes."""
+    parts = [f"{f} {v:.2f}×" for f, v in cal.compute_scales.items()]
+    rest = f"{cal.compute_scale:.2f}×"
+    return ", ".join(parts + [f"other types {rest}"]) if parts else f"{rest} for every type"
+
+
 def _basis_text(dev, basis: str) -> str:
     cal = dev.decode_calibration
     if basis == "engine probe" and cal is not None:
-        compute = f"compute {cal.compute_scale:.2f}× and " if cal.compute_scale != 1 else ""
         return (f"calibrated by decoding with the engine here: weights stream at "
-                f"{cal.stream_gbps:.1f} GB/s, {compute}attention "
+                f"{cal.stream_gbps:.1f} GB/s, compute {compute_text(cal)}, attention "
                 f"{attention_text(cal)} the AVX2 constants (edgepick probe shows the decodes)")
     if basis == "AVX2 constants":
         return ("per-type efficiencies and attention costs measured on an x86-64 AVX2 CPU "

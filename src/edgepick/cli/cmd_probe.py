@@ -63,17 +63,19 @@ def register(app: typer.Typer) -> None:
 
 
 def _calibration_rows(dev) -> list[tuple[str, str]]:
-    from edgepick.cli.cmd_fit import attention_text
+    from edgepick.cli.cmd_fit import attention_text, compute_text
 
     cal = dev.decode_calibration
     if cal is None:
         return [("engine decode", dev.extra.get("engine_probe_error", "not measured (--no-engine)"))]
-    probes = "; ".join(f"{t['model'].removeprefix('synthetic-llama-')} @{t['fill']}: "
-                       f"{t['measured_ms']:.1f} ms (constants {t['predicted_default_ms']:.1f})"
-                       for t in cal.timings)
+    probes = [(f"  {t['model'].removeprefix('synthetic-llama-').removesuffix('.gguf')} "
+               f"@{t['fill']}", f"{t['measured_ms']:.1f} ms (constants "
+               f"{t['predicted_default_ms']:.1f}, calibrated {t['predicted_ms']:.1f})")
+              for t in cal.timings]
     return [("engine weight streaming", f"{cal.stream_gbps:.1f} GB/s"),
-            ("engine compute", f"{cal.compute_scale:.2f}× the AVX2 constants ({cal.method}; "
-                               "held at 1 unless the probe fell back to one scale)"),
+            ("engine compute", f"{compute_text(cal)} the AVX2 constants ({cal.method}; "
+                               "each probed type pulled toward 1)"),
             ("engine attention", f"{attention_text(cal)} the AVX2 constants "
                                  "(K+V bytes per cached position and layer)"),
-            ("engine probe decodes", probes)]
+            ("engine probe decodes", f"{len(probes)}: file @ cached tokens, measured ms per token"),
+            *probes]

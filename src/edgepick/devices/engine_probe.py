@@ -2,21 +2,23 @@
 
 The decode-time constants of fit/speed.py were fitted on one AVX2 CPU. On another CPU, or on a
 shared host in a slower phase, the kernels' compute per byte and the attention cost move by tens
-of percent while a bandwidth probe does not see it (docs/fit.md). So the probe decodes four
+of percent while a bandwidth probe does not see it (docs/fit.md). So the probe decodes six
 synthetic models (models/synthetic.py) through llama-cpp-python in a worker process:
 
-- a 1024-wide, 8-layer model at F16 and at Q4_K (352 and 95 MB: past any L3 cache), after a few
-  cached tokens: the streaming rate, with and without the compute a K-quant adds per byte;
-- two models after 16 and after 2048 cached tokens, for the attention cost: an 8-layer one shaped
-  like SmolLM2 (9 query heads on 3 KV heads: K+V rows of 768 bytes per position and layer) and a
-  4-layer one with 16 KV heads (4096 bytes). On this host the attention cost per head moved with
-  the row width, and by different amounts at different times, so it is measured at both widths
-  and interpolated between them.
+- a 1024-wide, 8-layer model at F16 and quantized --pure to Q4_K, Q4_0 and Q8_0 (352, 95, 100
+  and 187 MB: past any L3 cache), after a few cached tokens: the streaming rate, and the compute
+  each of those kernels adds per byte (they need not drift together: on another CPU the kernels
+  differ, and on this host a Q4_K file sped up when SmolLM2's Q4_0 did not);
+- two models after 16, 1024 and 2048 cached tokens, for the attention cost: an 8-layer one
+  shaped like SmolLM2 (9 query heads on 3 KV heads: K+V rows of 768 bytes per position and
+  layer) and a 4-layer one with 16 KV heads (4096 bytes). On this host the attention cost per
+  head moved with the row width, and by different amounts at different times, so it is measured
+  at both widths and interpolated between them.
 
-Each decode time is written as x·bytes + compute + a(width)·attention, the terms the constants
-predict, and x and the attention scale at each width are solved by least squares on relative
-error; the compute term stays the constants' (solve says why). The files are built once into
-the cache (about 40 s); a probe takes 15-25 s.
+Each decode time is written as x·bytes + Σ c(type)·compute + a(width)·attention, the terms the
+constants predict, and the scales are solved by least squares on relative error, the compute
+scales pulled toward 1 (solve says why). The files are built once into the cache (about a
+minute); a probe takes 20-30 s.
 """
 
 from __future__ import annotations
@@ -33,20 +35,31 @@ from edgepick.records.device import DecodeCalibration, DeviceProfile
 from edgepick.records.model import ModelSpec
 
 WEIGHT_SHAPE = (1024, 4096, 8, 16, 8)
+# The weight types whose compute the probe scales, each with the llama-quantize type that makes a
+# --pure file of it: the most used type of each kernel family. Other types keep the constants'.
+PROBE_TYPES = {"Q4_K": "Q4_K_M", "Q4_0": "Q4_0", "Q8_0": "Q8_0"}
 ATTENTION_SHAPES = ((576, 1536, 8, 9, 3), (1024, 768, 4, 16, 16))
-SHORT_FILL, LONG_FILL = 16, 2048
+SHORT_FILL = 16
+# Decode times wiggle by ±15% from one fill to the next on this host, so the attention scale is
+# fitted over two longer fills rather than read off one.
+ATTENTION_FILLS = (SHORT_FILL, 1024, 2048)
 N_CTX = 4096
 TOKENS, REPEATS = 16, 5
 # A solved scale outside this range means the probe decodes were too noisy to split the terms.
 _PLAUSIBLE = (0.25, 4.0)
+# Weight of the pull of each probed type's compute scale toward 1, in units of relative error: a
+# type whose compute is 40% of its probe decode (Q4_K) moves about two thirds as far as that
+# decode alone would take it, one at 15% (Q8_0) about a fifth.
+RIDGE = 0.3
 
 
 def probe_files() -> list[tuple[Path, tuple[int, ...]]]:
     from edgepick.models.synthetic import quantized_pure, synthetic_llama
 
     weights = synthetic_llama(*WEIGHT_SHAPE)
-    return [(weights, (SHORT_FILL,)), (quantized_pure(weights, "Q4_K_M"), (SHORT_FILL,)),
-            *[(synthetic_llama(*shape), (SHORT_FILL, LONG_FILL)) for shape in ATTENTION_SHAPES]]
+    return [(weights, (SHORT_FILL,)),
+            *[(quantized_pure(weights, ftype), (SHORT_FILL,)) for ftype in PROBE_TYPES.values()],
+            *[(synthetic_llama(*shape), ATTENTION_FILLS) for shape in ATTENTION_SHAPES]]
 
 
 def time_decode(path: str, fills: list[int], threads: int) -> dict[int, float]:
@@ -110,41 +123,52 @@ def terms_for(spec: ModelSpec, fill: int, bandwidth_gbps: float) -> tuple[Decode
 
 
 def solve(device: DeviceProfile, timings: list[dict]) -> DecodeCalibration:
-    """Scales with measured ≈ x·weight bytes + compute + a(width)·attention, each row weighted
-    by 1/measured so every decode counts by its relative error; the attention scale is solved at
-    the widths of the decodes with a long fill. The compute term is kept at the constants':
-    solved from the one Q4_K file it swung 0.3-1.0 from probe to probe and, applied to every
-    type, moved Q5_0 and Q8_0 estimates the wrong way (docs/fit.md). Falls back to one scale
-    for every term when the split is implausible (a noisy probe, or too few decodes)."""
+    """Scales with measured ≈ x·weight bytes + Σ c(type)·compute + a(width)·attention, each
+    row weighted by 1/measured so every decode counts by its relative error. The compute scale
+    of each probed type is pulled toward the constants' (1) by a prior row of weight RIDGE: one
+    decode per type leaves it loosely pinned, and unpulled it swung 0.3-1.0 from probe to probe
+    (docs/fit.md). F16 compute and the matmul hand-offs stay at 1: every file has them in
+    proportion to its bytes, so the stream rate carries them. The attention scale is
+    solved at the widths of the decodes with a longer fill. Falls back to one scale for every
+    term when the split is implausible (a noisy probe, or too few decodes)."""
     bw = device.bandwidth_gbps
     widths = sorted({round(t["row_bytes"]) for t in timings if t["fill"] > SHORT_FILL}) \
         or [round(timings[0]["row_bytes"])]
     shape = DecodeCalibration(stream_gbps=1, attention_scales={w: 1.0 for w in widths})
-    rows, parts, measured = [], [], []
-    for t in timings:
-        terms = DecodeTerms(*t["terms"])
-        split = shape.attention_weights(t["row_bytes"])
-        parts.append([terms.weight_bytes / (bw * 1e9), terms.compute_s, terms.attention_s])
-        rows.append([parts[-1][0]] + [terms.attention_s * w for w in split])
-        measured.append(t["seconds"])
-    m = np.array(measured)
-    compute = np.array([p[1] for p in parts])
-    solved, *_ = np.linalg.lstsq(np.array(rows) / m[:, None], 1 - compute / m, rcond=None)
-    stream, compute_scale, attention, method = solved[0], 1.0, solved[1:], "per term"
+    terms = [DecodeTerms(*t["terms"]) for t in timings]
+    types = sorted({k for tr in terms for k, v in tr.compute_s.items()
+                    if k in PROBE_TYPES and v > 0})
+    rows, fixed, totals = [], [], []
+    for t, tr in zip(timings, terms):
+        rows.append([tr.weight_bytes / (bw * 1e9)]
+                    + [tr.compute_s.get(k, 0.0) for k in types]
+                    + [tr.attention_s * w for w in shape.attention_weights(t["row_bytes"])])
+        fixed.append(sum(v for k, v in tr.compute_s.items() if k not in types))
+        totals.append(tr.weight_bytes / (bw * 1e9) + tr.compute_total_s + tr.attention_s)
+    m = np.array([t["seconds"] for t in timings])
+    a = np.array(rows) / m[:, None]
+    b = 1 - np.array(fixed) / m
+    prior = np.zeros((len(types), a.shape[1]))
+    prior[np.arange(len(types)), 1 + np.arange(len(types))] = RIDGE
+    solved, *_ = np.linalg.lstsq(np.vstack([a, prior]), np.concatenate([b, prior.sum(1)]),
+                                 rcond=None)
+    compute_scale, method = 1.0, "per term"
     if not all(_PLAUSIBLE[0] <= v <= _PLAUSIBLE[1] for v in solved):
-        one = float(np.mean([t / sum(p) for t, p in zip(measured, parts)]))
-        stream, compute_scale, attention, method = one, one, np.full(len(widths), one), \
-            "one scale"
-    for t, r, p in zip(timings, rows, parts):
-        t["predicted_default_ms"] = round(1e3 * sum(p), 3)
-        t["predicted_ms"] = round(1e3 * float(r[0] * stream + p[1] * compute_scale
-                                               + np.dot(r[1:], attention)), 3)
+        one = float(np.mean(m / np.array(totals)))
+        solved = np.full(len(solved), one)
+        compute_scale, method = one, "one scale"
+    for t, r, f0, total in zip(timings, rows, fixed, totals):
+        t["predicted_default_ms"] = round(1e3 * total, 3)
+        t["predicted_ms"] = round(1e3 * float(np.dot(r, solved) + f0 * compute_scale), 3)
         t["measured_ms"] = round(1e3 * t["seconds"], 3)
     clean = [{k: t[k] for k in ("model", "fill", "measured_ms", "predicted_default_ms",
                                 "predicted_ms")} for t in timings]
+    n = len(types)
     return DecodeCalibration(
-        stream_gbps=round(bw / stream, 2), compute_scale=round(compute_scale, 3),
-        attention_scales={w: round(float(v), 3) for w, v in zip(widths, attention)},
+        stream_gbps=round(bw / solved[0], 2), compute_scale=round(compute_scale, 3),
+        compute_scales={} if method == "one scale" else
+        {k: round(float(v), 3) for k, v in zip(types, solved[1:1 + n])},
+        attention_scales={w: round(float(v), 3) for w, v in zip(widths, solved[1 + n:])},
         method=method, timings=clean)
 
 

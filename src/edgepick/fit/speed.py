@@ -66,11 +66,20 @@ def attention_time_s(load: AttentionLoad) -> float:
             + load.query_position_heads * ATTENTION_S_PER_QUERY_DIM * load.head_dims)
 
 
+MATMUL = "matmul"  # the compute_s key of the fixed per-matmul cost
+
+
 class DecodeTerms(NamedTuple):
     """One token's decode time split the way an engine probe can scale it."""
     weight_bytes: int  # streamed from memory
-    compute_s: float  # dequantisation and dot products beyond the streaming, plus matmul hand-offs
+    # dequantisation and dot products beyond the streaming, seconds per weight type, and the
+    # matmul hand-offs under MATMUL
+    compute_s: dict[str, float]
     attention_s: float  # over the cached positions
+
+    @property
+    def compute_total_s(self) -> float:
+        return sum(self.compute_s.values())
 
 
 def decode_terms(read: list[PlannedTensor], bandwidth_gbps: float,
@@ -78,11 +87,12 @@ def decode_terms(read: list[PlannedTensor], bandwidth_gbps: float,
     """The AVX2 constants' decode time as streaming + compute + attention, at `bandwidth_gbps`:
     a type with efficiency e spends (1/e - 1) of its streaming time on compute."""
     bw = bandwidth_gbps * 1e9
-    total = sum(t.n_bytes for t in read)
-    slowed = sum(t.n_bytes / AVX2_EFFICIENCY.get(t.type, DEFAULT_EFFICIENCY) for t in read)
-    matmuls = sum(1 for t in read if len(t.shape) >= 2)
-    return DecodeTerms(total, (slowed - total) / bw + matmuls * MATMUL_OVERHEAD_S,
-                       attention_time_s(attention))
+    compute: dict[str, float] = {}
+    for t in read:
+        extra = t.n_bytes * (1 / AVX2_EFFICIENCY.get(t.type, DEFAULT_EFFICIENCY) - 1) / bw
+        compute[t.type] = compute.get(t.type, 0.0) + extra
+    compute[MATMUL] = sum(1 for t in read if len(t.shape) >= 2) * MATMUL_OVERHEAD_S
+    return DecodeTerms(sum(t.n_bytes for t in read), compute, attention_time_s(attention))
 
 
 def decode_time_s(read: list[PlannedTensor], device: DeviceProfile, attention: AttentionLoad,
@@ -94,11 +104,12 @@ def decode_time_s(read: list[PlannedTensor], device: DeviceProfile, attention: A
     cal = device.decode_calibration
     if efficiency is None and (cal is not None or "avx2" in device.cpu_features):
         terms = decode_terms(read, device.bandwidth_gbps, attention)
-        stream = cal.stream_gbps if cal else device.bandwidth_gbps
-        compute = cal.compute_scale if cal else 1.0
-        attend = cal.attention_scale(attention.kv_row_bytes) if cal else 1.0
-        return (terms.weight_bytes / (stream * 1e9) + compute * terms.compute_s
-                + attend * terms.attention_s)
+        if cal is None:
+            return terms.weight_bytes / (device.bandwidth_gbps * 1e9) + terms.compute_total_s \
+                + terms.attention_s
+        return (terms.weight_bytes / (cal.stream_gbps * 1e9)
+                + sum(cal.compute_scale_for(f) * s for f, s in terms.compute_s.items())
+                + cal.attention_scale(attention.kv_row_bytes) * terms.attention_s)
     eff = efficiency_for(read, device, efficiency)
     weights = sum(t.n_bytes for t in read) / (device.bandwidth_gbps * 1e9 * eff)
     if "avx2" not in device.cpu_features:

@@ -10,16 +10,28 @@ from pydantic import BaseModel, Field, field_validator
 class DecodeCalibration(BaseModel):
     """How the engine decodes on this device, relative to the planner's AVX2 constants
     (devices/engine_probe.py): seconds per token = weight bytes ÷ stream_gbps
-    + compute_scale × the constants' compute time (at the profile's bandwidth_gbps; the probe
-    keeps it at 1 unless it falls back to one scale, a profile file may set it)
+    + the constants' compute time (at the profile's bandwidth_gbps), each weight type's times
+    its compute_scales entry, or compute_scale for a type without one and for the fixed
+    per-matmul cost
     + the attention scale × the constants' attention time. The attention scale is measured at a
     few K+V row widths (bytes per cached position and layer at F16) and interpolated between
     them in log width, held flat beyond them."""
     stream_gbps: float = Field(gt=0)  # the rate the engine streams weights at, GB/s
     compute_scale: float = Field(default=1.0, gt=0)
+    compute_scales: dict[str, float] = Field(default_factory=dict)  # weight type -> scale
     attention_scales: dict[int, float] = Field(min_length=1)  # K+V row bytes -> scale
     method: str = "per term"  # or "one scale" when the per-term solve was not trustworthy
     timings: list[dict] = Field(default_factory=list)  # the probe decodes behind the scales
+
+    @field_validator("compute_scales")
+    @classmethod
+    def _positive_compute(cls, v: dict[str, float]) -> dict[str, float]:
+        if any(s <= 0 for s in v.values()):
+            raise ValueError("compute scales must be positive")
+        return v
+
+    def compute_scale_for(self, weight_type: str) -> float:
+        return self.compute_scales.get(weight_type, self.compute_scale)
 
     @field_validator("attention_scales")
     @classmethod
