@@ -7,8 +7,9 @@ synthetic models (models/synthetic.py) through llama-cpp-python in a worker proc
 
 - a 1024-wide, 8-layer model at F16 and quantized --pure to Q4_K, Q4_0 and Q8_0 (352, 95, 100
   and 187 MB: past any L3 cache), after a few cached tokens: the streaming rate, and the compute
-  each of those kernels adds per byte (they need not drift together: on another CPU the kernels
-  differ, and on this host a Q4_K file sped up when SmolLM2's Q4_0 did not);
+  each of those kernels adds per byte (they need not agree with the constants or each other:
+  over two runs on this host the probes put Q4_K's compute at a median of 0.75-0.79 of the
+  constants', Q4_0's at 0.86-0.93 and Q8_0's at 1.04-1.05);
 - two models after 16, 1024 and 2048 cached tokens, for the attention cost: an 8-layer one
   shaped like SmolLM2 (9 query heads on 3 KV heads: K+V rows of 768 bytes per position and
   layer) and a 4-layer one with 16 KV heads (4096 bytes). On this host the attention cost per

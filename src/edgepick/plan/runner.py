@@ -84,7 +84,7 @@ def run_plan(lp: LoadedPlan, console: Console | None = None) -> RunResult:
         else lp.resolve(plan.scenario.name)
     scenario = load_scenario(sc_name, plan.scenario.overrides)
     if plan.device == "local":
-        console.print("probing this machine (bandwidth, compute, engine decode: 15-25 s)…")
+        console.print("probing this machine (bandwidth, compute, engine decode: 20-30 s)…")
     device = load_device(plan.device if plan.device == "local" else
                          (plan.device if not os.path.isfile(lp.resolve(plan.device))
                           else lp.resolve(plan.device)))
