@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from edgepick.fit.memory import AttentionLoad
 from edgepick.models.quant_types import PlannedTensor
-from edgepick.records.device import DeviceProfile
+from edgepick.records.device import DecodeCalibration, DeviceProfile
 
 DEFAULT_EFFICIENCY = 0.65
 # Weight streaming speed per weight type relative to the *probed* bandwidth, 2 threads, x86-64
@@ -104,9 +104,8 @@ def decode_time_s(read: list[PlannedTensor], device: DeviceProfile, attention: A
     cal = device.decode_calibration
     if efficiency is None and (cal is not None or "avx2" in device.cpu_features):
         terms = decode_terms(read, device.bandwidth_gbps, attention)
-        if cal is None:
-            return terms.weight_bytes / (device.bandwidth_gbps * 1e9) + terms.compute_total_s \
-                + terms.attention_s
+        # the constants alone are the calibration that scales nothing
+        cal = cal or DecodeCalibration(stream_gbps=device.bandwidth_gbps, attention_scales={1: 1.0})
         return (terms.weight_bytes / (cal.stream_gbps * 1e9)
                 + sum(cal.compute_scale_for(f) * s for f, s in terms.compute_s.items())
                 + cal.attention_scale(attention.kv_row_bytes) * terms.attention_s)

@@ -15,6 +15,7 @@ import numpy as np
 
 from edgepick.assets import bundled
 
+
 def synthetic_llama(n_embd: int = 1024, n_ff: int = 4096, n_layers: int = 8, n_head: int = 16,
                     n_head_kv: int = 8) -> Path:
     """F16 file with SmolLM2's vocabulary (head size 64, like SmolLM2), built once and cached."""
