@@ -1,0 +1,125 @@
+"""`deploy.yaml`: what the decision hands to `edgepick serve` (seed 000 §7.3-7.4, seed 001 §6.4).
+
+The decision writes it; serve, route and monitor read it and nothing else of the decision, so the
+data flows one way: decide → deploy.yaml → serve/route → monitor. Schema documented in
+docs/deploy.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from edgepick.errors import InputError
+from edgepick.records.candidate import RuntimeSettings
+
+DEPLOY_SCHEMA_VERSION = 1
+
+Verdict = Literal["pass", "fail", "undetermined", "unmeasured"]
+Status = Literal["proven", "provisional", "hybrid", "none"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DeployModel(_Strict):
+    name: str  # display name of the chosen candidate
+    path: str  # the GGUF the edge engine loads
+    sha256: str  # checked before serving; a mismatch refuses to start
+    quant: str | None = None
+    backend: str = "llama_cpp"
+
+
+class Gate(_Strict):
+    """One hard constraint with the measured value and its 95% interval."""
+
+    metric: str
+    value: float | None = None
+    low: float | None = None
+    high: float | None = None
+    limit: float | None = None
+    direction: Literal["max", "min"] = "max"  # max: value must stay ≤ limit; min: ≥ limit
+    verdict: Verdict = "unmeasured"
+    items_to_settle: int | None = None  # for undetermined: items that would most likely settle it
+
+
+class TaskRoute(_Strict):
+    task: str
+    route: Literal["edge", "cloud"] = "edge"
+    badcases_per_1000: float | None = None
+    low: float | None = None
+    high: float | None = None
+    share: float | None = None  # this task's share of requests in the scenario's mix
+
+
+class CloudEndpoint(_Strict):
+    url: str  # OpenAI-compatible base URL, ending in /v1
+    model: str | None = None
+    api_key_env: str | None = "EDGEPICK_CLOUD_API_KEY"  # the key is read from this variable
+
+
+class Baseline(_Strict):
+    """The figures the decision was based on; `edgepick monitor --against` compares live ones."""
+
+    ttft_p50_ms: float | None = None
+    ttft_p99_ms: float | None = None
+    decode_tps: float | None = None
+    peak_memory_bytes: int | None = None
+    unacceptable_rate: float | None = None
+    format_error_rate: float | None = None
+    badcases_per_1000: float | None = None
+
+
+class DeployConfig(_Strict):
+    schema_version: int = DEPLOY_SCHEMA_VERSION
+    created: str | None = None  # ISO time
+    run_id: str | None = None  # the store run the decision was made on
+    scenario: str | None = None
+    device: str | None = None
+    status: Status = "provisional"
+    model: DeployModel
+    runtime: RuntimeSettings = Field(default_factory=RuntimeSettings)
+    default_route: Literal["edge", "cloud"] = "edge"
+    routes: list[TaskRoute] = Field(default_factory=list)
+    cloud_share: float | None = None  # expected share of requests sent to the cloud
+    cloud: CloudEndpoint | None = None
+    gates: list[Gate] = Field(default_factory=list)
+    baseline: Baseline = Field(default_factory=Baseline)
+    notes: list[str] = Field(default_factory=list)
+
+    def route_for(self, task: str | None) -> str:
+        for r in self.routes:
+            if r.task == task:
+                return r.route
+        return self.default_route
+
+    @classmethod
+    def load(cls, path: str | Path) -> "DeployConfig":
+        from edgepick.yaml_input import read_yaml
+
+        data = read_yaml(path)
+        if not isinstance(data, dict):
+            raise InputError(path, "expected a mapping (the deploy.yaml that decide writes)")
+        version = data.get("schema_version", DEPLOY_SCHEMA_VERSION)
+        if version != DEPLOY_SCHEMA_VERSION:
+            raise InputError(path, f"schema_version {version} is not supported "
+                                   f"(this release reads {DEPLOY_SCHEMA_VERSION})")
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = ".".join(str(p) for p in err["loc"])
+            raise InputError(path, err["msg"], field=field) from None
+
+    def dump(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+        return path
