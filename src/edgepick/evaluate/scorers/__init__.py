@@ -1,19 +1,42 @@
-"""Scorers, one module each, registered by the task types they score.
+"""Scorers, one module each, registered by the task types they score (SPEC §7, seed 004 §2.3).
 
-A scorer turns (item, raw output) into an ItemScore: a primary score in [0, 1], a pass/fail
-verdict, whether the output had the expected format, and figures for the task's extra metrics.
+The shape every scorer returns, so the pipeline, the unacceptable rule and the decision can treat
+all tasks alike (a new task, e.g. `tool_call`, adds one module here and nothing else):
+
+`score(item, output) -> ItemScore` with
+- `score`: the task's primary per-item score in [0, 1] (accuracy 0/1, field F1, ROUGE-L, ...);
+- `correct`: the task's documented per-item pass rule (the class attribute `pass_rule` says it in
+  one sentence); an item that is not correct is a badcase;
+- `format_ok`: the output holds an answer in the form the task needs, found leniently (a label
+  inside a sentence, JSON inside prose or a fence, the marked number); free-text tasks: non-empty;
+- `format_error`: when `format_ok` is False, the unacceptable reason it amounts to, one of
+  "no_answer" (no label / no number / no JSON object) or "invalid_json" (JSON that does not
+  parse as the required object or breaks the item's schema); None for free-text tasks, whose
+  empty outputs are caught as "empty";
+- `strict_format`: the bare answer with nothing around it (the label alone, the JSON object
+  alone, the number alone), or None when the task has no strict form; feeds `strict_format_rate`;
+- `why`: for a failed item, what was wrong in a few words; `details`: JSON-able per-item figures
+  the scorer's `aggregate` needs.
+
+The pipeline adds the reasons no scorer can see (engine error, cut off, loop, language, critical).
+A scorer module registers itself with `@register_scorer("task", ...)`; modules in this package
+are imported on first use, and other packages register through the `edgepick.scorers` entry
+point group (value: a module to import).
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from importlib.metadata import entry_points
+from typing import Callable, ClassVar, Literal, Protocol
 
 from edgepick.errors import EdgepickError
 
-_MODULES = ("labels", "extraction", "qa", "summary", "numeric", "code")
+FormatError = Literal["no_answer", "invalid_json"]
 _REGISTRY: dict[str, "Scorer"] = {}
+_loaded = False
 
 
 @dataclass
@@ -23,10 +46,13 @@ class ItemScore:
     format_ok: bool
     why: str = ""  # for a failed item: what was wrong, in a few words
     details: dict = field(default_factory=dict)
+    strict_format: bool | None = None
+    format_error: FormatError | None = None
 
 
 class Scorer(Protocol):
     name: str
+    pass_rule: ClassVar[str]  # the per-item pass rule, one sentence (docs/evaluate.md)
 
     def score(self, item, output: str) -> ItemScore: ...
 
@@ -44,12 +70,23 @@ def register_scorer(*tasks: str) -> Callable[[type], type]:
     return deco
 
 
+def _load_all() -> None:
+    global _loaded
+    if _loaded:
+        return
+    for mod in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{mod.name}")
+    for ep in entry_points(group="edgepick.scorers"):
+        importlib.import_module(ep.value)
+    _loaded = True
+
+
 def get_scorer(task: str) -> Scorer:
-    # Importing a scorer module registers it; some may already be imported on their own.
-    for mod in _MODULES:
-        importlib.import_module(f"edgepick.evaluate.scorers.{mod}")
     if task not in _REGISTRY:
-        raise EdgepickError(f"no scorer registered for task '{task}'")
+        _load_all()
+    if task not in _REGISTRY:
+        raise EdgepickError(f"no scorer registered for task '{task}' "
+                            f"(known: {', '.join(sorted(_REGISTRY))})")
     return _REGISTRY[task]
 
 

@@ -32,6 +32,7 @@ def code_f1(pred: str, ref: str) -> float:
 @register_scorer("code")
 class CodeScorer:
     name = "code"
+    pass_rule = f"exact match after whitespace normalisation, or code-token F1 ≥ {PASS_F1}"
 
     def score(self, item, output: str) -> ItemScore:
         em = code_tokens(output) == code_tokens(item.reference) and bool(code_tokens(output))

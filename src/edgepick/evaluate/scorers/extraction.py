@@ -5,6 +5,9 @@ fence (```json or bare); the first `{...}` in the surrounding prose that parses 
 `json_ok` is "an object was found", `strict_json` is "the whole answer was that object", and
 `schema_ok` is "the object validates against the item's schema". format_ok = json_ok and
 schema_ok (schema_ok is true when the item has no schema).
+Pass rule: the object is valid and every field equals the reference's, with no extra field.
+Unacceptable when required: no object and no "{" at all is "no_answer"; a "{" that never parses
+as an object, or an object breaking the schema, is "invalid_json". Strict format: strict_json.
 """
 
 from __future__ import annotations
@@ -89,6 +92,7 @@ def field_prf(pred: dict, gold: dict) -> tuple[int, int, int]:
 @register_scorer("extraction")
 class ExtractionScorer:
     name = "extraction"
+    pass_rule = "a valid JSON object whose fields all equal the reference's, nothing extra"
 
     def score(self, item, output: str) -> ItemScore:
         obj, strict = find_json_object(output)
@@ -117,7 +121,10 @@ class ExtractionScorer:
                                         f"unexpected: {', '.join(extra)}" if extra else "") if x)
         else:
             why = ""
-        return ItemScore(score=f1, correct=correct, format_ok=fmt_ok, why=why, details={
+        fmt_err = None if fmt_ok else ("no_answer" if obj is None and "{" not in output
+                                       else "invalid_json")
+        return ItemScore(score=f1, correct=correct, format_ok=fmt_ok, why=why,
+                         strict_format=strict and fmt_ok, format_error=fmt_err, details={
             "json_ok": obj is not None, "strict_json": strict, "schema_ok": obj is not None and schema_ok,
             "tp": tp, "n_pred": n_pred, "n_gold": n_gold, "field_f1": f1})
 

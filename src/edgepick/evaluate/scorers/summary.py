@@ -1,7 +1,7 @@
 """Summaries and free generation: ROUGE-L F1 (LCS-based, beta = 1) against the reference.
 
 Tokens as in QA (words for Latin text, single characters for Chinese), no article removal. An
-item passes when its ROUGE-L F1 is at least PASS_ROUGE_L.
+item passes when its ROUGE-L F1 is at least PASS_ROUGE_L (pass rule). Free text: no strict form.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ def rouge_l(pred: str, ref: str) -> tuple[float, float, float]:
 @register_scorer("summary", "generation")
 class SummaryScorer:
     name = "rouge_l"
+    pass_rule = f"ROUGE-L F1 against the reference ≥ {PASS_ROUGE_L}"
 
     def score(self, item, output: str) -> ItemScore:
         prec, rec, f1 = rouge_l(output, item.reference)
