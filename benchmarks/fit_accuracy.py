@@ -21,7 +21,7 @@ from benchmarks._conditions import around, probe_now, summary
 from edgepick.models.synthetic import synthetic_llama
 from edgepick.assets import bundled
 from edgepick.bench.measure import measure_point
-from edgepick.bench.worker import run_isolated
+from edgepick.launch import run_isolated
 from edgepick.devices.probe import probe
 from edgepick.fit.memory import attention_load
 from edgepick.fit.planner import fit_one, plan_tensors

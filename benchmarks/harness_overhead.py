@@ -53,7 +53,7 @@ def quantized(ftype: str) -> Path:
 def edgepick_figures(path: Path) -> dict[str, float]:
     from edgepick.bench.measure import measure_point
     from edgepick.bench.metrics import aggregate
-    from edgepick.bench.worker import run_isolated
+    from edgepick.launch import run_isolated
     from edgepick.records import Candidate, RuntimeSettings
 
     settings = RuntimeSettings(threads=THREADS, n_ctx=N_PROMPT + N_GEN, n_batch=BATCH,

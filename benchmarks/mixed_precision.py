@@ -32,7 +32,7 @@ def _kld(ref: str, path: str, text: Path, ctx: int, chunks: int | None, threads:
 def _decode_tps(path: str, threads: int) -> float | None:
     """Median decode tok/s over 3 runs (1 warm-up), in a worker process of its own."""
     from edgepick.bench.measure import measure_point
-    from edgepick.bench.worker import run_isolated
+    from edgepick.launch import run_isolated
     from edgepick.bench.workload import Workload
     from edgepick.records.candidate import Candidate, RuntimeSettings
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from edgepick.backends import get_backend
+from edgepick.backends import LoadOptions, get_backend
 from edgepick.errors import EdgepickError
 from edgepick.records import Candidate, RuntimeSettings
 
@@ -11,7 +11,8 @@ from edgepick.records import Candidate, RuntimeSettings
 @pytest.fixture(scope="module")
 def backend(tiny_model):
     b = get_backend("llama_cpp")
-    b.load(Candidate(model=tiny_model, settings=RuntimeSettings(n_ctx=256)), need_logits=True)
+    b.load(Candidate(model=tiny_model, settings=RuntimeSettings(n_ctx=256)),
+           LoadOptions(need_logits=True))
     yield b
     b.unload()
 
@@ -30,7 +31,7 @@ def test_greedy_is_deterministic_and_matches_logits(backend):
     b = backend.generate(prompt, 8, ignore_eos=True)
     assert a.text == b.text
     logits = backend.logits(prompt)
-    assert logits.shape == (len(prompt), backend.n_vocab)
+    assert logits.shape == (len(prompt), backend.vocabulary().n_vocab)
     first = backend.tokenize(a.text, add_bos=False)[0]
     assert int(np.argmax(logits[-1])) == first
 
@@ -61,7 +62,7 @@ def test_prompt_longer_than_context_is_an_error(backend):
 
 def test_load_errors_are_one_line(tmp_path):
     b = get_backend("llama_cpp")
-    with pytest.raises(EdgepickError, match="not found"):
+    with pytest.raises(EdgepickError, match="no such file|not found"):
         b.load(Candidate(model=str(tmp_path / "missing.gguf")))
     with pytest.raises(EdgepickError, match="KV cache type"):
         b.load(Candidate(model=__file__, settings=RuntimeSettings(kv_type="q3")))

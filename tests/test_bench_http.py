@@ -72,7 +72,7 @@ def test_concurrent_requests_and_clear_errors(http_backend, server):
     gens = http_backend.generate_concurrent(prompts, 6, ignore_eos=True)
     assert [g.generated_tokens for g in gens] == [6, 6]
     assert [g.prompt_tokens for g in gens] == [len(p) for p in prompts]
-    with pytest.raises(EdgepickError, match="logits are not available over HTTP"):
+    with pytest.raises(EdgepickError, match="cannot return full logits"):
         http_backend.logits(prompts[0])
     other = get_backend("openai_http")
     with pytest.raises(EdgepickError, match="'nope' is not served.*tiny"):

@@ -74,12 +74,12 @@ def test_bad_sweep_values_are_one_line_errors(cli, tiny_model, store_path):
 
 def test_concurrent_sequences_decode_like_single_ones(tiny_model):
     """Batched multi-sequence decoding must compute what one sequence alone computes."""
-    from edgepick.backends import get_backend
+    from edgepick.backends import LoadOptions, get_backend
     from edgepick.bench.workload import prompt_of_length
     from edgepick.records.candidate import Candidate, RuntimeSettings
 
     b = get_backend("llama_cpp")
-    b.load(Candidate(model=tiny_model, settings=RuntimeSettings(n_ctx=256)), n_seq=3)
+    b.load(Candidate(model=tiny_model, settings=RuntimeSettings(n_ctx=256)), LoadOptions(n_seq=3))
     try:
         prompts = [prompt_of_length(b.tokenize, n, variant=i) for i, n in enumerate((20, 33, 7))]
         assert len({tuple(p) for p in prompts}) == 3

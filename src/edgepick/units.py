@@ -1,9 +1,15 @@
-"""Parsing sizes such as `2GiB`, `512MB`, `1.5G`."""
+"""The one size parser: `2G` and `2GiB` are 2×2³⁰ bytes, `2GB` is 2×10⁹ (likewise K, M, T).
+
+Every flag and file field that takes a size goes through `parse_size` (`--mem-limit`,
+`quantize --budget`, device profiles, scenario limits), so one spelling means one number.
+"""
 
 from __future__ import annotations
 
 import re
 
+# A bare K/M/G/T is binary, as in `ulimit`, `free -g` and llama.cpp's own MiB/GiB prints; the
+# explicitly decimal KB/MB/GB/TB are what file sizes and spec sheets use.
 _UNITS = {"": 1, "B": 1, "K": 1024, "KB": 1000, "KIB": 1024, "M": 1024**2, "MB": 1000**2,
           "MIB": 1024**2, "G": 1024**3, "GB": 1000**3, "GIB": 1024**3, "T": 1024**4,
           "TB": 1000**4, "TIB": 1024**4}

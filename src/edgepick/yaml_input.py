@@ -20,5 +20,22 @@ def parse_yaml(text: str, path: str | Path) -> Any:
 
 
 def read_yaml(path: str | Path) -> Any:
-    with open(path, encoding="utf-8") as fh:
-        return parse_yaml(fh.read(), path)
+    """A user's YAML file, or one line naming the file: missing, unreadable, not UTF-8, malformed."""
+    return parse_yaml(read_user_text(path), path)
+
+
+def read_user_text(path: str | Path) -> str:
+    """A user's text file as UTF-8, or one line naming the file and what is wrong with it."""
+    try:
+        raw = Path(path).read_bytes()
+    except IsADirectoryError:
+        raise InputError(path, "is a directory, expected a YAML file") from None
+    except OSError as exc:
+        raise InputError(path, f"cannot read the file ({exc.strerror or exc})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise InputError(path, f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset "
+                         f"{exc.start}); save the file as UTF-8", line=line) from None
+    return text

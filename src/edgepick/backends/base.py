@@ -1,26 +1,43 @@
-"""The Backend protocol and the registry of engines.
+"""The Backend contract: the methods every engine has, and the capabilities it declares (SPEC §13).
 
-Shared code asks the registry for an engine by name and talks to it only through this protocol,
-so adding an engine never touches the stages.
+Shared code talks to an engine only through this contract. What not every engine can do (full
+logits, concurrent sequences in one process, its own tokenizer…) is a declared capability that
+callers check with `supports`, never with `hasattr`; calling an undeclared feature raises one
+line naming the engine and the feature. Engines are found through the registry (registry.py).
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Callable, ClassVar, Protocol, runtime_checkable
+from typing import ClassVar
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from edgepick.errors import EdgepickError
 from edgepick.records.candidate import Candidate
 
-# Engines live in their own modules; importing them registers them.
-_ENGINE_MODULES = {
-    "llama_cpp": "edgepick.backends.llama_cpp",
-    "openai_http": "edgepick.backends.openai_http",
-}
-_REGISTRY: dict[str, type] = {}
+# The capabilities an engine may declare. A name outside this set is a typo, caught at import.
+LOGITS = "logits"  # logits(tokens): next-token logits at every position (fidelity, seed 000 §5.3)
+LOGPROBS = "logprobs"  # generate(logprobs=True) fills Generation.token_logprobs
+CONCURRENT_SEQUENCES = "concurrent_sequences"  # generate_concurrent: requests decoded together
+IN_PROCESS = "in_process"  # runs in this process: its load time and memory are ours to measure
+TOKENIZE = "tokenize"  # tokenize / detokenize with the model's own vocabulary
+VOCABULARY = "vocabulary"  # vocabulary(): the token table's fingerprint and its BOS rule
+CHAT_TEMPLATE = "chat_template"  # render_chat: the prompt text the model's template makes
+STREAMING = "streaming"  # the arrival time of each generated token is known
+EMBEDDINGS = "embeddings"  # embed(texts)
+DECODE_TIMING = "decode_timing"  # time_decode: seconds per token after a given cached fill
+CAPABILITIES = frozenset({LOGITS, LOGPROBS, CONCURRENT_SEQUENCES, IN_PROCESS, TOKENIZE, VOCABULARY,
+                          CHAT_TEMPLATE, STREAMING, EMBEDDINGS, DECODE_TIMING})
+
+
+class LoadOptions(BaseModel):
+    """What a caller needs from a loaded model beyond its runtime settings."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    need_logits: bool = False  # keep the logits of every position (needs LOGITS)
+    n_seq: int = Field(default=1, ge=1)  # concurrent sequences to size the context for
 
 
 class Generation(BaseModel):
@@ -51,44 +68,109 @@ class Generation(BaseModel):
         return (len(self.token_times) - 1) / span if span > 0 else None
 
 
-@runtime_checkable
-class Backend(Protocol):
-    name: ClassVar[str]
+class Vocabulary(BaseModel):
+    """What 'the same tokenizer' means for comparing two models' next-token distributions."""
 
-    def load(self, candidate: Candidate) -> float:
-        """Load the model; return load time in seconds."""
+    n_vocab: int
+    fingerprint: str  # SHA-256 of the token id → text table
+    add_bos: bool
+    bos: int
 
-    def generate(self, prompt: str | list[dict], max_tokens: int, *, chat: bool = False,
-                 stop: list[str] | None = None, logprobs: bool = False,
+
+class Backend:
+    """Base class of every engine. Subclasses set `name` (the registry sets it too) and
+    `capabilities`, and implement load / generate / unload / engine_version; the optional
+    methods below raise unless the engine declares their capability and overrides them."""
+
+    name: ClassVar[str] = ""
+    capabilities: ClassVar[frozenset[str]] = frozenset()
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        unknown = set(cls.capabilities) - CAPABILITIES
+        if unknown:
+            raise TypeError(f"{cls.__name__} declares unknown capabilities {sorted(unknown)}; "
+                            f"known: {', '.join(sorted(CAPABILITIES))}")
+
+    @classmethod
+    def supports(cls, capability: str) -> bool:
+        if capability not in CAPABILITIES:
+            raise ValueError(f"unknown capability '{capability}'")
+        return capability in cls.capabilities
+
+    def require(self, capability: str, why: str = "") -> None:
+        """Raise one line when this engine lacks `capability` (`why`: what needed it)."""
+        if not self.supports(capability):
+            raise EdgepickError(f"the {self.name or type(self).__name__} backend cannot "
+                                f"{_VERBS[capability]}{'; ' + why if why else ''}")
+
+    # -- every engine ------------------------------------------------------------------------
+    def load(self, candidate: Candidate, options: LoadOptions | None = None) -> float:
+        """Load (or connect to) the model; return the seconds that took."""
+        raise NotImplementedError
+
+    def generate(self, prompt: str | list[dict] | list[int], max_tokens: int, *,
+                 chat: bool = False, stop: list[str] | None = None, logprobs: bool = False,
                  ignore_eos: bool = False) -> Generation:
-        """Greedy generation; a list of messages is rendered with the model's chat template."""
+        """Greedy generation; a list of messages is rendered with the model's chat template,
+        a list of ints is taken as token ids."""
+        raise NotImplementedError
 
-    def tokenize(self, text: str, add_bos: bool = True) -> list[int]:
-        """The model's own tokenization."""
+    def unload(self) -> None:
+        """Free the model and its state (or close the connection)."""
+        raise NotImplementedError
+
+    def engine_version(self) -> str:
+        """The engine and its version, as stored beside every measurement."""
+        raise NotImplementedError
+
+    def server_settings(self) -> dict | None:
+        """What a server says about its own settings; None for an in-process engine."""
+        return None
+
+    # -- declared capabilities -----------------------------------------------------------------
+    def tokenize(self, text: str, add_bos: bool = True, parse_special: bool = True) -> list[int]:
+        self.require(TOKENIZE)
+        raise NotImplementedError
+
+    def detokenize(self, tokens: list[int]) -> str:
+        self.require(TOKENIZE)
+        raise NotImplementedError
+
+    def vocabulary(self) -> Vocabulary:
+        self.require(VOCABULARY)
+        raise NotImplementedError
+
+    def render_chat(self, messages: list[dict]) -> str:
+        self.require(CHAT_TEMPLATE)
+        raise NotImplementedError
 
     def logits(self, tokens: list[int]) -> np.ndarray:
         """Next-token logits at every position of one sequence, shape (len(tokens), n_vocab)."""
+        self.require(LOGITS, "fidelity needs an in-process engine such as llama_cpp")
+        raise NotImplementedError
 
-    def unload(self) -> None:
-        """Free the model and its state."""
+    def generate_concurrent(self, prompts: list, max_tokens: int, *,
+                            ignore_eos: bool = False) -> list[Generation]:
+        """Several requests submitted at the same instant; times are from that instant."""
+        self.require(CONCURRENT_SEQUENCES)
+        raise NotImplementedError
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        self.require(EMBEDDINGS)
+        raise NotImplementedError
+
+    def time_decode(self, tokens: list[int], fills: list[int], n_tokens: int,
+                    repeats: int) -> dict[int, float]:
+        """Seconds per single-token decode after each cached `fill` of `tokens`: the fastest of
+        `repeats` passes of `n_tokens` decodes, after one warm-up pass."""
+        self.require(DECODE_TIMING)
+        raise NotImplementedError
 
 
-def register_backend(name: str) -> Callable[[type], type]:
-    def deco(cls: type) -> type:
-        cls.name = name
-        _REGISTRY[name] = cls
-        return cls
-
-    return deco
-
-
-def backend_names() -> list[str]:
-    return sorted(set(_ENGINE_MODULES) | set(_REGISTRY))
-
-
-def get_backend(name: str) -> Backend:
-    if name not in _REGISTRY and name in _ENGINE_MODULES:
-        importlib.import_module(_ENGINE_MODULES[name])
-    if name not in _REGISTRY:
-        raise EdgepickError(f"unknown backend '{name}'; known: {', '.join(backend_names())}")
-    return _REGISTRY[name]()
+_VERBS = {LOGITS: "return full logits", LOGPROBS: "return token log-probabilities",
+          CONCURRENT_SEQUENCES: "decode concurrent sequences", IN_PROCESS: "run in process",
+          TOKENIZE: "tokenize text", VOCABULARY: "show its vocabulary",
+          CHAT_TEMPLATE: "render a chat template here (the server applies it)",
+          STREAMING: "stream tokens", EMBEDDINGS: "compute embeddings",
+          DECODE_TIMING: "time single-token decodes"}

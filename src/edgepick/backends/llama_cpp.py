@@ -12,7 +12,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from edgepick.backends.base import Generation, register_backend
+from edgepick.backends import base
+from edgepick.backends.base import Backend, Generation, LoadOptions, Vocabulary
 from edgepick.errors import EdgepickError
 from edgepick.records.candidate import Candidate
 
@@ -33,9 +34,11 @@ def engine_version() -> str:
     return f"llama-cpp-python {llama_cpp.__version__}"
 
 
-@register_backend("llama_cpp")
-class LlamaCppBackend:
+class LlamaCppBackend(Backend):
     name: ClassVar[str] = "llama_cpp"
+    capabilities: ClassVar[frozenset[str]] = frozenset({
+        base.LOGITS, base.LOGPROBS, base.CONCURRENT_SEQUENCES, base.IN_PROCESS, base.TOKENIZE,
+        base.VOCABULARY, base.CHAT_TEMPLATE, base.STREAMING, base.DECODE_TIMING})
 
     def __init__(self) -> None:
         self.llm = None
@@ -46,11 +49,12 @@ class LlamaCppBackend:
         self._step = None
 
     # -- lifecycle -------------------------------------------------------------------------
-    def load(self, candidate: Candidate, need_logits: bool = False, n_seq: int = 1) -> float:
-        """`n_seq` > 1 sizes the context for that many concurrent sequences of `n_ctx` tokens
-        each (see generate_concurrent); the single-sequence calls then use sequence 0."""
+    def load(self, candidate: Candidate, options: LoadOptions | None = None) -> float:
+        """`options.n_seq` > 1 sizes the context for that many concurrent sequences of `n_ctx`
+        tokens each (see generate_concurrent); the single-sequence calls then use sequence 0."""
         import llama_cpp
 
+        options = options or LoadOptions()
         path = candidate.model
         if not os.path.isfile(path):
             raise EdgepickError(f"{path}: model file not found")
@@ -64,13 +68,13 @@ class LlamaCppBackend:
                 n_threads=s.threads, n_threads_batch=s.threads, seed=s.seed,
                 type_k=KV_TYPES[s.kv_type], type_v=KV_TYPES[s.kv_type],
                 flash_attn=s.flash_attn, swa_full=s.swa_full, use_mmap=s.mmap,
-                logits_all=need_logits,
+                logits_all=options.need_logits,
                 verbose=False,
             )
         except (ValueError, RuntimeError) as exc:
             raise EdgepickError(f"{path}: llama.cpp could not load the model ({exc})") from None
-        if n_seq > 1:
-            self._resize_for_sequences(n_seq)
+        if options.n_seq > 1:
+            self._resize_for_sequences(options.n_seq)
         load_s = time.perf_counter() - t0
         self.candidate = candidate
         self._sampler = llama_cpp.llama_sampler_init_greedy()
@@ -93,8 +97,9 @@ class LlamaCppBackend:
             self.llm = None
 
     # -- text ------------------------------------------------------------------------------
-    def tokenize(self, text: str, add_bos: bool = True) -> list[int]:
-        return self._require().tokenize(text.encode("utf-8"), add_bos=add_bos, special=True)
+    def tokenize(self, text: str, add_bos: bool = True, parse_special: bool = True) -> list[int]:
+        return self._require().tokenize(text.encode("utf-8"), add_bos=add_bos,
+                                        special=parse_special)
 
     def detokenize(self, tokens: list[int]) -> str:
         return self._require().detokenize(tokens).decode("utf-8", errors="replace")
@@ -192,6 +197,27 @@ class LlamaCppBackend:
 
     def engine_version(self) -> str:
         return engine_version()
+
+    def vocabulary(self) -> Vocabulary:
+        import hashlib
+
+        import llama_cpp
+
+        vocab = self._require()._model.vocab
+        n = llama_cpp.llama_vocab_n_tokens(vocab)
+        h = hashlib.sha256()
+        for i in range(n):
+            h.update(llama_cpp.llama_vocab_get_text(vocab, i) or b"")
+            h.update(b"\0")
+        return Vocabulary(n_vocab=n, fingerprint=h.hexdigest(),
+                          add_bos=bool(llama_cpp.llama_vocab_get_add_bos(vocab)),
+                          bos=int(llama_cpp.llama_vocab_bos(vocab)))
+
+    def time_decode(self, tokens: list[int], fills: list[int], n_tokens: int,
+                    repeats: int) -> dict[int, float]:
+        from edgepick.backends.llama_cpp_step import time_decode
+
+        return time_decode(self._require(), tokens, fills, n_tokens, repeats)
 
     def _stepper(self):
         if self._step is None:

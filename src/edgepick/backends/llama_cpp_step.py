@@ -1,4 +1,4 @@
-"""The per-token hot path of greedy generation, kept to a few C calls.
+"""The per-token hot path of greedy generation, kept to a few C calls, and decode timing.
 
 Measured on SmolLM2 (49 152-token vocabulary), llama.cpp's greedy sampler costs ~175 µs a token:
 it first builds a candidate array of the whole vocabulary. Greedy needs only the arg-max of the
@@ -65,3 +65,50 @@ class GreedyStepper:
         if self._batch is not None:
             llama_cpp.llama_batch_free(self._batch)
             self._batch = None
+
+
+def time_decode(llm, tokens: list[int], fills: list[int], n_tokens: int,
+                repeats: int) -> dict[int, float]:
+    """Seconds per single-token decode after each cached fill (the engine probe's timing): the
+    cache is filled to `fill` with `tokens`, then `n_tokens` one-token decodes are timed, the
+    fastest of `repeats` passes after a warm-up pass (it warms the caches and repacked weights)."""
+    import time
+
+    import llama_cpp
+
+    ctx = llm._ctx.ctx
+    memory = llama_cpp.llama_get_memory(ctx)
+    n_batch = llm.context_params.n_batch
+    if len(tokens) < max(fills) + n_tokens or max(fills) + n_tokens > llm.n_ctx():
+        raise ValueError(f"time_decode needs {max(fills) + n_tokens} tokens within the context")
+    one = llama_cpp.llama_batch_init(1, 0, 1)
+    one.n_tokens, one.n_seq_id[0], one.seq_id[0][0], one.logits[0] = 1, 1, 0, True
+    out: dict[int, float] = {}
+    cached = 0
+    llama_cpp.llama_memory_clear(memory, True)
+    try:
+        for fill in sorted(fills):
+            while cached < fill:
+                k = min(n_batch, fill - cached)
+                arr = (llama_cpp.llama_token * k)(*tokens[cached:cached + k])
+                if llama_cpp.llama_decode(ctx, llama_cpp.llama_batch_get_one(arr, k)) != 0:
+                    raise RuntimeError(f"prompt decode failed at {cached} tokens")
+                cached += k
+            best = float("inf")
+            for repeat in range(repeats + 1):
+                llama_cpp.llama_memory_seq_rm(memory, 0, fill, -1)
+                t0 = time.perf_counter()
+                for i in range(n_tokens):
+                    one.token[0], one.pos[0] = tokens[fill + i], fill + i
+                    if llama_cpp.llama_decode(ctx, one) != 0:
+                        raise RuntimeError(f"decode failed at position {fill + i}")
+                    llama_cpp.llama_get_logits_ith(ctx, -1)
+                if repeat:
+                    best = min(best, (time.perf_counter() - t0) / n_tokens)
+            llama_cpp.llama_memory_seq_rm(memory, 0, fill, -1)
+            out[fill] = best
+    finally:
+        llama_cpp.llama_batch_free(one)
+        llama_cpp.llama_memory_clear(memory, True)
+        llm.n_tokens = 0  # the Llama's own bookkeeping no longer matches the memory
+    return out

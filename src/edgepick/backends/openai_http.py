@@ -15,7 +15,8 @@ import time
 from typing import ClassVar
 from urllib.parse import urlsplit
 
-from edgepick.backends.base import Generation, register_backend
+from edgepick.backends import base
+from edgepick.backends.base import Backend, Generation, LoadOptions
 from edgepick.errors import EdgepickError
 from edgepick.records.candidate import Candidate
 
@@ -33,10 +34,12 @@ def parse_model_url(url: str) -> tuple[str, str | None]:
     return base, name or None
 
 
-@register_backend("openai_http")
-class OpenAIHttpBackend:
+class OpenAIHttpBackend(Backend):
     name: ClassVar[str] = "openai_http"
-    in_process: ClassVar[bool] = False  # memory and load time belong to the server, not to us
+    # Not in process: memory and load time belong to the server, not to us. Tokenizing needs the
+    # server's /tokenize (llama-server has it; others answer 404, reported in one line).
+    capabilities: ClassVar[frozenset[str]] = frozenset({
+        base.LOGPROBS, base.CONCURRENT_SEQUENCES, base.TOKENIZE, base.STREAMING})
 
     def __init__(self, timeout_s: float = 600.0) -> None:
         self.base: str | None = None
@@ -47,14 +50,13 @@ class OpenAIHttpBackend:
         self._props: dict | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
-    def load(self, candidate: Candidate, need_logits: bool = False, n_seq: int = 1) -> float:
+    def load(self, candidate: Candidate, options: LoadOptions | None = None) -> float:
         """Connect and check the model is served; returns the time that took (not a load time:
         the server loaded its model before we arrived)."""
         import httpx
 
-        if need_logits:
-            raise EdgepickError("logits are not available over HTTP; use an in-process backend "
-                                "(llama_cpp) for fidelity measurements")
+        if options is not None and options.need_logits:
+            self.require(base.LOGITS, "use an in-process backend (llama_cpp) for fidelity")
         self.base, self.model = parse_model_url(candidate.model)
         self.root = self.base[: -len("/v1")]
         self._client = httpx.Client(timeout=httpx.Timeout(self.timeout_s, connect=10.0))
@@ -96,9 +98,10 @@ class OpenAIHttpBackend:
         return self._props or None
 
     # -- text ------------------------------------------------------------------------------
-    def tokenize(self, text: str, add_bos: bool = True) -> list[int]:
+    def tokenize(self, text: str, add_bos: bool = True, parse_special: bool = True) -> list[int]:
         r = self._http().post(f"{self.root}/tokenize",
-                              json={"content": text, "add_special": add_bos, "parse_special": True})
+                              json={"content": text, "add_special": add_bos,
+                                    "parse_special": parse_special})
         if r.status_code == 404:
             raise EdgepickError(f"{self.root}: the server offers no /tokenize endpoint, so "
                                 "operations that need exact token counts cannot run against it")
@@ -111,13 +114,6 @@ class OpenAIHttpBackend:
             raise EdgepickError(f"{self.root}: the server offers no /detokenize endpoint")
         self._check(r)
         return r.json().get("content", "")
-
-    def render_chat(self, messages: list[dict]) -> str:
-        raise EdgepickError("the chat template is applied by the server; send messages instead")
-
-    def logits(self, tokens: list[int]):
-        raise EdgepickError("logits are not available over HTTP; use an in-process backend "
-                            "(llama_cpp) for fidelity measurements")
 
     # -- inference -------------------------------------------------------------------------
     def generate(self, prompt: str | list[dict] | list[int], max_tokens: int, *,

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import time
 
-from edgepick.backends import get_backend
+from edgepick.backends import LoadOptions, get_backend
+from edgepick.backends.base import IN_PROCESS
 from edgepick.bench.workload import Workload, prompt_of_length
-from edgepick.bench.worker import own_peak_rss, own_rss
+from edgepick.launch import own_peak_rss, own_rss
 from edgepick.errors import EdgepickError
 from edgepick.records.candidate import Candidate
 
@@ -24,18 +25,17 @@ def _request(gen) -> dict:
 
 def _open(cand: Candidate, wl: Workload):
     backend = get_backend(cand.backend)
-    in_process = getattr(backend, "in_process", True)
+    in_process = backend.supports(IN_PROCESS)
     if in_process and wl.prompt_tokens + wl.gen_tokens > cand.settings.n_ctx:
         raise EdgepickError(f"prompt of {wl.prompt_tokens} + {wl.gen_tokens} generated tokens "
                             f"exceed the context of {cand.settings.n_ctx} (raise --ctx)")
     rss_before = own_peak_rss()
-    # Only engines that run concurrent sequences themselves need to know how many to hold.
-    load_s = backend.load(cand, n_seq=wl.concurrency) if wl.concurrency > 1 else backend.load(cand)
+    load_s = backend.load(cand, LoadOptions(n_seq=wl.concurrency))
     raw = {
         "load_s": load_s if in_process else None,
         "rss_before_load": rss_before, "rss_after_load": own_peak_rss(),
-        "engine_version": backend.engine_version() if hasattr(backend, "engine_version") else None,
-        "server": backend.server_settings() if hasattr(backend, "server_settings") else None,
+        "engine_version": backend.engine_version(),
+        "server": backend.server_settings(),
         "in_process": in_process,
     }
     return backend, raw

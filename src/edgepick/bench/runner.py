@@ -15,7 +15,7 @@ from edgepick.bench import machine
 from edgepick.bench.measure import measure_point, measure_sustain
 from edgepick.bench.metrics import aggregate, sustain_report
 from edgepick.bench.sweeps import BenchRequest, Config, expand
-from edgepick.bench.worker import run_isolated
+from edgepick.launch import run_isolated
 from edgepick.records.bench import BenchResult, MachineState
 from edgepick.store import ResultStore
 

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
-from edgepick.backends import get_backend
+from edgepick.backends import supports
+from edgepick.backends.base import IN_PROCESS
 from edgepick.bench.workload import Workload
 from edgepick.errors import EdgepickError
 from edgepick.records.candidate import Candidate, RuntimeSettings
@@ -52,7 +53,7 @@ class Config:
     def in_process(self) -> bool:
         if self.candidate is None:
             return True
-        return getattr(get_backend(self.candidate.backend), "in_process", True)
+        return supports(self.candidate.backend, IN_PROCESS)
 
 
 def _backend_for(path: str, requested: str | None) -> str:
@@ -79,7 +80,7 @@ def expand(req: BenchRequest) -> list[Config]:
         try:
             path = _resolve(model)
             backend = _backend_for(path, req.backend)
-            in_process = getattr(get_backend(backend), "in_process", True)
+            in_process = supports(backend, IN_PROCESS)
         except EdgepickError as exc:
             wl = Workload(prompt_tokens=base_len, gen_tokens=req.gen_tokens)
             configs.append(Config(model, None, wl, "prompt_length", model, key="", error=str(exc)))

@@ -23,7 +23,7 @@ def register(app: typer.Typer) -> None:
         """Probe this machine, fit the models, then measure the first one: predicted vs measured."""
         from edgepick.assets import resolve_model
         from edgepick.bench.measure import measure_point
-        from edgepick.bench.worker import run_isolated
+        from edgepick.launch import run_isolated
         from edgepick.devices.probe import probe
         from edgepick.fit.planner import fit_one
         from edgepick.models.spec import load_spec

@@ -25,7 +25,6 @@ minute); a probe takes 20-30 s.
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import numpy as np
@@ -65,48 +64,23 @@ def probe_files() -> list[tuple[Path, tuple[int, ...]]]:
 
 def time_decode(path: str, fills: list[int], threads: int) -> dict[int, float]:
     """Seconds per token over TOKENS single-token decodes after `fill` cached positions, the
-    fastest of REPEATS after a warm-up. Runs in the worker process."""
-    import llama_cpp
+    fastest of REPEATS after a warm-up, through the engine's DECODE_TIMING capability. Runs in
+    the worker process."""
+    from edgepick.backends import get_backend
+    from edgepick.records import Candidate, RuntimeSettings
 
-    from edgepick.records import RuntimeSettings
-
-    s = RuntimeSettings()
-    llm = llama_cpp.Llama(model_path=path, n_ctx=N_CTX, n_batch=s.n_batch, n_ubatch=s.n_ubatch,
-                          n_threads=threads, n_threads_batch=threads, flash_attn=s.flash_attn,
-                          verbose=False)
-    ctx = llm._ctx.ctx
-    memory = llama_cpp.llama_get_memory(ctx)
-    rng = np.random.default_rng(0)
-    tokens = [int(t) for t in rng.integers(100, min(llm.n_vocab(), 30000), max(fills) + TOKENS)]
-    one = llama_cpp.llama_batch_init(1, 0, 1)
-    one.n_tokens, one.n_seq_id[0], one.seq_id[0][0], one.logits[0] = 1, 1, 0, True
-    out: dict[int, float] = {}
-    cached = 0
+    backend = get_backend("llama_cpp")
+    backend.load(Candidate(model=path, settings=RuntimeSettings(n_ctx=N_CTX, threads=threads)))
     try:
-        for fill in sorted(fills):
-            while cached < fill:
-                k = min(s.n_batch, fill - cached)
-                arr = (llama_cpp.llama_token * k)(*tokens[cached:cached + k])
-                if llama_cpp.llama_decode(ctx, llama_cpp.llama_batch_get_one(arr, k)) != 0:
-                    raise RuntimeError(f"{path}: prompt decode failed at {cached} tokens")
-                cached += k
-            best = float("inf")
-            for repeat in range(REPEATS + 1):
-                llama_cpp.llama_memory_seq_rm(memory, 0, fill, -1)
-                t0 = time.perf_counter()
-                for i in range(TOKENS):
-                    one.token[0], one.pos[0] = tokens[fill + i], fill + i
-                    if llama_cpp.llama_decode(ctx, one) != 0:
-                        raise RuntimeError(f"{path}: decode failed at position {fill + i}")
-                    llama_cpp.llama_get_logits_ith(ctx, -1)
-                if repeat:  # the first pass warms the caches and the repacked weights
-                    best = min(best, (time.perf_counter() - t0) / TOKENS)
-            llama_cpp.llama_memory_seq_rm(memory, 0, fill, -1)
-            out[fill] = best
+        n_vocab = backend.vocabulary().n_vocab
+        rng = np.random.default_rng(0)
+        tokens = [int(t) for t in rng.integers(100, min(n_vocab, 30000), max(fills) + TOKENS)]
+        try:
+            return backend.time_decode(tokens, list(fills), TOKENS, REPEATS)
+        except (RuntimeError, ValueError) as exc:
+            raise RuntimeError(f"{path}: {exc}") from None
     finally:
-        llama_cpp.llama_batch_free(one)
-        llm.close()
-    return out
+        backend.unload()
 
 
 def _time_all(jobs: list[tuple[str, list[int]]], threads: int) -> list[dict[int, float]]:
@@ -175,7 +149,7 @@ def solve(device: DeviceProfile, timings: list[dict]) -> DecodeCalibration:
 
 def engine_probe(device: DeviceProfile, threads: int | None = None) -> DeviceProfile:
     """`device` (a probe of this machine) with the engine's decode calibration added."""
-    from edgepick.bench.worker import run_isolated
+    from edgepick.launch import run_isolated
     from edgepick.errors import EdgepickError
     from edgepick.models.gguf_info import gguf_spec
 

@@ -62,7 +62,7 @@ def first_divergence(a: list[int], b: list[int]) -> int | None:
 
 def _run(model_path: str, prompts: list[tuple[str, list[dict]]], max_tokens: int, threads: int,
          label: str, progress: Progress | None, tokenize_also: list[str] | None = None):
-    from edgepick.backends.base import get_backend
+    from edgepick.backends import get_backend
     from edgepick.records.candidate import Candidate, RuntimeSettings
 
     backend = get_backend("llama_cpp")

@@ -78,33 +78,23 @@ def _check_ctx(ctx: int) -> None:
 
 
 def _load(path: str, ctx: int, threads: int):
-    from edgepick.backends.base import get_backend
+    from edgepick.backends import LoadOptions, get_backend
     from edgepick.records.candidate import Candidate, RuntimeSettings
 
     backend = get_backend("llama_cpp")
     settings = RuntimeSettings(threads=threads, n_ctx=ctx, n_batch=ctx, n_ubatch=min(ctx, 512))
-    backend.load(Candidate(model=path, settings=settings), need_logits=True)
+    backend.load(Candidate(model=path, settings=settings), LoadOptions(need_logits=True))
     return backend
 
 
 def _vocab(backend) -> dict:
     """Fingerprint of the token id → text table, plus the BOS rule: what 'same tokenizer' means."""
-    import llama_cpp
-
-    vocab = backend.llm._model.vocab
-    n = llama_cpp.llama_vocab_n_tokens(vocab)
-    h = hashlib.sha256()
-    for i in range(n):
-        h.update(llama_cpp.llama_vocab_get_text(vocab, i) or b"")
-        h.update(b"\0")
-    return {"n_vocab": n, "fingerprint": h.hexdigest(),
-            "add_bos": bool(llama_cpp.llama_vocab_get_add_bos(vocab)),
-            "bos": int(llama_cpp.llama_vocab_bos(vocab))}
+    return backend.vocabulary().model_dump()
 
 
 def _tokenize(backend, text: str) -> list[int]:
-    # special=False: llama-perplexity does not parse special tokens in the text.
-    return backend.llm.tokenize(text.encode("utf-8"), add_bos=True, special=False)
+    # parse_special=False: llama-perplexity does not parse special tokens in the text.
+    return backend.tokenize(text, add_bos=True, parse_special=False)
 
 
 def _source_key(text: str | Path | list[int]) -> tuple[str, str | list[int]]:

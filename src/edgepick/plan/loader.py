@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from edgepick.errors import InputError
 from edgepick.plan.model import Plan
-from edgepick.yaml_input import parse_yaml
+from edgepick.yaml_input import parse_yaml, read_user_text
 
 
 @dataclass
@@ -93,7 +93,7 @@ def load_plan(path: str | Path) -> LoadedPlan:
     path = Path(path)
     if not path.is_file():
         raise InputError(path, "plan file not found")
-    text = path.read_text(encoding="utf-8")
+    text = read_user_text(path)
     data = parse_yaml(text, path)
     root = yaml.compose(text)  # parsed once already, so this cannot fail; it gives line numbers
     if not isinstance(data, dict):

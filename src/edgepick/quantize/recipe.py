@@ -26,10 +26,9 @@ from edgepick.quantize.units import ggml_type_of
 from edgepick.records.quantize import (QuantizedFile, Recipe, RecipeUnit, SensitivityReport,
                                        TensorOverride)
 from edgepick.store.identity import file_sha256
+from edgepick.units import parse_size
 
 _SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([a-z]*)\s*$", re.I)
-_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "m": 10**6, "mb": 10**6,
-          "mib": 2**20, "g": 10**9, "gb": 10**9, "gib": 2**30}
 _MAX_BPW = 64.0  # a bare number up to this is bits per weight; above it, bytes
 
 
@@ -46,11 +45,12 @@ def parse_budget(text: str) -> tuple[str, float]:
         kind = "ratio"
     elif unit == "bpw" or (unit == "" and value <= _MAX_BPW):
         kind = "bpw"
-    elif unit in _UNITS:
-        kind, value = "bytes", value * _UNITS[unit]
     else:
-        raise EdgepickError(f"--budget {text!r}: unknown unit {unit!r} (use B, KB, MB, MiB, GB, "
-                            f"GiB, bpw or x)")
+        try:  # the one size parser: G and GiB are 2**30 bytes, GB 10**9 (edgepick.units)
+            kind, value = "bytes", float(parse_size(t))
+        except ValueError:
+            raise EdgepickError(f"--budget {text!r}: unknown unit {unit!r} (use B, KB, MB, MiB, "
+                                f"GB, GiB, bpw or x)") from None
     if value <= 0:
         raise EdgepickError(f"--budget {text!r}: must be positive")
     return kind, value

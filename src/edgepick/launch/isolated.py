@@ -1,8 +1,8 @@
-"""Run one measurement in its own process, watching its memory from outside.
+"""Run one piece of work in its own process, watching its memory from outside.
 
-A fresh process per candidate keeps memory figures clean, and a crash, an OOM kill, a timeout or
-a load failure there becomes a failed outcome instead of taking the sweep down. The parent
-samples the child's RSS and swap, which also lets it enforce `mem_limit` (emulating a device's
+A fresh process per candidate (bench) or per probe keeps memory figures clean, and a crash, an
+OOM kill, a timeout or a load failure there becomes a failed outcome instead of taking the sweep
+down (seed 000 §3.4). The parent samples the child's RSS and swap, which also lets it enforce `mem_limit` (emulating a device's
 budget) on any OS without cgroups.
 """
 
