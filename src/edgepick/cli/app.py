@@ -50,12 +50,14 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except SystemExit:
         raise
-    except Exception as exc:  # click's own usage errors come through here
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort):
-            sys.exit(1)
-        raise
+    except typer.Abort:
+        sys.exit(1)
+    except typer.TyperException as exc:
+        # Usage errors (unknown flag or command, bad value) from the click that typer vendors:
+        # its usage line, the message and its "did you mean", never a traceback.
+        show = getattr(exc, "show", None)
+        if show is not None:
+            show()
+        else:
+            err_console.print(f"[bold red]error:[/] {exc.format_message()}", highlight=False)
+        sys.exit(exc.exit_code or 2)
