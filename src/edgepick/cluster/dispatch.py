@@ -1,0 +1,75 @@
+"""The driver's side of a job: skip what is stored, seed what is half done, write what comes back.
+
+A job whose rows are all stored (and ok) under every scope it writes is not sent again, so a
+re-run measures nothing twice (SPEC §2). Each result is written under its device scope in one
+uninterruptible step, with a `cluster_job` row saying where it ran, how long it took and, for a
+failure, why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Callable
+
+from edgepick.cluster.executor import Executor, deferred_interrupt
+from edgepick.cluster.jobs import Job, JobResult, Row, scoped_key
+
+JOB_KIND = "cluster_job"
+
+
+def job_key(job: Job, scope: str | None) -> str:
+    return scoped_key(hashlib.sha256(job.id.encode()).hexdigest()[:32], scope)
+
+
+def _ok(payload: dict | None) -> bool:
+    return payload is not None and payload.get("status", "ok") == "ok"
+
+
+def is_stored(store, job: Job) -> bool:
+    return all(_ok(store.get(kind, scoped_key(key, scope)))
+               for scope in job.scopes for kind, key in job.keys)
+
+
+def seed_rows(store, job: Job) -> list[Row]:
+    """Rows of this job already held under its first scope, given back under the stage's keys."""
+    out: list[Row] = []
+    for kind, key in job.keys:
+        payload = store.get(kind, scoped_key(key, job.scopes[0]))
+        if _ok(payload):
+            out.append((kind, key, payload))
+    return out
+
+
+def write_result(store, job: Job, res: JobResult) -> None:
+    with deferred_interrupt():
+        for scope in job.scopes:
+            for kind, key, payload in res.rows:
+                skey = scoped_key(key, scope)
+                if payload.get("key") == key:  # a record that carries its key carries the stored one
+                    payload = dict(payload, key=skey)
+                store.put(kind, skey, payload, label=job.candidate)
+            store.put(JOB_KIND, job_key(job, scope), {
+                "job": job.id, "kind": job.kind, "device": job.device, "scope": scope,
+                "candidate": job.candidate, "status": "ok" if res.ok else "failed",
+                "error": res.error, "node": res.node, "wall_s": round(res.wall_s, 3),
+                "attempts": res.attempts, "rows": len(res.rows), "finished": time.time()},
+                label=job.label)
+
+
+def run_jobs(jobs: list[Job], store, executor: Executor,
+             event: Callable[[str, str], None]) -> dict[str, JobResult]:
+    """Every job's result by id; jobs already stored are reported as `stored` and not run."""
+    todo: list[Job] = []
+    for job in jobs:
+        if is_stored(store, job):
+            event(job.id, "stored")
+        else:
+            todo.append(job)
+    seeds = {j.id: seed_rows(store, j) for j in todo}
+    by_id = {j.id: j for j in todo}
+    results: dict[str, JobResult] = {}
+    for res in executor.run(todo, seeds, event):
+        write_result(store, by_id[res.job_id], res)
+        results[res.job_id] = res
+    return results

@@ -1,0 +1,81 @@
+"""Executors run jobs and hand their results back; the driver alone writes its store (SPEC §12).
+
+`local` runs each job here, one after the other (each bench configuration still gets its own
+worker process, as in a plain `edgepick run`); `ray` sends each job to a node carrying its device
+tag. Both yield `JobResult`s as jobs finish, and report `queued / running / done / failed` events
+for the progress table.
+"""
+
+from __future__ import annotations
+
+import signal
+from contextlib import contextmanager
+from typing import Callable, Iterator, Protocol
+
+from edgepick.cluster.jobs import Job, JobResult, Row, execute
+from edgepick.errors import EdgepickError
+
+Event = Callable[[str, str], None]  # (job id, state): queued | running | done | failed
+EXECUTORS = ("local", "ray")
+
+
+class Executor(Protocol):
+    name: str
+
+    def run(self, jobs: list[Job], seeds: dict[str, list[Row]], event: Event) -> Iterator[JobResult]:
+        """Run `jobs` (seeded with rows already stored), yielding each result as it arrives."""
+
+    def close(self) -> None:
+        """Release what the executor holds (a Ray connection it opened)."""
+
+
+class LocalExecutor:
+    """This machine, in process: the measurements a plain `edgepick run` makes."""
+
+    name = "local"
+
+    def run(self, jobs: list[Job], seeds: dict[str, list[Row]], event: Event) -> Iterator[JobResult]:
+        foreign = sorted({j.device for j in jobs if j.device not in (None, "local")})
+        if foreign:
+            raise EdgepickError(f"device(s) {', '.join(foreign)}: the local executor measures only "
+                                "this machine; run with --executor ray, where each device's jobs "
+                                "go to the node that carries its tag")
+        for job in jobs:
+            event(job.id, "queued")
+        for job in jobs:
+            event(job.id, "running")
+            res = execute(job, seeds.get(job.id))
+            event(job.id, "done" if res.ok else "failed")
+            yield res
+
+    def close(self) -> None:
+        pass
+
+
+def get_executor(name: str, address: str | None = None, **options) -> Executor:
+    if name == "local":
+        if address:
+            raise EdgepickError("--address names a Ray cluster; it needs --executor ray")
+        return LocalExecutor()
+    if name == "ray":
+        from edgepick.cluster.ray_executor import RayExecutor
+
+        return RayExecutor(address=address, **options)
+    raise EdgepickError(f"unknown executor '{name}' (known: {', '.join(EXECUTORS)})")
+
+
+@contextmanager
+def deferred_interrupt() -> Iterator[None]:
+    """Hold Ctrl-C while one job's rows are written, so the store never holds half a job."""
+    caught: list[object] = []
+    try:
+        previous = signal.signal(signal.SIGINT, lambda *a: caught.append(a))
+    except ValueError:  # not the main thread: nothing to defer
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught:
+            raise KeyboardInterrupt

@@ -1,0 +1,135 @@
+"""The device farm's nodes: connecting to Ray, listing nodes and their device tags, and each
+node's probed profile (seed 000 §3.4: the device's own measured bandwidth and RAM, not its spec).
+
+A node's profile lives in a detached Ray actor pinned to that node (named `profile:<tag>:<node>`),
+so it disappears with the node and a driver anywhere in the cluster can read it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+from edgepick.errors import EdgepickError
+
+RAY_NAMESPACE = "edgepick"
+TAG_PREFIX = "device:"
+TAG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_PROFILE = "profile:"
+
+
+def tag_resource(tag: str) -> str:
+    return TAG_PREFIX + tag
+
+
+def check_tag(tag: str) -> str:
+    if not TAG_RE.match(tag):
+        raise EdgepickError(f"device tag '{tag}': expected letters, digits, '.', '_' or '-' "
+                            "(it becomes the Ray resource device:<tag>)")
+    return tag
+
+
+def require_ray():
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    try:
+        import ray
+    except ImportError:
+        raise EdgepickError("Ray is not installed; install the extra: pip install 'edgepick[ray]'") \
+            from None
+    return ray
+
+
+def connect(address: str | None = None) -> bool:
+    """Join the cluster at `address` (`auto` = the one started on this machine), or start a
+    private Ray for this process when none is given; True when this call started Ray."""
+    ray = require_ray()
+    if ray.is_initialized():
+        return False
+    common = dict(namespace=RAY_NAMESPACE, log_to_driver=False, configure_logging=False)
+    try:
+        if address:
+            ray.init(address=address, **common)
+        else:
+            ray.init(address="local", include_dashboard=False, **common)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise EdgepickError(f"cannot reach the Ray cluster at {address or 'a local Ray'}: "
+                            f"{first}") from None
+    return True
+
+
+@dataclass
+class NodeInfo:
+    node_id: str
+    host: str
+    address: str
+    alive: bool
+    devices: list[str] = field(default_factory=list)
+    cpus: float = 0.0
+    memory_bytes: int = 0
+
+
+def cluster_nodes() -> list[NodeInfo]:
+    ray = require_ray()
+    out = []
+    for n in ray.nodes():
+        res = n.get("Resources") or {}
+        out.append(NodeInfo(
+            node_id=n.get("NodeID", ""), host=n.get("NodeManagerHostname", ""),
+            address=n.get("NodeManagerAddress", ""), alive=bool(n.get("Alive")),
+            devices=sorted(k[len(TAG_PREFIX):] for k in res if k.startswith(TAG_PREFIX)),
+            cpus=float(res.get("CPU", 0)), memory_bytes=int(res.get("memory", 0))))
+    return out
+
+
+class _ProfileHolder:
+    """Holds one node's probed DeviceProfile (as JSON) for as long as the node lives."""
+
+    def __init__(self, profile: dict) -> None:
+        self.profile = profile
+
+    def get(self) -> dict:
+        return self.profile
+
+
+def publish_profile(tag: str, profile: dict) -> str:
+    """Pin this node's profile to this node (the one the calling process runs on); returns
+    the actor's name. A previous profile of the same node and tag is replaced."""
+    ray = require_ray()
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    node_id = ray.get_runtime_context().get_node_id()
+    name = f"{_PROFILE}{tag}:{node_id}"
+    try:
+        ray.kill(ray.get_actor(name, namespace=RAY_NAMESPACE))
+    except ValueError:
+        pass
+    holder = ray.remote(num_cpus=0)(_ProfileHolder).options(
+        name=name, namespace=RAY_NAMESPACE, lifetime="detached",
+        scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False))
+    handle = holder.remote(profile)
+    ray.get(handle.get.remote(), timeout=60)  # created and answering before we leave
+    return name
+
+
+def published_profiles(timeout_s: float = 10.0) -> dict[str, list[tuple[str, dict]]]:
+    """Device tag -> [(node id, profile JSON)] for every live node that published one."""
+    ray = require_ray()
+    from ray.exceptions import RayError
+
+    alive = {n.node_id for n in cluster_nodes() if n.alive}
+    out: dict[str, list[tuple[str, dict]]] = {}
+    for name in ray.util.list_named_actors():
+        if not name.startswith(_PROFILE):
+            continue
+        tag, _, node_id = name[len(_PROFILE):].rpartition(":")
+        if node_id not in alive:
+            continue
+        try:
+            profile = ray.get(ray.get_actor(name, namespace=RAY_NAMESPACE).get.remote(),
+                              timeout=timeout_s)
+        except (RayError, ValueError):
+            continue  # its node is going away: the profile goes with it
+        out.setdefault(tag, []).append((node_id, profile))
+    return out

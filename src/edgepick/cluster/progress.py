@@ -1,0 +1,55 @@
+"""A live table with one row per device: jobs queued, running, done, failed, and already stored."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+STATES = ("queued", "running", "done", "failed", "stored")
+ANY_NODE = "(any node)"
+
+
+class DeviceBoard:
+    def __init__(self, jobs, console: Console | None = None) -> None:
+        self.where = {j.id: (j.device or ANY_NODE) for j in jobs}
+        self.state: dict[str, str] = {}
+        self.devices = list(dict.fromkeys(self.where.values()))
+        self.console = console or Console(stderr=True)
+        self._live: Live | None = None
+
+    def counts(self) -> dict[str, Counter]:
+        out = {d: Counter() for d in self.devices}
+        for job_id, st in self.state.items():
+            out[self.where[job_id]][st] += 1
+        return out
+
+    def event(self, job_id: str, state: str) -> None:
+        if state == "running" and self.state.get(job_id) in ("done", "failed"):
+            return  # a late start report from a retried attempt that already ended
+        self.state[job_id] = state
+        if self._live is not None:
+            self._live.update(self.table())
+
+    def table(self) -> Table:
+        t = Table(title="jobs by device", title_justify="left")
+        t.add_column("device")
+        for s in STATES:
+            t.add_column(s, justify="right")
+        for device, c in self.counts().items():
+            t.add_row(device, *(str(c[s]) for s in STATES))
+        return t
+
+    def __enter__(self) -> "DeviceBoard":
+        self._live = Live(self.table(), console=self.console, refresh_per_second=4,
+                          transient=False)
+        self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._live is not None:
+            self._live.update(self.table())
+            self._live.__exit__(*exc)
+            self._live = None
