@@ -24,15 +24,16 @@ def test_scenario_flips_ranking_and_explanation_accounts_for_it(store_path):
     assert extract.recommendation == "smol-q8_0" and extract.runner_up == "smol-q4_0"
     # realtime chat: the winner leads on efficiency (40% weight) ...
     assert any(line.startswith("efficiency") for line in chat.explanation.why)
-    # ... and pays for it in extraction, stated as badcases per 1000 requests
+    # ... and pays for it in extraction, stated as badcases per 1000 requests counted per item
     cost = " ".join(chat.explanation.cost)
-    assert "extraction" in cost and "100 extra badcases per 1000" in cost
+    assert "extraction: badcases 600 vs 500 per 1000 requests (counted per item) — 100 more" in cost
     # extraction: the winner leads on quality, and its cost is speed
     assert any(line.startswith("quality") for line in extract.explanation.why)
     assert any(line.startswith("efficiency") for line in extract.explanation.cost)
     # what to watch: the q4 build's extraction gap to the reference with the seed's fallback
     watch = " ".join(chat.explanation.watch)
-    assert "extraction gap 12.0%" in watch and "JSON repair fallback" in watch
+    assert "extraction: 120 extra badcases per 1000 requests" in watch
+    assert "JSON repair fallback" in watch
 
 
 def test_hard_constraint_eliminates_with_value_and_limit(store_path):
@@ -72,7 +73,8 @@ def test_pareto_front(store_path):
     rows = _summaries(store_path)
     d = decide(rows, load_scenario("offline_batch"))
     assert set(d.pareto) == {"smol-q4_0", "smol-q8_0"}  # one faster and smaller, one better
-    rows[1].quality_overall = 0.1  # now dominated on all three axes
+    for q in rows[1].tasks.values():  # the score's own quality figure: now dominated everywhere
+        q.score = 0.1
     assert decide(rows, load_scenario("offline_batch")).pareto == ["smol-q4_0"]
 
 
@@ -95,8 +97,8 @@ def test_explanation_in_chinese(store_path):
     rows = _summaries(store_path, fast_decay=42.0)
     sc = load_scenario("realtime_chat")
     d = decide(rows, sc, budget=2 * 2**30)
-    zh = explain(d.ranking, {s.candidate: s for s in rows}, sc, 2 * 2**30, "zh")
-    en = explain(d.ranking, {s.candidate: s for s in rows}, sc, 2 * 2**30, "en")
+    zh = explain(d, {s.candidate: s for s in rows}, sc, "zh")
+    en = explain(d, {s.candidate: s for s in rows}, sc, "en")
     assert len(zh.why) == len(en.why) and len(zh.watch) == len(en.watch)
     assert "格式合规率 98.0%：校验每个结构化输出并修复或重试" in zh.watch[-1]
     assert zh.why[-1] == "smol-q4_0 被淘汰：持续推理衰减 42.0% > 限值 30.0%"
@@ -123,6 +125,6 @@ def test_no_survivor_names_the_nearest_and_the_binding_constraint(store_path):
     zh = decide(rows, load_scenario("realtime_chat"), budget=150 * 2**20)
     from edgepick.decide.explain import explain
 
-    zh_text = " ".join(explain(zh.ranking, {s.candidate: s for s in rows},
-                               load_scenario("realtime_chat"), 150 * 2**20, "zh").why)
+    zh_text = " ".join(explain(zh, {s.candidate: s for s in rows},
+                               load_scenario("realtime_chat"), "zh").why)
     assert "最接近达标的是 smol-q4_0" in zh_text and "所有候选都违反" in zh_text

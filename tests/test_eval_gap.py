@@ -63,8 +63,8 @@ def test_per_task_gap_badcases_and_unacceptable():
     assert qa.format_ok_rate == 0.75  # the empty answer
     # math: m1 wrong and critical; m2 right number but a loop that ran out of budget
     assert math.score == 0.5 and math.badcases_per_1000 == pytest.approx(1000)
-    assert ev.unacceptable.reasons == {"critical_wrong": 1, "empty": 1, "over_length_budget": 1,
-                                       "repetition_loop": 1}
+    # m2's loop ran to the budget after a parseable answer: a loop, not "truncated"
+    assert ev.unacceptable.reasons == {"critical_wrong": 1, "empty": 1, "repetition_loop": 1}
     assert ev.unacceptable.count == 3 and ev.unacceptable_rate == pytest.approx(0.5)
     assert {b.item_id for b in ev.badcases} == {"q2", "q3", "m1", "m2"}
     why = {b.item_id: b.why for b in ev.badcases}

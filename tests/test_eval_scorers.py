@@ -188,10 +188,68 @@ def test_repetition_loop_definition():
     assert not repetition_loop("1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14")
 
 
-def test_unacceptable_reasons():
-    assert reasons("qa", "  ", "stop", False, False, False) == ["empty"]
-    assert reasons("extraction", "not json", "stop", False, False, True) == \
-        ["invalid_format", "critical_wrong"]
-    assert reasons("summary", "fine text", "length", True, True, False) == ["over_length_budget"]
-    assert reasons("qa", "Paris", "stop", True, True, True) == []
-    assert reasons("qa", "", "error", False, False, True) == ["error"]
+def test_unacceptable_reasons_basic():
+    qa = item("qa", "Paris", critical=True)
+    ext = item("extraction", {"a": 1}, critical=True)
+    assert reasons(qa, "  ", "stop", score(qa, "  ")) == ["empty", "critical_wrong"]
+    assert reasons(ext, "not json", "stop", score(ext, "not json")) == ["no_answer", "critical_wrong"]
+    assert reasons(qa, "Paris", "stop", score(qa, "Paris")) == []
+    # a long correct answer cut at the budget is acceptable: verbosity is not a reason
+    summ = item("summary", "a cat sat")
+    assert reasons(summ, "a cat sat on the mat and then", "length", score(summ, "x")) == []
+
+
+# -- adversarial outputs (issue 15) ------------------------------------------------------------
+@pytest.mark.parametrize("out, gold, ok", [
+    ("That is not correct.", "no", True), ("Not true.", "no", True), ("not correct", "yes", False),
+    ("It isn't true", "no", True), ("That's not right", "no", True), ("never true", "no", True),
+    ("Not false: it is a star.", "yes", True), ("Yes, it is not a planet.", "yes", True),
+    ("没错", "是", True), ("不正确", "否", True), ("并非如此", "否", True),
+])
+def test_yes_no_negation(out, gold, ok):
+    assert score(item("yes_no", gold), out).correct is ok
+
+
+QA_FR = EvalItem(id="q", task="qa", reference="Paris",
+                 prompt="Answer the question.\nQuestion: What is the capital of France?")
+
+
+@pytest.mark.parametrize("out, ok", [
+    ("Paris", True), ("The capital of France is Paris.", True), ("Answer: Paris", True),
+    ("Paris, France", True),  # the other part restates the question
+    ("Paris, Lyon, Marseille", False), ("Paris or Lyon", False), ("Lyon, Paris", False),
+    ("1. Paris\n2. Lyon\n3. Nice", False), ("- Lyon\n- Paris", False), ("Paris and London", False),
+    ("It is Paris, the largest city of the country.", True),
+])
+def test_qa_rejects_lists_of_guesses(out, ok):
+    s = score(QA_FR, out)
+    assert s.correct is ok, s.why
+
+
+def test_qa_chinese_guesses():
+    it = EvalItem(id="q", task="qa", reference="北京", prompt="问题：中国的首都是哪座城市？")
+    assert score(it, "北京").correct and score(it, "中国的首都是北京。").correct
+    assert not score(it, "北京或上海").correct and not score(it, "上海、北京、广州").correct
+
+
+@pytest.mark.parametrize("out, got, ok", [
+    ("42 (17+25)", 42, True), ("17 + 25 = 42", 42, True), ("The answer is 42.", 42, True),
+    ("答案：42", 42, True), ("x = 5, so the answer is 42", 42, True), ("42", 42, True),
+    ("Step 1: 20 + 5 = 25\nAnswer: 42", 42, True), ("There are 17 and 25 apples", None, False),
+    ("I think 40 or 42", None, False), ("About forty-two", None, False), ("**42**", 42, True),
+])
+def test_math_takes_the_marked_answer(out, got, ok):
+    s = score(item("math", 42), out)
+    assert s.details["pred"] == got and s.correct is ok
+    assert s.format_ok == (got is not None)
+    assert (s.format_error == "no_answer") == (got is None)
+
+
+def test_strict_format_rates():
+    assert score(EN, "negative").strict_format and not score(EN, "The sentiment is negative.").strict_format
+    assert score(EN, "The sentiment is negative.").correct  # wordy but correct stays correct
+    assert score(item("math", 4), "4").strict_format and not score(item("math", 4), "2+2=4").strict_format
+    assert score(EXT, '{"name": "张伟", "city": "北京", "age": 30}').strict_format
+    fenced = score(EXT, '```json\n{"name": "张伟", "city": "北京", "age": 30}\n```')
+    assert fenced.correct and not fenced.strict_format
+    assert score(item("summary", "x y"), "x y").strict_format is None  # free text: no strict form

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from edgepick.records.decision import CandidateSummary, CurvePoint, TaskQuality
+from edgepick.records.decision import CandidateSummary, CurvePoint, Figure, TaskQuality
 
 Get = Callable[..., CandidateSummary | None]
 MAX_BADCASES = 50
@@ -32,8 +32,35 @@ def _cand(payload: dict) -> tuple[str | None, str | None, str | None]:
     return model, name, c.get("backend") or payload.get("backend")
 
 
+def rate_figure(r: Any, value: Any = None, n: Any = None) -> Figure | None:
+    """A stored Rate (records/evaluation.py) as a Figure; payloads stored before rates carried
+    their counts give the plain rate and n, and the Wilson interval is recomputed from them."""
+    if isinstance(r, dict) and r.get("n"):
+        count, n, value = r.get("count"), r["n"], r["value"]
+    elif _num(value) is not None and isinstance(n, int) and n > 0:
+        count = round(float(value) * n)
+    else:
+        return None
+    from edgepick.evaluate.intervals import wilson
+
+    lo, hi = wilson(count, n) if count is not None else (None, None)
+    return Figure(value=float(value), low=lo, high=hi, n=n, count=count, method="wilson")
+
+
+def _score_figure(g: dict, ref: bool = False) -> Figure | None:
+    pre = "ref_" if ref else ""
+    v, ci = _num(g.get(f"{pre}score")), g.get(f"{pre}score_ci95")
+    if v is None:
+        return None
+    return Figure(value=v, low=ci[0] if ci else None, high=ci[1] if ci else None, n=g.get("n"),
+                  method="bootstrap" if ci else "point")
+
+
 def eval_adapter(payload: dict, get: Get) -> None:
-    """EvalResult (records/evaluation.py): per-task gaps, format, unacceptable rate, badcases."""
+    """EvalResult (records/evaluation.py): per-task gaps and badcases, format, unacceptable
+    rate, each with the interval the eval stage computed from its per-item outcomes."""
+    ref = payload.get("reference") or {}
+    ref_model, ref_name, _ = _cand(ref)
     for ce in payload.get("candidates", []):
         model, name, backend = _cand(ce)
         s = get(model, ce.get("name") or name, backend) if model else None
@@ -42,15 +69,44 @@ def eval_adapter(payload: dict, get: Get) -> None:
         for task, g in (ce.get("per_task") or {}).items():
             s.tasks[task] = TaskQuality(
                 n=g.get("n"), score=_num(g.get("score")), ref_score=_num(g.get("ref_score")),
+                score_ci95=g.get("score_ci95"),
                 gap_abs=_num(g.get("gap_abs")), gap_rel=_num(g.get("gap_rel")), ci95=g.get("ci95"),
                 badcases_per_1000=_num(g.get("badcases_per_1000")),
+                badcases_per_1000_ci95=g.get("badcases_per_1000_ci95"),
+                badcases=rate_figure(g.get("badcases"), g.get("badcase_rate"), g.get("n")),
+                ref_badcases=rate_figure(g.get("ref_badcases"), g.get("ref_badcase_rate"), g.get("n")),
                 format_ok_rate=_num(g.get("format_ok_rate")),
-                unacceptable_rate=_num(g.get("unacceptable_rate")))
+                unacceptable_rate=_num(g.get("unacceptable_rate")),
+                unacceptable=rate_figure(g.get("unacceptable"), g.get("unacceptable_rate"), g.get("n")),
+                format_ok=_format_figure(ce, task), strict_format=rate_figure(g.get("strict_format")))
         overall = ce.get("overall") or {}
         s.quality_overall = _num(overall.get("score"))
         s.format_compliance = _num(overall.get("format_ok_rate"))
         s.unacceptable_rate = _num(ce.get("unacceptable_rate"))
         s.badcases = list(ce.get("badcases") or [])[:MAX_BADCASES]
+        un = ce.get("unacceptable") or {}
+        figs = {"unacceptable_rate": rate_figure(overall.get("unacceptable"), un.get("rate"),
+                                                 un.get("n")),
+                "format_compliance": _format_figure(ce, None),
+                "strict_format": rate_figure(overall.get("strict_format")),
+                "quality": _score_figure(overall)}
+        s.figures.update({k: v for k, v in figs.items() if v is not None})
+        cand = ce.get("candidate") if isinstance(ce.get("candidate"), dict) else {}
+        s.settings = cand.get("settings") or s.settings
+        s.reference, s.reference_name = ref_model, ref.get("name") or ref_name
+
+
+def _format_figure(ce: dict, task: str | None) -> Figure | None:
+    """Format compliance counted from the stored per-item outcomes (Wilson)."""
+    flags = [bool(o.get("format_ok")) for o in ce.get("items") or []
+             if task is None or o.get("task") == task]
+    if not flags:
+        return None
+    from edgepick.evaluate.intervals import wilson
+
+    lo, hi = wilson(sum(flags), len(flags))
+    return Figure(value=sum(flags) / len(flags), low=lo, high=hi, n=len(flags),
+                  count=sum(flags), method="wilson")
 
 
 def _setting(payload: dict, name: str):
@@ -103,6 +159,21 @@ def bench_adapter(payload: dict, get: Get) -> None:
                                     ("itl_p99_ms", "itl_ms", "p99"), ("load_ms", "load_ms", "median")):
             if metric in m:
                 setattr(s, field, _stat(m, metric, stat))
+        for field, metric in (("ttft_p50_ms", "ttft_ms"), ("decode_tps", "decode_tps")):
+            if (f := _median_figure(m.get(metric))) is not None:
+                s.figures[field] = f
+
+
+def _median_figure(stats: Any) -> Figure | None:
+    """A median with min and max of its repeats: with n ≥ 5 repeats [min, max] covers the true
+    median with probability 1 − 2·0.5ⁿ (≥ 94%), a distribution-free interval."""
+    if not isinstance(stats, dict) or _num(stats.get("median")) is None:
+        return None
+    n = stats.get("n")
+    wide = isinstance(n, int) and n >= 5
+    return Figure(value=float(stats["median"]), low=_num(stats.get("min")) if wide else None,
+                  high=_num(stats.get("max")) if wide else None, n=n,
+                  method="order" if wide else "point")
 
 
 def fidelity_adapter(payload: dict, get: Get) -> None:

@@ -1,13 +1,21 @@
-"""decide(summaries, scenario, budget) -> Decision: a pure function over stored measurements."""
+"""decide(summaries, scenario, budget) -> Decision: a pure function over stored measurements.
+
+Status (SPEC §8): proven when every hard constraint passes with its whole 95% interval;
+provisional when none fails but some are undetermined or unmeasured (each named); hybrid when no
+candidate clears every task but one clears some (edge for those, the reference/cloud for the
+rest); none otherwise, with the nearest candidate and what would have to change.
+"""
 
 from __future__ import annotations
 
 from edgepick.decide.closest import nearness
 from edgepick.decide.explain import explain
-from edgepick.decide.texts import reasons_text
+from edgepick.decide.gates import task_gates
+from edgepick.decide.hybrid import best_hybrid
 from edgepick.decide.pareto import pareto_front
 from edgepick.decide.scenarios import Scenario
 from edgepick.decide.scoring import check_constraints, score
+from edgepick.decide.texts import reasons_text
 from edgepick.records.decision import CandidateSummary, Decision, RankedCandidate
 
 NORMALISATION = ("each metric divided by the best surviving candidate's value (higher is better) "
@@ -16,33 +24,49 @@ NORMALISATION = ("each metric divided by the best surviving candidate's value (h
                  "mean of its metrics; score = weighted mean of the layers")
 
 
+def status_of(violations: list, unchecked: list[str], gates: list) -> str:
+    if violations:
+        return "eliminated"
+    if unchecked or any(g.verdict != "pass" for g in gates):
+        return "provisional"
+    return "proven"
+
+
 def decide(summaries: list[CandidateSummary], scenario: Scenario,
            budget: int | None = None) -> Decision:
     checks = {s.candidate: check_constraints(s, scenario, budget) for s in summaries}
     survivors = [s for s in summaries if not checks[s.candidate][0]]
     scores = score(survivors, scenario)
-    front = set(pareto_front(summaries))
+    front = set(pareto_front(survivors, scenario))
     ranking: list[RankedCandidate] = []
     for s in summaries:
-        violations, unchecked = checks[s.candidate]
+        violations, unchecked, gates = checks[s.candidate]
         sc = scores.get(s.candidate)
         r = RankedCandidate(
             candidate=s.candidate, score=sc["score"] if sc else None, eliminated=bool(violations),
             violations=violations, unchecked=unchecked, missing=sc["notes"] if sc else [],
             layer_scores=sc["layers"] if sc else {}, metric_scores=sc["metrics"] if sc else {},
-            pareto=s.candidate in front)
+            pareto=s.candidate in front, gates=gates, task_gates=task_gates(s, scenario),
+            status=status_of(violations, unchecked, gates))
         r.reasons = reasons_text(r, "en")
         ranking.append(r)
-    # Survivors by score; eliminated after them, nearest to passing first.
+    # Proven before provisional, then by score; eliminated after them, nearest to passing first.
     alive = sorted((r for r in ranking if not r.eliminated),
-                   key=lambda r: (-(r.score or 0.0), r.candidate))
+                   key=lambda r: (r.status != "proven", -(r.score or 0.0), r.candidate))
     ranking = alive + sorted((r for r in ranking if r.eliminated), key=nearness)
     by_name = {s.candidate: s for s in summaries}
-    return Decision(
+    hybrid = None if alive else best_hybrid(summaries, ranking, scenario)
+    if alive:
+        recommendation, status = alive[0].candidate, alive[0].status
+    elif hybrid:
+        recommendation, status = hybrid.candidate, "hybrid"
+    else:
+        recommendation, status = None, "none"
+    decision = Decision(
         scenario=scenario.name, budget_bytes=budget, ranking=ranking,
-        recommendation=alive[0].candidate if alive else None,
+        recommendation=recommendation, status=status, hybrid=hybrid,
         runner_up=alive[1].candidate if len(alive) > 1 else None,
-        closest=None if alive or not ranking else ranking[0].candidate,
-        pareto=[r.candidate for r in ranking if r.pareto],
-        explanation=explain(ranking, by_name, scenario, budget, "en"),
-        normalisation=NORMALISATION)
+        closest=None if alive or hybrid or not ranking else ranking[0].candidate,
+        pareto=[r.candidate for r in ranking if r.pareto], normalisation=NORMALISATION)
+    decision.explanation = explain(decision, by_name, scenario, "en")
+    return decision

@@ -4,11 +4,13 @@ Pure: the report calls it again with lang="zh" for the Chinese page."""
 
 from __future__ import annotations
 
-from edgepick.decide.scenarios import Scenario
 from edgepick.decide.closest import best_value, binding_constraints
+from edgepick.decide.gates import CONSTRAINT_OF, gate_text
+from edgepick.decide.scenarios import Scenario
 from edgepick.decide.texts import (advice, constraint_advice, label, reasons_text, t,
                                    unchecked_text)
-from edgepick.records.decision import CandidateSummary, Explanation, RankedCandidate
+from edgepick.records.decision import CandidateSummary, Decision, Explanation, RankedCandidate
+from edgepick.records.deploy import Gate
 
 
 class _Fmt:
@@ -39,15 +41,71 @@ def _layer_facts(layer: str, w: CandidateSummary, r: CandidateSummary, f: _Fmt) 
     return t("g_facts", f.lang, a=w.backend, b=r.backend, c=w.quant or "?", d=r.quant or "?")
 
 
+def _per_1000(fig) -> str:
+    return "?" if fig is None else f"{fig.value * 1000:.0f}"
+
+
 def _task_costs(w: CandidateSummary, r: CandidateSummary, lang: str) -> list[str]:
+    """Badcases counted per item, never a score gap read as a badcase rate (seed 000 §3.3)."""
     out = []
     for task, q in sorted(w.tasks.items()):
         rq = r.tasks.get(task)
-        if q.score is None or rq is None or rq.score is None or rq.score <= q.score:
+        if q.badcases is None or rq is None or rq.badcases is None:
             continue
-        gap = rq.score - q.score
-        out.append(t("task_cost", lang, t=task, a=f"{q.score:.1%}", b=f"{rq.score:.1%}",
-                     g=f"{gap * 100:.1f}", n=f"{gap * 1000:.0f}"))
+        extra = (q.badcases.value - rq.badcases.value) * 1000
+        if extra <= 0:
+            continue
+        out.append(t("task_cost", lang, t=task, a=_per_1000(q.badcases), b=_per_1000(rq.badcases),
+                     n=f"{extra:.0f}", w=w.candidate))
+    return out
+
+
+def _ci(ci: list[float] | None, lang: str) -> str:
+    return t("ci", lang, lo=f"{ci[0]:.0f}", hi=f"{ci[1]:.0f}") if ci else ""
+
+
+def gate_phrase(g: Gate, lang: str) -> str:
+    """An undetermined or unmeasured gate in a sentence, with the items that would settle it."""
+    m = label(CONSTRAINT_OF.get(g.metric, g.metric), lang)
+    if g.verdict == "unmeasured":
+        return t("unmeasured", lang, m=m)
+    n = t("settle", lang, k=g.items_to_settle) if g.items_to_settle else t("nosettle", lang)
+    limit = gate_text(Gate(metric=g.metric, value=g.limit))
+    return t("undetermined", lang, m=m, v=gate_text(g), l=limit, n=n)
+
+
+def _status_lines(top: RankedCandidate, sc: Scenario, lang: str) -> list[str]:
+    if top.status == "proven":
+        return [t("proven", lang, sc=sc.name)]
+    open_ = [gate_phrase(g, lang) for g in top.gates if g.verdict in ("undetermined", "unmeasured")]
+    open_ += [unchecked_text(u, lang) for u in top.unchecked
+              if u not in {CONSTRAINT_OF.get(g.metric) for g in top.gates}]
+    return [t("provisional", lang, u="; ".join(open_))]
+
+
+def _hybrid_lines(d: Decision, by_name: dict[str, CandidateSummary], sc: Scenario,
+                  lang: str) -> list[str]:
+    h = d.hybrid
+    s = by_name[h.candidate]
+    ranked = next(r for r in d.ranking if r.candidate == h.candidate)
+    edge = [r.task for r in h.routes if r.route == "edge"]
+    cloud = [r.task for r in h.routes if r.route == "cloud"]
+    ci = t("ci", lang, lo=f"{h.low:.0f}", hi=f"{h.high:.0f}") if h.low is not None else ""
+    mix = {"en": h.mix_source, "zh": "场景任务比例" if "scenario" in h.mix_source else "评测集任务比例"}
+    out = [t("hybrid", lang, sc=sc.name, c=h.candidate, e=", ".join(edge), k=", ".join(cloud),
+             r=s.reference_name or "reference", p=f"{h.cloud_share:.0%}",
+             mix=mix.get(lang, h.mix_source), b=f"{h.badcases_per_1000:.0f}", ci=ci)]
+    for r in h.routes:
+        rci = t("ci", lang, lo=f"{r.low:.0f}", hi=f"{r.high:.0f}") if r.low is not None else ""
+        out.append(t("route", lang, t=r.task, r=r.route, s=f"{r.share or 0:.0%}", ci=rci,
+                     b="?" if r.badcases_per_1000 is None else f"{r.badcases_per_1000:.0f}"))
+    for task in cloud:
+        bad = [g for g in ranked.task_gates.get(task, []) if g.verdict == "fail"
+               or (g.verdict != "pass" and g.value is not None and g.limit is not None
+                   and (g.value > g.limit if g.direction == "max" else g.value < g.limit))]
+        why = "; ".join(f"{label(CONSTRAINT_OF.get(g.metric, g.metric), lang)} {gate_text(g)} "
+                        f"({g.verdict})" for g in bad) or t("nm", lang)
+        out.append(t("task_fail", lang, t=task, why=why))
     return out
 
 
@@ -56,13 +114,10 @@ def _watch(w: CandidateSummary, ranked: RankedCandidate, sc: Scenario, budget: i
     c, lang = sc.constraints, f.lang
     out = []
     for task, q in sorted(w.tasks.items(), key=lambda kv: -(kv[1].badcases_per_1000 or 0)):
-        if q.gap_abs is None or q.gap_abs <= 0.02:
+        if q.badcases_per_1000 is None or q.badcases_per_1000 <= 20:
             continue
-        ci = t("ci", lang, lo=f"{q.ci95[0] * 100:.1f}", hi=f"{q.ci95[1] * 100:.1f}") \
-            if q.ci95 else ""
-        per_k = q.badcases_per_1000 if q.badcases_per_1000 is not None else q.gap_abs * 1000
-        out.append(t("gap", lang, t=task, g=f"{q.gap_abs * 100:.1f}", ci=ci, n=f"{per_k:.0f}",
-                     adv=advice(task, lang)))
+        out.append(t("gap", lang, t=task, n=f"{q.badcases_per_1000:.0f}",
+                     ci=_ci(q.badcases_per_1000_ci95, lang), adv=advice(task, lang)))
     if w.format_compliance is not None and w.format_compliance < 0.99:
         out.append(t("format", lang, v=f.pct(w.format_compliance)))
     if w.unacceptable_rate is not None and c.unacceptable_rate_max \
@@ -81,19 +136,25 @@ def _watch(w: CandidateSummary, ranked: RankedCandidate, sc: Scenario, budget: i
     return out
 
 
-def explain(ranking: list[RankedCandidate], by_name: dict[str, CandidateSummary],
-            sc: Scenario, budget: int | None, lang: str = "en") -> Explanation:
+def explain(d: Decision, by_name: dict[str, CandidateSummary], sc: Scenario,
+            lang: str = "en") -> Explanation:
+    ranking, budget = d.ranking, d.budget_bytes
     f = _Fmt(lang)
     alive = [r for r in ranking if not r.eliminated]
     dead = [r for r in ranking if r.eliminated]
     ex = Explanation()
     elim = [t("elim", lang, c=r.candidate, r="; ".join(reasons_text(r, lang))) for r in dead]
+    if d.hybrid is not None:
+        ex.why += _hybrid_lines(d, by_name, sc, lang)
+        ex.watch += elim
+        return ex
     if not alive:
         ex.why.append(t("none", lang, sc=sc.name))
         if dead:  # the decision ranks the eliminated nearest-first
             near = dead[0]
             ex.why.append(t("closest", lang, c=near.candidate, n=len(near.violations),
                             r="; ".join(reasons_text(near, lang))))
+            ex.why += [gate_phrase(g, lang) for g in near.gates if g.verdict == "undetermined"]
         for constraint in binding_constraints(dead):
             cand, v = best_value(dead, constraint)
             ex.why.append(t("binding", lang, m=label(constraint, lang), l=v.limit_text, c=cand,
@@ -107,11 +168,13 @@ def explain(ranking: list[RankedCandidate], by_name: dict[str, CandidateSummary]
     if len(alive) == 1:
         ex.why.append(t("only", lang, w=top.candidate, sc=sc.name, s=f"{top.score:.3f}",
                         wt=wtext))
+        ex.why += _status_lines(top, sc, lang)
     else:
         ru = alive[1]
         r = by_name[ru.candidate]
         ex.why.append(t("beats", lang, w=top.candidate, s=f"{top.score:.3f}", r=ru.candidate,
                         rs=f"{ru.score:.3f}", sc=sc.name, wt=wtext))
+        ex.why += _status_lines(top, sc, lang)
         diffs = []
         for layer, wt in weights.items():
             a, b = top.layer_scores.get(layer), ru.layer_scores.get(layer)

@@ -33,7 +33,12 @@ class Constraints(_Strict):
     unacceptable_rate_max: float | None = Field(None, ge=0, le=1)
     decay_max: float | None = Field(None, ge=0, le=1)
     format_compliance_min: float | None = Field(None, ge=0, le=1)
+    # The bare answer with nothing around it (label alone, JSON alone): what code that parses
+    # the output strictly needs, e.g. an agent's tool calls.
+    strict_format_min: float | None = Field(None, ge=0, le=1)
     quality_min: float | None = Field(None, ge=0, le=1)
+    # Per task type: extra badcases per 1000 requests against the reference (seed 000 §3.3).
+    extra_badcases_per_1000_max: float | None = Field(None, ge=0)
 
     @field_validator("peak_memory_max")
     @classmethod
@@ -94,6 +99,9 @@ class Scenario(_Strict):
     robustness_weights: RobustnessWeights = Field(default_factory=RobustnessWeights)
     # Relative weight of each task type in the overall accuracy; unlisted tasks weigh 1.
     task_weights: dict[str, float] = Field(default_factory=dict)
+    # Share of requests per task type in production (normalised); empty: the eval set's mix.
+    # A hybrid plan's cloud share and expected badcases are computed under it.
+    task_mix: dict[str, float] = Field(default_factory=dict)
 
 
 def preset_dir():

@@ -12,9 +12,11 @@ from __future__ import annotations
 import math
 
 from edgepick.decide.engineering import engineering_facts
+from edgepick.decide.gates import CONSTRAINT_OF, GATES, candidate_gates, gate_text
 from edgepick.decide.scenarios import LAYERS, Scenario
 from edgepick.decide.texts import label, violation_text
 from edgepick.records.decision import CandidateSummary, Violation
+from edgepick.records.deploy import Gate
 
 HIGHER, LOWER = "higher", "lower"
 
@@ -69,22 +71,11 @@ def _v(constraint: str, metric: str, value=None, limit=0.0, **kw) -> Violation:
 
 
 def check_constraints(s: CandidateSummary, sc: Scenario,
-                      budget: int | None) -> tuple[list[Violation], list[str]]:
-    """Violations (each with the measured value and the limit) and the names of constraints left
-    unchecked because their metric was not measured."""
+                      budget: int | None) -> tuple[list[Violation], list[str], list[Gate]]:
+    """Violations (failed gates, each with the measured value, its interval and the limit, plus
+    failures to run), the constraints left unmeasured, and every gate with its verdict."""
     c = sc.constraints
-    mem_limit = c.memory_limit(budget)
-    rules = [  # (constraint, value, limit, is_max, unit, formatter)
-        ("ttft_p50_ms_max", s.ttft_p50_ms, c.ttft_p50_ms_max, True, "ms", "{:.0f} ms"),
-        ("ttft_p99_ms_max", s.ttft_p99_ms, c.ttft_p99_ms_max, True, "ms", "{:.0f} ms"),
-        ("decode_tps_min", s.decode_tps, c.decode_tps_min, False, "tok/s", "{:.1f} tok/s"),
-        ("peak_memory_max", s.peak_rss_bytes, mem_limit, True, "bytes", None),
-        ("unacceptable_rate_max", s.unacceptable_rate, c.unacceptable_rate_max, True, "", "{:.1%}"),
-        ("decay_max", s.decay, c.decay_max, True, "", "{:.1%}"),
-        ("format_compliance_min", s.format_compliance, c.format_compliance_min, False, "",
-         "{:.1%}"),
-        ("quality_min", weighted_accuracy(s, sc.task_weights), c.quality_min, False, "", "{:.1%}"),
-    ]
+    gates = candidate_gates(s, sc, budget)
     violations, unchecked = [], []
     if s.bench_error:
         violations.append(_v("runs", "runs on the target", detail=s.bench_error))
@@ -102,20 +93,17 @@ def check_constraints(s: CandidateSummary, sc: Scenario,
                              limit=float(budget or 0), unit="bytes",
                              value_text=_mib(pred) if pred else "",
                              limit_text=_mib(budget) if budget else "", op=">"))
-    for name, value, limit, is_max, unit, fmt in rules:
-        if limit is None:
-            continue
-        if value is None:
-            if name != "peak_memory_max" or mem_limit is not None:
-                unchecked.append(name)
-            continue
-        broke = value > limit if is_max else value < limit
-        if broke:
-            show = _mib if fmt is None else fmt.format
-            violations.append(_v(name, label(name), value=float(value), limit=float(limit),
-                                 unit=unit, op=">" if is_max else "<", value_text=show(value),
-                                 limit_text=show(limit)))
-    return violations, unchecked
+    for g in gates:
+        name = CONSTRAINT_OF[g.metric]
+        if g.verdict == "unmeasured":
+            unchecked.append(name)
+        elif g.verdict == "fail":
+            unit = "bytes" if GATES[name][2] is None else ""
+            limit_text = gate_text(Gate(metric=g.metric, value=g.limit))
+            violations.append(_v(name, label(name), value=float(g.value), limit=float(g.limit),
+                                 unit=unit, op=">" if g.direction == "max" else "<",
+                                 value_text=gate_text(g), limit_text=limit_text))
+    return violations, unchecked, gates
 
 
 def layer_metric_weights(sc: Scenario) -> dict[str, dict[str, float]]:

@@ -15,6 +15,8 @@ LABELS: dict[str, tuple[str, str]] = {
     "decay_max": ("sustained decay", "持续推理衰减"),
     "format_compliance_min": ("format compliance", "格式合规率"),
     "quality_min": ("task accuracy", "任务准确率"),
+    "strict_format_min": ("strict format rate", "严格格式率"),
+    "extra_badcases_per_1000_max": ("extra badcases per 1000", "每1000次请求多出的badcase"),
     "accuracy": ("task accuracy", "任务准确率"),
     "format_compliance": ("format compliance", "格式合规率"),
     "acceptable": ("acceptable-output rate", "可接受输出率"),
@@ -62,13 +64,32 @@ T: dict[str, tuple[str, str]] = {
                 "生成速度 {a} 对 {b}，首token延迟P50 {c} 对 {d}，峰值内存 {e} 对 {f}"),
     "r_facts": ("sustained decay {a} vs {b}", "持续推理衰减 {a} 对 {b}"),
     "g_facts": ("backend {a} vs {b}, quant {c} vs {d}", "后端 {a} 对 {b}，量化 {c} 对 {d}"),
-    "task_cost": ("{t}: accuracy {a} vs {b} — a {g}-point gap ≈ {n} extra badcases per 1000 {t} "
-                  "requests", "{t}：准确率 {a} 对 {b}，差 {g} 个百分点 ≈ 每1000次{t}请求多出 {n} 个badcase"),
+    "task_cost": ("{t}: badcases {a} vs {b} per 1000 requests (counted per item) — {n} more for "
+                  "{w}", "{t}：每1000次请求badcase {a} 对 {b}（逐条计数）—— {w} 多 {n} 个"),
     "no_cost": ("none measured: {w} is at least as good as {r} on every layer",
                 "没有测到代价：{w} 在每一层都不差于 {r}"),
-    "gap": ("{t} gap {g}% to the reference{ci} ≈ {n} extra badcases per 1000 requests — {adv}",
-            "{t} 相对参考模型差距 {g}%{ci} ≈ 每1000次请求多出 {n} 个badcase —— {adv}"),
-    "ci": (" (95% CI {lo}..{hi} points)", "（95%置信区间 {lo}..{hi} 个百分点）"),
+    "gap": ("{t}: {n} extra badcases per 1000 requests against the reference{ci}, counted item "
+            "by item — {adv}", "{t}：相对参考模型每1000次请求多出 {n} 个badcase{ci}（逐条计数）—— {adv}"),
+    "ci": (" (95% CI {lo}..{hi})", "（95%置信区间 {lo}..{hi}）"),
+    "proven": ("proven: every hard constraint of '{sc}' passes with its whole 95% interval",
+               "已证实：场景“{sc}”的每条硬约束在整个95%置信区间内都满足"),
+    "provisional": ("provisional: no hard constraint fails, but {u}",
+                    "暂定：没有硬约束被违反，但 {u}"),
+    "undetermined": ("{m} {v} against the limit {l} is undetermined{n}",
+                     "{m} {v} 相对限值 {l} 尚无定论{n}"),
+    "settle": (" (about {k} items in all would most likely settle it)",
+               "（总共约 {k} 条评测数据很可能可以定论）"),
+    "nosettle": (" (the observed value sits on the limit: more items will not settle it)",
+                 "（观测值正好落在限值上：增加数据也难以定论）"),
+    "unmeasured": ("{m} was not measured", "{m} 未测量"),
+    "hybrid": ("no single candidate clears every task type of '{sc}': hybrid plan — {c} on the "
+               "edge for {e}; the reference {r} (cloud) for {k}; {p} of requests go to the cloud "
+               "under the {mix}; expected badcases {b} per 1000 requests{ci}",
+               "没有单个候选在场景“{sc}”的每类任务上都达标：混合方案 —— 端侧用 {c} 处理 {e}；"
+               "参考模型 {r}（云端）处理 {k}；按{mix}，{p} 的请求走云端；预计每1000次请求 {b} 个badcase{ci}"),
+    "route": ("{t} → {r}: {b} badcases per 1000{ci}, {s} of requests",
+              "{t} → {r}：每1000次 {b} 个badcase{ci}，占请求 {s}"),
+    "task_fail": ("{t} goes to the cloud: {why}", "{t} 走云端：{why}"),
     "format": ("format compliance {v}: validate every structured output and repair or retry; the "
                "edge has no cloud post-processing (seed 000 §3.2)",
                "格式合规率 {v}：校验每个结构化输出并修复或重试；端侧没有云端的后处理纠错（seed 000 §3.2）"),

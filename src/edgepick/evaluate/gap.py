@@ -1,8 +1,11 @@
-"""The gap to the reference: per task type, per difficulty and overall, with bootstrap intervals.
+"""The gap to the reference: per task type, per difficulty and overall, with 95% intervals.
 
-The interval is a paired percentile bootstrap: each resample draws item indices with
-replacement and takes the same items for the candidate and the reference, so the spread of the
-items' difficulty cancels out and only the disagreement between the models remains.
+Gaps use a paired percentile bootstrap: each resample draws item indices with replacement and
+takes the same items for the candidate and the reference, so the spread of the items'
+difficulty cancels out and only the disagreement between the models remains. Badcases are
+counted item by item from the pass rule and the unacceptable reasons (never from a score gap),
+each rate with its Wilson interval; the extra badcases per 1000 take the paired bootstrap of
+the per-item badcase flags (seed 000 §3.3).
 """
 
 from __future__ import annotations
@@ -11,11 +14,12 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
+from edgepick.evaluate.intervals import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_mean, wilson
 from edgepick.evaluate.scorers import ItemScore, get_scorer
-from edgepick.records.evaluation import Badcase, GroupGap, ItemOutcome, Unacceptable
+from edgepick.records.evaluation import Badcase, GroupGap, ItemOutcome, Rate, Unacceptable
 
-BOOTSTRAP_RESAMPLES = 2000
-BOOTSTRAP_SEED = 20240601
+__all__ = ["BOOTSTRAP_RESAMPLES", "BOOTSTRAP_SEED", "paired_bootstrap", "group_gap", "gaps_by",
+           "unacceptable_summary", "badcase_list"]
 
 
 def paired_bootstrap(ref: list[float], cand: list[float], resamples: int = BOOTSTRAP_RESAMPLES,
@@ -38,6 +42,11 @@ def _rate(flags: list[bool]) -> float:
     return sum(flags) / len(flags) if flags else 0.0
 
 
+def _strict(outcomes: list[ItemOutcome]) -> Rate | None:
+    flags = [o.strict_format for o in outcomes if o.strict_format is not None]
+    return Rate.of(flags) if flags else None
+
+
 def group_gap(items: list, cand: list[ItemOutcome], ref: list[ItemOutcome],
               cand_scores: list[ItemScore], ref_scores: list[ItemScore],
               task: str | None, resamples: int, seed: int) -> GroupGap:
@@ -53,10 +62,20 @@ def group_gap(items: list, cand: list[ItemOutcome], ref: list[ItemOutcome],
         metrics = scorer.aggregate(items, cand_scores)
         ref_metrics = scorer.aggregate(items, ref_scores)
     bad, ref_bad = _rate([o.badcase for o in cand]), _rate([o.badcase for o in ref])
+    # mean(candidate flags) − mean(reference flags): extra badcases, same items resampled.
+    (lo, hi), _ = paired_bootstrap([float(o.badcase) for o in cand],
+                                   [float(o.badcase) for o in ref], resamples, seed)
     return GroupGap(
         n=len(cand), score=score, ref_score=ref_score, gap_abs=gap,
         gap_rel=gap / ref_score if ref_score > 0 else None, ci95=ci, ci95_rel=ci_rel,
+        score_ci95=list(bootstrap_mean(cs, resamples, seed)),
+        ref_score_ci95=list(bootstrap_mean(rs, resamples, seed)),
         badcase_rate=bad, ref_badcase_rate=ref_bad, badcases_per_1000=(bad - ref_bad) * 1000,
+        badcases_per_1000_ci95=[lo * 1000, hi * 1000],
+        badcases=Rate.of([o.badcase for o in cand]), ref_badcases=Rate.of([o.badcase for o in ref]),
+        unacceptable=Rate.of([bool(o.unacceptable) for o in cand]),
+        ref_unacceptable=Rate.of([bool(o.unacceptable) for o in ref]),
+        strict_format=_strict(cand), ref_strict_format=_strict(ref),
         format_ok_rate=_rate([o.format_ok for o in cand]),
         ref_format_ok_rate=_rate([o.format_ok for o in ref]),
         unacceptable_rate=_rate([bool(o.unacceptable) for o in cand]),
@@ -83,8 +102,9 @@ def gaps_by(key, items: list, cand: list[ItemOutcome], ref: list[ItemOutcome],
 def unacceptable_summary(outcomes: list[ItemOutcome]) -> Unacceptable:
     reasons = Counter(r for o in outcomes for r in o.unacceptable)
     count = sum(1 for o in outcomes if o.unacceptable)
+    lo, hi = wilson(count, len(outcomes))
     return Unacceptable(n=len(outcomes), count=count, rate=count / max(1, len(outcomes)),
-                        reasons=dict(sorted(reasons.items())))
+                        reasons=dict(sorted(reasons.items())), low=lo, high=hi)
 
 
 def badcase_list(items: list, cand: list[ItemOutcome], ref: list[ItemOutcome]) -> list[Badcase]:

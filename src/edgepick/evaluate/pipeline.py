@@ -10,7 +10,7 @@ from edgepick.errors import InputError
 from edgepick.evaluate.dataset import EvalItem
 from edgepick.evaluate.gap import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, badcase_list, gaps_by,
                                    group_gap, unacceptable_summary)
-from edgepick.evaluate.runner import DEFAULT_MAX_TOKENS, collect_outputs
+from edgepick.evaluate.runner import DEFAULT_MAX_TOKENS, budget, collect_outputs
 from edgepick.evaluate.scorers import ItemScore, get_scorer
 from edgepick.evaluate.unacceptable import reasons
 from edgepick.records.candidate import Candidate
@@ -18,10 +18,13 @@ from edgepick.records.evaluation import BootstrapSettings, CandidateEval, EvalRe
 from edgepick.store.results import ResultStore
 
 EVAL_KIND = "eval"
-SCORER_VERSION = "1"  # bump when a scorer's rules change, so stored EvalResults are not reused
+SCORER_VERSION = "2"  # bump when a scorer's rules change, so stored EvalResults are not reused
 
 
-def score_outputs(items: list[EvalItem], outputs: list[dict]) -> tuple[list[ItemOutcome], list[ItemScore]]:
+def score_outputs(items: list[EvalItem], outputs: list[dict],
+                  budgets: dict[str, int] | None = None) -> tuple[list[ItemOutcome], list[ItemScore]]:
+    """Score stored outputs: everything here is a pure function of (item, output record), so
+    anyone holding the eval set and the stored outputs recomputes the same verdicts."""
     outcomes, scores = [], []
     for it, out in zip(items, outputs):
         text = out.get("text", "")
@@ -30,11 +33,13 @@ def score_outputs(items: list[EvalItem], outputs: list[dict]) -> tuple[list[Item
         if finish == "error":
             s = ItemScore(score=0.0, correct=False, format_ok=False,
                           why=f"engine error: {out.get('error', '')}", details={})
-        why_un = reasons(it.task, text, finish, s.format_ok, s.correct, it.critical)
+        why_un = reasons(it, text, finish, s)
         outcomes.append(ItemOutcome(
             item_id=it.id, task=it.task, difficulty=it.difficulty, critical=it.critical,
             output=text, finish_reason=finish, generated_tokens=out.get("generated_tokens", 0),
+            max_tokens=budget(it, budgets) if budgets is not None else None,
             score=s.score, correct=s.correct, format_ok=s.format_ok,
+            strict_format=None if finish == "error" else s.strict_format,
             badcase=(not s.correct) or bool(why_un), unacceptable=why_un,
             details=dict(_jsonable(s.details), why=s.why), reused=bool(out.get("reused"))))
         scores.append(s)
@@ -78,13 +83,13 @@ def run_eval(items: list[EvalItem], reference: Candidate, candidates: list[Candi
              on_item: Callable[[], None] | None = None) -> EvalResult:
     budgets = dict(DEFAULT_MAX_TOKENS, **(budgets or {}))
     ref_out, ref_gen, ref_reused = collect_outputs(reference, items, store, budgets, on_start, on_item)
-    ref_outcomes, ref_scores = score_outputs(items, ref_out)
+    ref_outcomes, ref_scores = score_outputs(items, ref_out, budgets)
     ref_eval = _candidate_eval(reference, items, ref_outcomes, ref_scores, ref_outcomes, ref_scores,
                                ref_gen, ref_reused, resamples, seed)
     cand_evals = []
     for cand in candidates:
         out, gen, reused = collect_outputs(cand, items, store, budgets, on_start, on_item)
-        outcomes, scores = score_outputs(items, out)
+        outcomes, scores = score_outputs(items, out, budgets)
         cand_evals.append(_candidate_eval(cand, items, outcomes, scores, ref_outcomes, ref_scores,
                                           gen, reused, resamples, seed))
     key = result_key(items, reference, candidates, budgets, resamples, seed)

@@ -19,10 +19,13 @@ from edgepick.store.results import ResultStore
 
 OUTPUT_KIND = "eval_output"
 
-# Budgets sized to the expected answer: a label needs a few tokens, a summary a sentence or two.
+# Budgets large enough to finish the answer with a sentence around it (a label in a sentence,
+# a worked sum ending in its result, a JSON object in a fence): hitting the budget before a
+# parseable answer is unacceptable ("truncated"), so a budget must never be what breaks an
+# answer. Override per item (`max_tokens`) or per plan (`eval.max_tokens`). docs/evaluate.md.
 DEFAULT_MAX_TOKENS = {
-    "classification": 12, "yes_no": 8, "math": 24, "qa": 32, "extraction": 96,
-    "summary": 96, "multi_turn": 128, "generation": 192, "code": 256,
+    "classification": 32, "yes_no": 32, "math": 96, "qa": 48, "extraction": 160,
+    "summary": 128, "multi_turn": 128, "generation": 256, "code": 320, "tool_call": 96,
 }
 
 

@@ -7,17 +7,39 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from edgepick.records.deploy import Gate, Status, TaskRoute
+
+
+class Figure(BaseModel):
+    """A measured figure with its 95% interval and what it was counted from, so a verdict and a
+    sample-size estimate can be recomputed: count/n for a Wilson rate, sd/n for a mean."""
+
+    value: float
+    low: float | None = None
+    high: float | None = None
+    n: int | None = None
+    count: int | None = None  # proportions: items counted
+    sd: float | None = None  # means: per-item standard deviation
+    method: str = "point"  # wilson | bootstrap | order (median between min and max) | point
+
 
 class TaskQuality(BaseModel):
     n: int | None = None
     score: float | None = None  # candidate's task score, 0..1
     ref_score: float | None = None
+    score_ci95: list[float] | None = None  # bootstrap 95% interval of score, within [0, 1]
     gap_abs: float | None = None  # ref_score - score: positive = candidate worse
     gap_rel: float | None = None
     ci95: list[float] | None = None  # 95% bootstrap interval of gap_abs
-    badcases_per_1000: float | None = None  # extra badcases vs the reference
+    badcases_per_1000: float | None = None  # extra badcases vs the reference, per-item counts
+    badcases_per_1000_ci95: list[float] | None = None  # paired bootstrap, per 1000
+    badcases: Figure | None = None  # the candidate's own badcase rate (Wilson)
+    ref_badcases: Figure | None = None  # the reference's, on the same items
     format_ok_rate: float | None = None
     unacceptable_rate: float | None = None
+    unacceptable: Figure | None = None
+    format_ok: Figure | None = None
+    strict_format: Figure | None = None
 
 
 class CurvePoint(BaseModel):
@@ -55,6 +77,10 @@ class CandidateSummary(BaseModel):
     format_compliance: float | None = None
     unacceptable_rate: float | None = None
     badcases: list[dict] = Field(default_factory=list)
+    figures: dict[str, Figure] = Field(default_factory=dict)  # gated figures with intervals
+    settings: dict | None = None  # the runtime settings the candidate was measured with
+    reference: str | None = None  # the eval reference (model path or endpoint URL)
+    reference_name: str | None = None
     # fidelity against the reference model
     kld_mean: float | None = None
     kld_p99: float | None = None
@@ -103,6 +129,21 @@ class RankedCandidate(BaseModel):
     unchecked: list[str] = Field(default_factory=list)  # constraints with no measurement
     missing: list[str] = Field(default_factory=list)  # scored metrics not measured (scored 0)
     pareto: bool = False
+    gates: list[Gate] = Field(default_factory=list)  # every hard constraint, with its verdict
+    task_gates: dict[str, list[Gate]] = Field(default_factory=dict)  # quality gates per task
+    status: str = "provisional"  # proven | provisional | eliminated
+
+
+class HybridPlan(BaseModel):
+    """Edge for the task types the candidate clears, the reference/cloud for the rest."""
+
+    candidate: str
+    routes: list[TaskRoute]
+    cloud_share: float  # share of requests sent to the cloud under the task mix
+    badcases_per_1000: float  # expected under the mix, edge and cloud together
+    low: float | None = None
+    high: float | None = None
+    mix_source: str = ""  # "scenario task_mix" or "eval set proportions"
 
 
 class Explanation(BaseModel):
@@ -116,6 +157,8 @@ class Decision(BaseModel):
     budget_bytes: int | None = None
     ranking: list[RankedCandidate]
     recommendation: str | None
+    status: Status = "none"  # proven | provisional | hybrid | none
+    hybrid: HybridPlan | None = None
     runner_up: str | None = None
     closest: str | None = None  # when nothing survives: the candidate nearest to passing
     pareto: list[str] = Field(default_factory=list)

@@ -10,8 +10,27 @@ from pydantic import BaseModel, Field
 
 from edgepick.records.candidate import Candidate
 
-UNACCEPTABLE_REASONS = ("empty", "invalid_format", "repetition_loop", "over_length_budget",
-                        "critical_wrong", "error")
+# seed 004 §2.3, one code per reason; definitions and examples in evaluate/unacceptable.py.
+UNACCEPTABLE_REASONS = ("engine_error", "empty", "no_answer", "invalid_json", "truncated",
+                        "repetition_loop", "wrong_language", "critical_wrong")
+
+
+class Rate(BaseModel):
+    """A proportion counted item by item, with its Wilson 95% interval."""
+
+    count: int
+    n: int
+    value: float  # count / n (0 when n is 0)
+    low: float
+    high: float
+
+    @classmethod
+    def of(cls, flags: list[bool]) -> "Rate":
+        from edgepick.evaluate.intervals import wilson
+
+        count, n = sum(bool(f) for f in flags), len(flags)
+        lo, hi = wilson(count, n)
+        return cls(count=count, n=n, value=count / n if n else 0.0, low=lo, high=hi)
 
 
 class ItemOutcome(BaseModel):
@@ -24,9 +43,11 @@ class ItemOutcome(BaseModel):
     output: str
     finish_reason: str  # "stop" | "length" | "error"
     generated_tokens: int = 0
+    max_tokens: int | None = None  # the generation budget the output was produced under
     score: float  # the task's primary per-item score, in [0, 1]
-    correct: bool  # the scorer's pass/fail verdict for this item
+    correct: bool  # the scorer's pass rule for this item (docs/evaluate.md, per task)
     format_ok: bool  # see docs/evaluate.md: label found / JSON+schema valid / number found / non-empty
+    strict_format: bool | None = None  # the bare answer alone; None: the task has no strict form
     badcase: bool  # not correct, or any unacceptable reason
     unacceptable: list[str] = Field(default_factory=list)  # reasons, from UNACCEPTABLE_REASONS
     details: dict = Field(default_factory=dict)  # scorer-specific figures (e.g. parsed label)
@@ -43,9 +64,18 @@ class GroupGap(BaseModel):
     gap_rel: float | None  # gap_abs / ref_score; None when ref_score is 0
     ci95: list[float]  # paired bootstrap 95% interval of gap_abs
     ci95_rel: list[float] | None = None  # same resamples, for gap_rel
+    score_ci95: list[float] | None = None  # bootstrap 95% interval of score, within [0, 1]
+    ref_score_ci95: list[float] | None = None
     badcase_rate: float
     ref_badcase_rate: float
-    badcases_per_1000: float  # (badcase_rate − ref_badcase_rate) × 1000
+    badcases_per_1000: float  # extra: (badcase_rate − ref_badcase_rate) × 1000, per-item counts
+    badcases_per_1000_ci95: list[float] | None = None  # paired bootstrap, per 1000
+    badcases: Rate | None = None  # the candidate's badcases counted item by item
+    ref_badcases: Rate | None = None
+    unacceptable: Rate | None = None
+    ref_unacceptable: Rate | None = None
+    strict_format: Rate | None = None  # over the items whose task has a strict form
+    ref_strict_format: Rate | None = None
     format_ok_rate: float
     ref_format_ok_rate: float
     unacceptable_rate: float
@@ -59,6 +89,8 @@ class Unacceptable(BaseModel):
     count: int
     rate: float
     reasons: dict[str, int] = Field(default_factory=dict)  # an item may have several reasons
+    low: float | None = None  # Wilson 95% interval of rate
+    high: float | None = None
 
 
 class Badcase(BaseModel):

@@ -46,8 +46,8 @@ class ReportModel:
             return self.decision.explanation
         from edgepick.decide.explain import explain
 
-        return explain(self.decision.ranking, {s.candidate: s for s in self.summaries},
-                       self.scenario, self.decision.budget_bytes, lang)
+        return explain(self.decision, {s.candidate: s for s in self.summaries}, self.scenario,
+                       lang)
 
     def predicted(self, lang: str):
         return tables.predicted_table(self.summaries, lang)

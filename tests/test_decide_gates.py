@@ -1,0 +1,93 @@
+"""Gates with intervals: pass / fail / undetermined, the sample-size estimate, the
+recommendation's status (proven, provisional, hybrid, none) and the hybrid route."""
+
+from __future__ import annotations
+
+import pytest
+
+from edgepick.decide.decision import decide
+from edgepick.decide.gates import make_gate
+from edgepick.decide.scenarios import Constraints, Scenario
+from edgepick.evaluate.intervals import items_to_settle_rate, verdict, wilson
+from edgepick.records.decision import CandidateSummary, Figure, TaskQuality
+
+
+def rate(count: int, n: int) -> Figure:
+    lo, hi = wilson(count, n)
+    return Figure(value=count / n, low=lo, high=hi, n=n, count=count, method="wilson")
+
+
+SC = Scenario(name="t", constraints=Constraints(peak_memory_max=None, unacceptable_rate_max=0.05,
+                                                decode_tps_min=10))
+
+
+def summary(name: str, unacc: tuple[int, int] | None, tasks: dict | None = None,
+            decode: float = 30.0) -> CandidateSummary:
+    s = CandidateSummary(candidate=name, model=f"/m/{name}.gguf", decode_tps=decode,
+                         quality_overall=0.8, reference="/m/ref.gguf", reference_name="ref")
+    if unacc is not None:
+        s.figures["unacceptable_rate"] = rate(*unacc)
+        s.unacceptable_rate = unacc[0] / unacc[1]
+    for task, (bad_un, bad, ref_bad, n) in (tasks or {}).items():
+        s.tasks[task] = TaskQuality(n=n, score=1 - bad / n, unacceptable=rate(bad_un, n),
+                                    badcases=rate(bad, n), ref_badcases=rate(ref_bad, n),
+                                    badcases_per_1000=(bad - ref_bad) / n * 1000)
+    return s
+
+
+@pytest.mark.parametrize("count, n, expected", [(0, 100, "pass"), (30, 100, "fail"),
+                                                (2, 30, "undetermined")])
+def test_verdicts_from_the_whole_interval(count, n, expected):
+    g = make_gate("unacceptable_rate", rate(count, n), 0.05, "max")
+    assert g.verdict == expected
+    assert (g.items_to_settle is not None) == (expected == "undetermined")
+    assert verdict(None, None, None, 0.05, "max") == "unmeasured"
+    assert verdict(20.0, 18.0, 22.0, 15, "min") == "pass" and verdict(12, 10, 14, 15, "min") == "fail"
+
+
+def test_sample_size_estimate_is_the_smallest_n_that_settles_the_observed_rate():
+    n = items_to_settle_rate(2, 30, 0.05)  # 6.7% observed against a 5% limit
+    p = 2 / 30
+    assert wilson(p * n, n)[0] > 0.05 >= wilson(p * (n - 1), n - 1)[0]
+    assert items_to_settle_rate(0, 30, 0.05) == 73  # 0/73 is the first zero count under 5%
+    assert wilson(0, 73)[1] <= 0.05 < wilson(0, 72)[1]
+    assert items_to_settle_rate(5, 100, 0.05) is None  # sitting on the limit: nothing settles it
+
+
+def test_status_proven_provisional_and_unmeasured_is_not_a_pass():
+    d = decide([summary("a", (0, 200)), summary("b", (2, 30))], SC)
+    assert d.status == "proven" and d.recommendation == "a"
+    b = next(r for r in d.ranking if r.candidate == "b")
+    assert b.status == "provisional" and not b.eliminated
+    d = decide([summary("b", (2, 30))], SC)
+    assert d.status == "provisional"
+    why = " ".join(d.explanation.why)
+    assert "undetermined" in why and "6.7% [1.8%, 21.3%]" in why
+    assert f"about {items_to_settle_rate(2, 30, 0.05)} items" in why
+    d = decide([summary("c", None)], SC)  # the unacceptable rate was never measured
+    assert d.status == "provisional"
+    assert "unacceptable-output rate was not measured" in " ".join(d.explanation.why)
+
+
+def test_hybrid_routes_the_failing_task_to_the_cloud():
+    tasks = {"classification": (0, 4, 5, 60), "math": (30, 35, 10, 60)}
+    d = decide([summary("edge", (30, 120), tasks)], SC)
+    assert d.status == "hybrid" and d.recommendation == "edge"
+    routes = {r.task: r for r in d.hybrid.routes}
+    assert routes["classification"].route == "edge" and routes["math"].route == "cloud"
+    assert d.hybrid.cloud_share == pytest.approx(0.5)
+    # edge classification at its own badcases, cloud math at the reference's
+    assert routes["classification"].badcases_per_1000 == pytest.approx(4 / 60 * 1000)
+    assert routes["math"].badcases_per_1000 == pytest.approx(10 / 60 * 1000)
+    assert d.hybrid.badcases_per_1000 == pytest.approx((4 + 10) / 120 * 1000)
+    assert d.hybrid.low < d.hybrid.badcases_per_1000 < d.hybrid.high
+    sc_mix = SC.model_copy(update={"task_mix": {"classification": 3, "math": 1}})
+    assert decide([summary("edge", (30, 120), tasks)], sc_mix).hybrid.cloud_share == \
+        pytest.approx(0.25)
+
+
+def test_no_hybrid_when_a_speed_gate_fails_and_the_nearest_is_named():
+    tasks = {"classification": (0, 4, 5, 60), "math": (30, 35, 10, 60)}
+    d = decide([summary("slow", (30, 120), tasks, decode=2.0)], SC)
+    assert d.status == "none" and d.recommendation is None and d.closest == "slow"
+    assert "nearest to passing: slow" in " ".join(d.explanation.why)
