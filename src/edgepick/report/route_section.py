@@ -1,0 +1,160 @@
+"""The routing section of a report: the quality-vs-cloud-share curve (chart + table), cascade
+vs random and by-task routing at equal cloud share with intervals, and the edge/cloud
+consistency rate (seed 001 §6.3, seed 000 §6.3, seed 003 §8.3). Renders a `RouteEvalResult`
+(from `edgepick route eval`) in Markdown and HTML, alone or inside the main report."""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+
+from edgepick.route.route_eval import RouteEvalResult
+
+TEXT = {
+    "en": {"title": "Edge–cloud routing", "curve": "Quality vs share of requests sent to the cloud",
+           "share": "cloud share", "quality": "quality", "threshold": "escalate below confidence",
+           "compare": "Cascade vs other routers at equal cloud share",
+           "router": "vs", "diff": "cascade − other", "ci": "95% CI (paired bootstrap)",
+           "verdict": "verdict", "consistency": "Edge/cloud consistency (seed 003 §8.3)",
+           "calib": "Calibrated threshold", "ends": "edge only {e:.3f}, cloud only {c:.3f}",
+           "apgr": "gap recovered (APGR; a coin gets 0.5)", "alert": "ALERT: above 5%",
+           "ok": "within 5%", "undetermined": "interval straddles 5%",
+           "by_task_note": "by-task routes the task types that gain most on these same items "
+                           "(in-sample, so flattered); random is taken in expectation."},
+    "zh": {"title": "端云路由", "curve": "质量 vs 云端请求占比", "share": "云端占比",
+           "quality": "质量", "threshold": "置信度低于此值则上云",
+           "compare": "同等云端占比下：级联 vs 其他路由", "router": "对比", "diff": "级联 − 对比",
+           "ci": "95% 置信区间（配对 bootstrap）", "verdict": "结论",
+           "consistency": "端云一致性（seed 003 §8.3）", "calib": "校准阈值",
+           "ends": "纯端侧 {e:.3f}，纯云端 {c:.3f}", "apgr": "差距回收率（APGR；随机为 0.5）",
+           "alert": "告警：超过 5%", "ok": "不超过 5%", "undetermined": "区间跨越 5%",
+           "by_task_note": "按任务路由选择在同一批样本上收益最大的任务类型（样本内，偏乐观）；"
+                           "随机路由取期望值。"},
+}
+VERDICT_ZH = {"cascade better": "级联更好", "cascade worse": "级联更差", "undetermined": "未定"}
+
+
+def curve_rows(res: RouteEvalResult, max_rows: int = 11) -> list[dict]:
+    """The curve thinned to about `max_rows` points, the two ends always included."""
+    pts = res.curve
+    step = max(1, round((len(pts) - 1) / (max_rows - 1))) if len(pts) > max_rows else 1
+    keep = pts[::step] + ([pts[-1]] if (len(pts) - 1) % step else [])
+    return [p.model_dump() for p in keep]
+
+
+def curve_chart(res: RouteEvalResult) -> str:
+    from edgepick.report.charts import _svg, plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    xs = [p.cloud_share * 100 for p in res.curve]
+    ax.plot(xs, [p.quality * 100 for p in res.curve], marker=".", label="cascade (edge confidence)")
+    ax.plot([0, 100], [res.edge_only * 100, res.cloud_only * 100], linestyle="--", color="grey",
+            label="random (expected)")
+    bt = [c for c in res.comparisons if c.other == "by_task"]
+    if bt:
+        ax.scatter([c.cloud_share * 100 for c in bt], [c.other_quality * 100 for c in bt],
+                   marker="s", color="#2ca02c", label="by task", zorder=3)
+    if res.calibration is not None:
+        ax.scatter([res.calibration.cloud_share * 100], [res.calibration.quality * 100],
+                   marker="*", s=160, color="#d62728", label="calibrated", zorder=4)
+    ax.set_xlabel("requests sent to the cloud (%)")
+    ax.set_ylabel("quality (mean item score, %)")
+    ax.set_title(f"{res.edge} → {res.cloud}: quality vs cloud share")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _svg(fig)
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def tables(res: RouteEvalResult, lang: str) -> dict[str, tuple[list[str], list[list[str]]]]:
+    t = TEXT[lang]
+    curve = ([t["share"], t["quality"], t["threshold"]],
+             [[_pct(r["cloud_share"]), f"{r['quality']:.3f}",
+               "-" if r["threshold"] is None else f"{r['threshold']:.4f}"] for r in curve_rows(res)])
+    comp = ([t["share"], t["router"], "cascade", t["quality"], t["diff"], t["ci"], t["verdict"]],
+            [[_pct(c.cloud_share), c.other, f"{c.cascade:.3f}", f"{c.other_quality:.3f}",
+              f"{c.diff:+.3f}", f"[{c.ci95[0]:+.3f}, {c.ci95[1]:+.3f}]",
+              VERDICT_ZH.get(c.verdict, c.verdict) if lang == "zh" else c.verdict]
+             for c in res.comparisons])
+    return {"curve": curve, "compare": comp}
+
+
+def summary_lines(res: RouteEvalResult, lang: str) -> list[str]:
+    t = TEXT[lang]
+    lines = [f"{res.edge} → {res.cloud}, {res.n_items} items, confidence = {res.confidence.method}"
+             + (f" (k={res.confidence.k})" if res.confidence.method == "first_k" else "") + "; "
+             + t["ends"].format(e=res.edge_only, c=res.cloud_only)]
+    if res.gap_recovered is not None:
+        lines.append(f"{t['apgr']}: {res.gap_recovered:.3f}")
+    cal = res.calibration
+    if cal is not None:
+        lines.append(f"{t['calib']} ({cal.target} {cal.wanted:g}): {cal.threshold if cal.threshold is None else round(cal.threshold, 4)}"
+                     f" → {t['share']} {_pct(cal.cloud_share)}, {t['quality']} {cal.quality:.3f}"
+                     + ("" if cal.reachable else " (target not reachable)"))
+    rnd = [c for c in res.comparisons if c.other == "random"]
+    if rnd:
+        best = max(rnd, key=lambda c: c.diff)
+        lines.append(f"cascade vs random at {_pct(best.cloud_share)} cloud: {best.diff:+.3f} "
+                     f"[{best.ci95[0]:+.3f}, {best.ci95[1]:+.3f}] → {best.verdict}")
+    cs = res.consistency
+    flag = t["alert"] if cs.alert else t["ok"]
+    if cs.verdict == "undetermined":
+        flag += f" ({t['undetermined']})"
+    lines.append(f"{t['consistency']}: {cs.disagreements}/{cs.n} = {_pct(cs.rate)} "
+                 f"[{_pct(cs.ci95[0])}, {_pct(cs.ci95[1])}] — {flag}")
+    return lines
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> str:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(out + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+def render_markdown(res: RouteEvalResult, lang: str = "en", chart: str = "charts/route_curve.svg",
+                    level: int = 2) -> str:
+    t, h = TEXT[lang], "#" * level
+    tb = tables(res, lang)
+    return "\n".join([f"{h} {t['title']}", "", *[f"- {x}" for x in summary_lines(res, lang)], "",
+                      f"![{t['curve']}]({chart})", "", f"{h}# {t['curve']}", "",
+                      _md_table(*tb["curve"]), "", f"{h}# {t['compare']}", "",
+                      _md_table(*tb["compare"]), "", f"*{t['by_task_note']}*", ""])
+
+
+def render_html(res: RouteEvalResult, lang: str = "en", svg: str | None = None) -> str:
+    t = TEXT[lang]
+
+    def table(header, rows) -> str:
+        return ("<table><thead><tr>" + "".join(f"<th>{escape(c)}</th>" for c in header)
+                + "</tr></thead><tbody>" + "".join(
+                    "<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+                + "</tbody></table>")
+
+    tb = tables(res, lang)
+    return "".join([f"<h2>{escape(t['title'])}</h2><ul>",
+                    *[f"<li>{escape(x)}</li>" for x in summary_lines(res, lang)], "</ul>",
+                    f"<div class='chart' id='chart-route'>{svg or curve_chart(res)}</div>",
+                    f"<h3>{escape(t['curve'])}</h3>", table(*tb["curve"]),
+                    f"<h3>{escape(t['compare'])}</h3>", table(*tb["compare"]),
+                    f"<p class='muted'>{escape(t['by_task_note'])}</p>"])
+
+
+def write_route_report(res: RouteEvalResult, out: str | Path, lang: str = "en") -> list[Path]:
+    """route.md, route.html, charts/route_curve.svg and data/route_eval.json in `out`."""
+    out = Path(out)
+    (out / "charts").mkdir(parents=True, exist_ok=True)
+    (out / "data").mkdir(parents=True, exist_ok=True)
+    svg = curve_chart(res)
+    (out / "charts" / "route_curve.svg").write_text(svg, encoding="utf-8")
+    (out / "data" / "route_eval.json").write_text(res.model_dump_json(indent=2), encoding="utf-8")
+    md = out / f"route.{lang}.md"
+    md.write_text(render_markdown(res, lang, level=1), encoding="utf-8")
+    from edgepick.report.html import CSS
+
+    html = out / f"route.{lang}.html"
+    html.write_text(f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>"
+                    f"{escape(TEXT[lang]['title'])}</title><style>{CSS}</style></head><body>"
+                    f"{render_html(res, lang, svg)}</body></html>\n", encoding="utf-8")
+    return [html, md]

@@ -1,0 +1,321 @@
+"""The router inside `edgepick serve`: edge first with cloud fallback, cloud first with edge
+degrade, per-task routes, or a confidence cascade (seed 000 §6.3-6.4, seed 001 §6.3).
+
+Offline-safe by construction: every request has an ordered list of allowed paths; a failing,
+slow or unreachable path hands over to the next, and the request fails only when every allowed
+path failed, with an error that names each path and why. Route labels (the `x-edgepick-route`
+header): `edge`, `cloud`, `edge-fallback` (the edge answered because the cloud could not or was
+offline) and `cloud-escalated` (the cloud answered because the edge failed, was overloaded, was
+unsure or broke the format).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from dataclasses import dataclass, field
+from typing import AsyncIterator, Callable
+
+from edgepick.records.deploy import DeployConfig
+from edgepick.route.answers import (answer_logprobs, answer_text, ask_logprobs, replay_stream,
+                                    strip_logprobs)
+from edgepick.route.cloud import CloudClient, CloudError
+from edgepick.route.confidence import confidence
+from edgepick.route.policy import Latches, Rule, RoutePolicy
+from edgepick.route.serve_context import ContextFitter
+from edgepick.route.signals import DeviceSignals, NetworkProbe
+from edgepick.serve.router_api import (BadRequest, EngineUnavailable, Overloaded, Routed,
+                                       RouteRequest, ServedResponse, ServeError)
+
+log = logging.getLogger("edgepick.route")
+FORCE_HEADER = "x-edgepick-force-route"  # edge | cloud: only that path (tests)
+MOCK_HEADER = "x-edgepick-mock-failure"  # edge, cloud: that path fails on purpose (tests)
+
+
+class AllPathsFailed(ServeError):
+    code = "all_routes_failed"
+
+
+@dataclass
+class Plan:
+    paths: list[str]  # in the order to try
+    reason: str
+    first_is_fallback: bool = False  # the edge goes first only because the cloud is off
+    task: str | None = None
+    mock: set[str] = field(default_factory=set)
+
+
+class EdgeCloudRouter:
+    def __init__(self, policy: RoutePolicy, deploy: DeployConfig | None = None,
+                 cloud: CloudClient | None = None) -> None:
+        self.policy = policy
+        self.deploy = deploy
+        self.cloud = cloud or (CloudClient.from_policy(policy.cloud) if policy.cloud else None)
+        self.probe: NetworkProbe | None = None
+        if self.cloud is not None:
+            net = policy.network
+            self.probe = NetworkProbe(net.probe_url or f"{self.cloud.base}/models",
+                                      net.probe_timeout_s, net.probe_interval_s,
+                                      self.cloud.headers())
+        self.device = DeviceSignals(policy.signals_file)
+        self.latches = Latches()
+        self.context = ContextFitter(policy.context_budget_share)
+        self.classifier = _load_classifier(policy.task_classifier)
+
+    # -- the Router protocol ---------------------------------------------------------------
+    async def route(self, request: RouteRequest, edge) -> Routed:
+        self.context.bind(edge.metrics.registry)
+        body, extra = _split_extension(request.body)
+        edge_body, ctx = await self.context.fit(request.kind, body, extra, edge)
+        task = self._task(request, body)
+        plan = await self._plan(request, task, ctx.input_share if ctx else None)
+        if ctx and ctx.overflow:  # the edge cannot take it at all
+            plan.paths = [p for p in plan.paths if p != "edge"]
+            if not plan.paths or self.cloud is None:
+                raise BadRequest(ctx.overflow)
+        routed = await self._run(plan, request, body, edge_body, edge)
+        if ctx and ctx.header and routed.route in ("edge", "edge-fallback"):
+            routed.response.headers["x-edgepick-context"] = ctx.header
+        return routed
+
+    async def aclose(self) -> None:
+        if self.probe is not None:
+            await self.probe.aclose()
+        if self.cloud is not None:
+            await self.cloud.aclose()
+        self.context.close()
+
+    # -- deciding ----------------------------------------------------------------------------
+    def _task(self, request: RouteRequest, body: dict) -> str | None:
+        task = request.headers.get(self.policy.task_header.lower())
+        meta = body.get("metadata")
+        if not task and isinstance(meta, dict) and meta.get("task"):
+            task = str(meta["task"])
+        if not task and self.classifier is not None:
+            task = self.classifier(body)
+        return task or self.policy.default_task
+
+    async def _online(self) -> tuple[bool, str]:
+        if self.probe is None:
+            return False, "no_cloud"
+        net = await self.probe.current()
+        if not net.reachable:
+            return False, "cloud_unreachable"
+        n = self.policy.network
+        slow = Rule(on=n.max_latency_ms, off=n.clear_latency_ms or 0.75 * n.max_latency_ms)
+        if self.latches.update("latency", slow, net.latency_ms):
+            return False, "cloud_slow"
+        return True, ""
+
+    def _device_score(self, task: str | None, input_share: float | None) -> tuple[float, list[str]]:
+        sig, st = self.policy.signals, self.device.read()
+        active: list[str] = []
+        score = 0.0
+        on_battery = st.on_ac is not True
+        for name, rule, value in (
+                ("battery_low", sig.battery, st.battery_percent if on_battery else None),
+                ("hot", sig.temperature, st.temperature_c),
+                ("memory_pressure", sig.memory_pressure, st.memory_pressure),
+                ("long_input", sig.input_share, input_share)):
+            if rule is not None and self.latches.update(name, rule, value):
+                score += rule.weight
+                active.append(name)
+        if task and task in sig.cloud_tasks and sig.weak_task:
+            score += sig.weak_task
+            active.append(f"weak_task:{task}")
+        return score, active
+
+    async def _plan(self, request: RouteRequest, task: str | None,
+                    input_share: float | None) -> Plan:
+        pol = self.policy
+        mock: set[str] = set()
+        if pol.allow_forced_route:
+            forced = request.headers.get(FORCE_HEADER)
+            mock = {p.strip() for p in request.headers.get(MOCK_HEADER, "").split(",") if p.strip()}
+            if forced in ("edge", "cloud"):
+                return Plan([forced], "forced", task=task, mock=mock)
+        online, why_off = await self._online()
+        if pol.mode == "cloud_first":
+            if online:
+                return Plan(["cloud", "edge"], "cloud_first", task=task, mock=mock)
+            return Plan(["edge", "cloud"], why_off, True, task, mock)
+        if pol.mode == "by_task":
+            route = self.deploy.route_for(task) if self.deploy else "edge"
+            reason = f"task:{task or 'default'}"
+            if route == "cloud" and online:
+                return Plan(["cloud", "edge"], reason, task=task, mock=mock)
+            if route == "cloud":
+                return Plan(["edge", "cloud"], f"{reason};{why_off}", True, task, mock)
+            return Plan(["edge", "cloud"], reason, task=task, mock=mock)
+        if pol.mode == "edge_first":
+            score, active = self._device_score(task, input_share)
+            if active and score >= pol.cloud_at and online:
+                return Plan(["cloud", "edge"], "policy:" + "+".join(active), task=task, mock=mock)
+        return Plan(["edge", "cloud"], pol.mode, task=task, mock=mock)
+
+    # -- running -----------------------------------------------------------------------------
+    def _judging(self) -> bool:
+        pol = self.policy
+        if self.cloud is None:
+            return False  # nothing to escalate to: never pay for log-probabilities
+        return pol.mode == "cascade" or pol.escalate_low_confidence or pol.validator is not None
+
+    async def _run(self, plan: Plan, request: RouteRequest, body: dict, edge_body: dict,
+                   edge) -> Routed:
+        failures: list[tuple[str, ServeError]] = []
+        for i, path in enumerate(plan.paths):
+            if path == "cloud" and self.cloud is None:
+                continue
+            label = _label(path, i, plan)
+            reason = plan.reason if i == 0 else _why(failures)
+            try:
+                if path == "cloud":
+                    resp = await self._cloud(request, body, plan)
+                    return Routed(resp, label, reason)
+                resp, unsure = await self._edge(request, edge_body, edge, plan)
+            except ServeError as exc:
+                if isinstance(exc, BadRequest):
+                    raise
+                failures.append((path, exc))
+                log.info("route %s failed: %s", path, exc)
+                continue
+            if unsure and "cloud" in plan.paths[i + 1:]:
+                try:
+                    cloud = await self._cloud(request, body, plan)
+                    return Routed(cloud, "cloud-escalated", unsure)
+                except ServeError as exc:
+                    resp = await _as_client_wants(resp, request)
+                    return Routed(resp, label, f"{unsure};cloud_failed:{_short(exc)}")
+            return Routed(await _as_client_wants(resp, request), label, reason)
+        raise _all_failed(failures)
+
+    async def _edge(self, request: RouteRequest, body: dict, edge,
+                    plan: Plan) -> tuple[ServedResponse, str]:
+        if "edge" in plan.mock:
+            raise Overloaded("mock failure of the edge (x-edgepick-mock-failure)", retry_after=1)
+        judge = self._judging() and not (request.stream and
+                                         self.policy.stream_cascade == "decide_first")
+        if not judge:
+            resp = await edge.forward(request.kind, body, request.stream, request.deadline)
+            return (await _peeked(resp) if request.stream else resp), ""
+        asked_body, asked = ask_logprobs(request.kind, body)
+        resp = await edge.forward(request.kind, asked_body, False, request.deadline)
+        data = resp.body or {}
+        pol = self.policy
+        why: list[str] = []
+        if pol.validator is not None:
+            ok, detail = pol.validator.check(answer_text(request.kind, data))
+            if not ok:
+                why.append("format_invalid")
+        conf = None
+        if pol.mode == "cascade" or pol.escalate_low_confidence:
+            c = pol.confidence
+            conf = confidence(answer_logprobs(data), c.method, c.k)
+            if conf is None or conf < c.threshold:
+                why.append("low_confidence")
+            resp.headers["x-edgepick-confidence"] = "none" if conf is None else f"{conf:.4f}"
+            self.context.observe_confidence(conf)
+        if not asked:
+            strip_logprobs(data)
+        return resp, "+".join(why)
+
+    async def _cloud(self, request: RouteRequest, body: dict, plan: Plan) -> ServedResponse:
+        assert self.cloud is not None and self.probe is not None
+        if "cloud" in plan.mock:
+            raise CloudError("mock", "cloud: mock failure (x-edgepick-mock-failure)")
+        try:
+            resp = await self.cloud.forward(request.kind, body, request.stream, request.deadline)
+        except CloudError as exc:
+            if exc.why in ("unreachable", "slow"):
+                self.probe.observe(False, why=exc.why)
+            raise
+        self.probe.observe(True, self.probe.state.latency_ms)
+        return resp
+
+
+def _label(path: str, i: int, plan: Plan) -> str:
+    if path == "edge":
+        return "edge-fallback" if i > 0 or plan.first_is_fallback else "edge"
+    return "cloud-escalated" if i > 0 else "cloud"
+
+
+def _short(exc: ServeError) -> str:
+    if isinstance(exc, CloudError):
+        return exc.why
+    return {429: "overloaded", 503: "unavailable", 504: "deadline"}.get(exc.status,
+                                                                       f"http_{exc.status}")
+
+
+def _why(failures: list[tuple[str, ServeError]]) -> str:
+    return ";".join(f"{p}_{_short(e)}" for p, e in failures) or "fallback"
+
+
+def _all_failed(failures: list[tuple[str, ServeError]]) -> ServeError:
+    if not failures:
+        return EngineUnavailable("no path allowed for this request", retry_after=2)
+    detail = "; ".join(f"{p}: {e.message} ({e.status})" for p, e in failures)
+    edge_err = next((e for p, e in failures if p == "edge"), None)
+    status = edge_err.status if edge_err is not None else 502
+    retry = edge_err.retry_after if edge_err is not None else None
+    return AllPathsFailed(f"every allowed path failed — {detail}", status=status,
+                          retry_after=retry)
+
+
+async def _as_client_wants(resp: ServedResponse, request: RouteRequest) -> ServedResponse:
+    """A buffered (judged) edge answer replayed as a stream when the client asked for one."""
+    if request.stream and resp.chunks is None and resp.body is not None:
+        return ServedResponse(chunks=replay_stream(request.kind, resp.body), headers=resp.headers,
+                              queue_wait_s=resp.queue_wait_s)
+    return resp
+
+
+async def _peeked(resp: ServedResponse) -> ServedResponse:
+    """Read a stream's first event before committing: an engine lost before its first token
+    becomes an error the router can still route around."""
+    assert resp.chunks is not None
+    try:
+        first = await anext(resp.chunks)
+    except StopAsyncIteration:
+        first = b""
+    if first.startswith(b"data: {\"error\""):
+        await resp.aclose()
+        raise EngineUnavailable("engine lost before its first token", retry_after=2)
+    rest = resp.chunks
+
+    async def chained() -> AsyncIterator[bytes]:
+        if first:
+            yield first
+        async for c in rest:
+            yield c
+
+    gen = chained()
+
+    async def close() -> None:
+        await gen.aclose()
+        await resp.aclose()
+
+    return ServedResponse(chunks=gen, headers=resp.headers, queue_wait_s=resp.queue_wait_s,
+                          _closer=close)
+
+
+def _split_extension(body: dict) -> tuple[dict, dict]:
+    """The request without edgepick's own field (`edgepick_context`: snippets, summary)."""
+    if "edgepick_context" not in body:
+        return body, {}
+    extra = body["edgepick_context"]
+    rest = {k: v for k, v in body.items() if k != "edgepick_context"}
+    return rest, extra if isinstance(extra, dict) else {}
+
+
+def _load_classifier(spec: str | None) -> Callable[[dict], str | None] | None:
+    """A user's task classifier, `module:function`, called with the request body."""
+    if not spec:
+        return None
+    from edgepick.errors import EdgepickError
+
+    mod, _, fn = spec.partition(":")
+    try:
+        return getattr(importlib.import_module(mod), fn)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise EdgepickError(f"route.task_classifier '{spec}': cannot load it ({exc})") from None
+
