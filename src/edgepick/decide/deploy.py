@@ -1,0 +1,93 @@
+"""The decision as `deploy.yaml` (records/deploy.py, docs/deploy.md): the chosen model file and
+its sha256, the runtime settings it was measured with, the per-task route, and the gates with
+their measured values, so serve/route/monitor run exactly what was proven (seed 000 §7.3-7.4,
+seed 001 §6.4)."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+
+from edgepick.decide.scenarios import Scenario
+from edgepick.errors import EdgepickError
+from edgepick.records.candidate import RuntimeSettings
+from edgepick.records.decision import CandidateSummary, Decision
+from edgepick.records.deploy import Baseline, CloudEndpoint, DeployConfig, DeployModel, TaskRoute
+
+
+def _cloud(s: CandidateSummary) -> CloudEndpoint | None:
+    """The eval reference when it is an endpoint; a local reference has no URL to route to."""
+    ref = s.reference or ""
+    if not ref.startswith(("http://", "https://")):
+        return None
+    base, _, name = ref.partition("#")
+    return CloudEndpoint(url=base.rstrip("/"), model=name or None)
+
+
+def _routes(d: Decision, s: CandidateSummary, sc: Scenario) -> list[TaskRoute]:
+    if d.hybrid is not None:
+        return list(d.hybrid.routes)
+    from edgepick.decide.hybrid import task_mix
+
+    mix, _ = task_mix(s, sc)
+    out = []
+    for task, q in sorted(s.tasks.items()):
+        b = q.badcases
+        out.append(TaskRoute(task=task, route="edge", share=mix.get(task),
+                             badcases_per_1000=None if b is None else b.value * 1000,
+                             low=None if b is None or b.low is None else b.low * 1000,
+                             high=None if b is None or b.high is None else b.high * 1000))
+    return out
+
+
+def build_deploy(d: Decision, summaries: list[CandidateSummary], sc: Scenario, *,
+                 device: str | None = None, run_id: str | None = None) -> DeployConfig:
+    """DeployConfig for the recommended candidate (proven, provisional or hybrid)."""
+    if d.recommendation is None:
+        raise EdgepickError("no candidate can be recommended, so there is nothing to deploy: "
+                            + (d.explanation.why[1] if len(d.explanation.why) > 1
+                               else "see the decision's explanation"))
+    s = next(x for x in summaries if x.candidate == d.recommendation)
+    ranked = next(r for r in d.ranking if r.candidate == d.recommendation)
+    is_file = "://" not in s.model and os.path.isfile(s.model)
+    from edgepick.store.identity import file_sha256
+
+    model = DeployModel(name=s.candidate, path=os.path.realpath(s.model) if is_file else s.model,
+                        sha256=file_sha256(s.model) if is_file else "", quant=s.quant,
+                        backend=s.backend)
+    settings = RuntimeSettings.model_validate(s.settings) if s.settings else RuntimeSettings()
+    un, fmt = s.figures.get("unacceptable_rate"), s.figures.get("format_compliance")
+    notes = list(d.explanation.watch)
+    cloud = _cloud(s)
+    if d.hybrid is not None and cloud is None:
+        notes.insert(0, f"the cloud side was measured with the local reference "
+                        f"{s.reference_name or s.reference}; set cloud.url to the endpoint that "
+                        "serves it (or an equivalent) before serving")
+    return DeployConfig(
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        run_id=None if run_id is None else str(run_id), scenario=sc.name, device=device,
+        status=d.status, model=model, runtime=settings, routes=_routes(d, s, sc),
+        default_route="edge", cloud_share=d.hybrid.cloud_share if d.hybrid else 0.0,
+        cloud=cloud, gates=ranked.gates,
+        baseline=Baseline(ttft_p50_ms=s.ttft_p50_ms, ttft_p99_ms=s.ttft_p99_ms,
+                          decode_tps=s.decode_tps, peak_memory_bytes=s.peak_rss_bytes,
+                          unacceptable_rate=None if un is None else un.value,
+                          format_error_rate=None if fmt is None else 1 - fmt.value,
+                          badcases_per_1000=_overall_badcases(d, s)),
+        notes=notes)
+
+
+def _overall_badcases(d: Decision, s: CandidateSummary) -> float | None:
+    if d.hybrid is not None:
+        return d.hybrid.badcases_per_1000
+    parts = [(q.n or 0, q.badcases.value) for q in s.tasks.values() if q.badcases is not None]
+    n = sum(k for k, _ in parts)
+    return None if not n else sum(k * v for k, v in parts) / n * 1000
+
+
+def write_deploy(path: str | Path, cfg: DeployConfig) -> tuple[Path, bool]:
+    """(the path written, whether an existing file was replaced) — the caller says so."""
+    path = Path(path)
+    existed = path.exists()
+    return cfg.dump(path), existed
