@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from edgepick.errors import InputError
 
 TASKS = ("classification", "yes_no", "extraction", "qa", "summary", "generation", "code",
-         "math", "multi_turn")
+         "math", "multi_turn", "tool_call")
 DIFFICULTIES = ("easy", "medium", "hard")
 
 
@@ -37,6 +37,7 @@ class EvalItem(BaseModel):
     reference: Any
     labels: list[str] | None = None
     schema_: dict | None = Field(default=None, alias="schema")
+    tools: list[dict] | None = None  # task tool_call: OpenAI function schemas (seed 004 §4.1)
     difficulty: Literal["easy", "medium", "hard"] | None = None
     tags: list[str] = Field(default_factory=list)
     critical: bool = False
@@ -58,7 +59,12 @@ class EvalItem(BaseModel):
     def input_hash(self) -> str:
         """Identity of what the model sees; the reference is left out so fixing an answer
         re-scores without re-running inference."""
-        blob = json.dumps({"messages": self.chat_messages()}, sort_keys=True, ensure_ascii=False)
+        seen: dict = {"messages": self.chat_messages()}
+        if self.tools is not None:  # how tools are shown is part of the input
+            from edgepick.agent.prompting import FORMAT_VERSION
+
+            seen.update(tools=self.tools, tool_format=FORMAT_VERSION)
+        blob = json.dumps(seen, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
 
@@ -85,6 +91,10 @@ def _check_item(item: EvalItem) -> list[tuple[str, str]]:
             else:
                 if isinstance(ref, dict) and not _schema_ok(item.schema_, ref):
                     problems.append(("reference", "does not satisfy the item's own schema"))
+    elif task == "tool_call":
+        from edgepick.evaluate.scorers.tool_call import check_tool_item
+
+        problems.extend(check_tool_item(item.tools, ref))
     elif task == "math":
         if isinstance(ref, bool) or not (isinstance(ref, numbers.Number) or _is_number(ref)):
             problems.append(("reference", "must be a number (or a numeric string) for task 'math'"))

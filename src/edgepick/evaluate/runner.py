@@ -74,12 +74,19 @@ def collect_outputs(candidate: Candidate, items: list[EvalItem], store: ResultSt
         on_start(candidate.name, len(missing))
     if missing:
         backend = get_backend(candidate.backend)
+        prompter = None
+        if any(items[i].tools for i in missing):  # seed 004 §4.1: tools in the model's own format
+            from edgepick.agent.prompting import ToolPrompter
+
+            prompter = ToolPrompter.for_model(candidate.model, candidate.backend)
         backend.load(candidate)
         try:
             for i in missing:
                 it = items[i]
+                prompt, chat = (prompter.build(it.chat_messages(), it.tools)
+                                if prompter and it.tools else (it.chat_messages(), True))
                 try:
-                    g = backend.generate(it.chat_messages(), budget(it, budgets), chat=True)
+                    g = backend.generate(prompt, budget(it, budgets), chat=chat)
                 except EdgepickError as exc:
                     # Not stored: a transient failure must be retried by the next run.
                     outputs[i] = {"text": "", "finish_reason": "error", "generated_tokens": 0,
@@ -88,6 +95,8 @@ def collect_outputs(candidate: Candidate, items: list[EvalItem], store: ResultSt
                     rec = {"text": g.text, "finish_reason": g.finish_reason,
                            "generated_tokens": g.generated_tokens, "prompt_tokens": g.prompt_tokens,
                            "item_id": it.id}
+                    if prompter and it.tools:
+                        rec["tool_prompt"] = prompter.mode
                     store.put(OUTPUT_KIND, keys[i], rec, label=f"{candidate.name}:{it.id}")
                     outputs[i] = dict(rec, reused=False)
                 if on_item:
