@@ -6,6 +6,7 @@ per-token cost on top of llama.cpp is one C sampler call, and each token's arriv
 
 from __future__ import annotations
 
+import codecs
 import os
 import time
 from typing import ClassVar
@@ -32,6 +33,13 @@ def engine_version() -> str:
     import llama_cpp
 
     return f"llama-cpp-python {llama_cpp.__version__}"
+
+
+def whole_chars(data: bytes) -> str:
+    """UTF-8 text of whole characters only. A byte-level token can end inside a multi-byte
+    character (one Chinese character is often two tokens); when generation stops there, the
+    partial bytes are dropped instead of decoded as U+FFFD (issue 15)."""
+    return codecs.getincrementaldecoder("utf-8")(errors="replace").decode(data, final=False)
 
 
 class LlamaCppBackend(Backend):
@@ -102,7 +110,7 @@ class LlamaCppBackend(Backend):
                                         special=parse_special)
 
     def detokenize(self, tokens: list[int]) -> str:
-        return self._require().detokenize(tokens).decode("utf-8", errors="replace")
+        return whole_chars(self._require().detokenize(tokens))
 
     def render_chat(self, messages: list[dict]) -> str:
         if self._formatter is None:
