@@ -138,6 +138,19 @@ class EdgePool:
             await old.drain(self.drain_timeout_s)
             await old.stop()
 
+    async def count_tokens(self, text: str) -> int:
+        """Tokens of `text` by the serving model's own tokenizer (llama-server's /tokenize)."""
+        await self._ready.wait()
+        engine = self.engine
+        assert engine is not None and engine.client is not None
+        try:
+            resp = await engine.client.post("/tokenize", json={"content": text})
+            resp.raise_for_status()
+        except httpx.HTTPError as exc:
+            raise EngineUnavailable(f"engine unavailable ({type(exc).__name__})",
+                                    retry_after=2) from None
+        return len(resp.json().get("tokens", []))
+
     # -- the request path --------------------------------------------------------------------
     async def forward(self, kind: Kind, body: dict, stream: bool, deadline: float) -> ServedResponse:
         body, degraded = self.resources.apply(body)

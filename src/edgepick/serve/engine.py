@@ -58,6 +58,17 @@ class EngineSpec:
         return cmd
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when edgepick dies, so no engine is ever orphaned."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
 def tree_memory_bytes(pid: int) -> int:
     """RssAnon + VmSwap of a process and its descendants: what it holds that the kernel cannot
     simply drop (file-backed mmap pages of the weights are left out)."""
@@ -110,7 +121,7 @@ class Engine:
         try:
             self.proc = await asyncio.create_subprocess_exec(
                 *self.spec.command(exe, self.port), stdout=logfile, stderr=asyncio.subprocess.STDOUT,
-                stdin=asyncio.subprocess.DEVNULL)
+                stdin=asyncio.subprocess.DEVNULL, preexec_fn=_die_with_parent)
         finally:
             logfile.close()
         # the pool bounds concurrency itself, so the client never needs more than slots + a few

@@ -42,12 +42,17 @@ class ServeMetrics:
                                 ["reason"], registry=r)
         self.swaps = Counter("edgepick_model_swaps", "Active model changes by cause",
                              ["cause", "to_version"], registry=r)
+        self.policy_checks = Counter("edgepick_policy_checks", "Hot-swap policy evaluations",
+                                     registry=r)
         self.tokens = Counter("edgepick_tokens", "Prompt and generated tokens", ["kind"], registry=r)
         self.routes = Counter("edgepick_routes", "Requests by route and reason", ["route", "reason"],
                               registry=r)
         self.sampled = Counter("edgepick_sampled_outputs",
-                               "Sampled outputs by verdict (ok, unacceptable, format_error)",
-                               ["verdict"], registry=r)
+                               "Sampled outputs by verdict (ok, unacceptable)", ["verdict"],
+                               registry=r)
+        self.sampled_format_errors = Counter("edgepick_sampled_format_errors",
+                                             "Sampled outputs without the form asked for",
+                                             registry=r)
         self.queue_depth = Gauge("edgepick_queue_depth", "Requests waiting for a slot", registry=r)
         self.busy_slots = Gauge("edgepick_busy_slots", "Slots running a request", registry=r)
         self.slots = Gauge("edgepick_slots", "Engine slots", registry=r)

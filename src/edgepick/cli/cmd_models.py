@@ -1,0 +1,145 @@
+"""`edgepick models …`: the model registry — add, list, remove, activate, rollback (seed 001
+§6.4). See docs/registry.md."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from edgepick.cli.output import console, human_bytes, print_json
+
+models_app = typer.Typer(help="The model registry: versions verified by SHA-256, activate, "
+                              "rollback (docs/registry.md).", no_args_is_help=True)
+
+REGISTRY_HELP = "registry directory (env EDGEPICK_REGISTRY; default ./edgepick-registry)"
+SERVER_HELP = ("a running `edgepick serve` (http://host:port): switch it live; without it, the "
+               "version is started once to prove it loads, then recorded as active")
+
+
+def _root(registry: Optional[Path]) -> Path:
+    return registry or Path(os.environ.get("EDGEPICK_REGISTRY", "edgepick-registry"))
+
+
+def _server_call(server: str, action: str, payload: dict, api_key: Optional[str]) -> dict:
+    import httpx
+
+    from edgepick.errors import EdgepickError
+
+    key = api_key or os.environ.get("EDGEPICK_API_KEY")
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    url = server.rstrip("/").removesuffix("/v1") + f"/admin/models/{action}"
+    try:
+        resp = httpx.post(url, json=payload, headers=headers, timeout=300)
+    except httpx.HTTPError as exc:
+        raise EdgepickError(f"{url}: {exc}") from None
+    data = resp.json() if resp.headers.get("content-type", "").startswith("application/json") else {}
+    if resp.status_code != 200:
+        msg = (data.get("error") or {}).get("message") if isinstance(data, dict) else None
+        raise EdgepickError(f"{server} refused: {msg or resp.text[:200]}")
+    return data
+
+
+@models_app.command("add")
+def add(file: Path = typer.Argument(..., help="the model file (GGUF)"),
+        name: str = typer.Option(..., "--name", help="model name"),
+        version: str = typer.Option(..., "--version", help="version label, e.g. 2 or q4"),
+        registry: Optional[Path] = typer.Option(None, "--registry", help=REGISTRY_HELP)) -> None:
+    """Copy a model file into the registry and record its SHA-256."""
+    from edgepick.registry.store import Registry
+
+    ve = Registry(_root(registry), create=True).add(file, name, version)
+    console.print(f"added {name}@{version} ({human_bytes(ve.size)}, sha256 {ve.sha256[:12]}…)")
+
+
+@models_app.command("list")
+def list_(registry: Optional[Path] = typer.Option(None, "--registry", help=REGISTRY_HELP),
+          json_out: bool = typer.Option(False, "--json", help="print JSON")) -> None:
+    """The registry's models, their versions and which one is active."""
+    from edgepick.registry.store import Registry
+
+    state = Registry(_root(registry)).state()
+    if json_out:
+        print_json(state)
+        return
+    t = Table("model", "version", "active", "size", "sha256", "added", "file")
+    for name, entry in state.models.items():
+        for v, ve in entry.versions.items():
+            mark = "active" if v == entry.active else (
+                "previous" if entry.history and v == entry.history[-1] else "")
+            if v == entry.pending:
+                mark += " (unfinished activation)"
+            t.add_row(name, v, mark, human_bytes(ve.size), ve.sha256[:12] + "…", ve.added, ve.file)
+    console.print(t)
+
+
+@models_app.command("remove")
+def remove(ref: str = typer.Argument(..., help="NAME@VERSION"),
+           registry: Optional[Path] = typer.Option(None, "--registry", help=REGISTRY_HELP)) -> None:
+    """Delete a version that is not active (its file too)."""
+    from edgepick.errors import EdgepickError
+    from edgepick.registry.store import Registry, split_ref
+
+    name, version = split_ref(ref)
+    if version is None:
+        raise EdgepickError(f"{ref}: give NAME@VERSION")
+    Registry(_root(registry)).remove(name, version)
+    console.print(f"removed {name}@{version}")
+
+
+@models_app.command("activate")
+def activate(ref: str = typer.Argument(..., help="NAME@VERSION"),
+             registry: Optional[Path] = typer.Option(None, "--registry", help=REGISTRY_HELP),
+             server: Optional[str] = typer.Option(None, "--server", help=SERVER_HELP),
+             api_key: Optional[str] = typer.Option(None, "--api-key",
+                                                   help="the server's key (env EDGEPICK_API_KEY)")) -> None:
+    """Verify the SHA-256, start the version, and switch to it once healthy; the old version
+    stays on disk. A checksum mismatch is refused and the active version stays."""
+    from edgepick.errors import EdgepickError
+    from edgepick.registry.activation import activate as do_activate, check_engine
+    from edgepick.registry.store import Registry, split_ref
+
+    name, version = split_ref(ref)
+    if version is None:
+        raise EdgepickError(f"{ref}: give NAME@VERSION")
+    if server:
+        out = _server_call(server, "activate", {"name": name, "version": version}, api_key)
+        console.print(f"{server}: {name} {out.get('from') or '-'} → {out['to']}")
+        return
+    reg = Registry(_root(registry))
+
+    async def start(path: str) -> None:
+        await check_engine(path, name, version)
+
+    before = asyncio.run(do_activate(reg, name, version, start))
+    console.print(f"{name}: {before or '-'} → {version} (active)")
+
+
+@models_app.command("rollback")
+def rollback(name: str = typer.Argument(..., help="NAME"),
+             registry: Optional[Path] = typer.Option(None, "--registry", help=REGISTRY_HELP),
+             server: Optional[str] = typer.Option(None, "--server", help=SERVER_HELP),
+             api_key: Optional[str] = typer.Option(None, "--api-key",
+                                                   help="the server's key (env EDGEPICK_API_KEY)")) -> None:
+    """Go back to the version that was active before."""
+    from edgepick.registry.activation import check_engine, rollback as do_rollback
+    from edgepick.registry.store import Registry
+
+    if server:
+        out = _server_call(server, "rollback", {"name": name}, api_key)
+        console.print(f"{server}: {name} {out['from']} → {out['to']}")
+        return
+
+    async def start(version: str, path: str) -> None:
+        await check_engine(path, name, version)
+
+    before, after = asyncio.run(do_rollback(Registry(_root(registry)), name, start))
+    console.print(f"{name}: {before} → {after} (active)")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(models_app, name="models")

@@ -1,0 +1,55 @@
+"""Activating a registry version: verify the SHA-256, mark it pending, start its engine and wait
+until healthy, then commit (seed 001 §6.4). `start` is what "start its engine" means where the
+activation runs: in a serving process it switches the live pool; from the CLI alone it starts a
+llama-server, checks it answers, and stops it."""
+
+from __future__ import annotations
+
+from typing import Awaitable, Callable
+
+from edgepick.registry.store import Registry, crash_point
+
+
+async def activate(registry: Registry, name: str, version: str,
+                   start: Callable[[str], Awaitable[None]]) -> str:
+    """Make `name@version` active; returns the version it replaced (or "")."""
+    before = registry.model(name).active or ""
+    path = registry.verify(name, version)  # a mismatch raises here; nothing has changed yet
+    crash_point("activate-verified")
+    registry.mark_pending(name, version)
+    crash_point("activate-pending")
+    try:
+        await start(str(path))
+    except BaseException:
+        registry.clear_pending(name)
+        raise
+    crash_point("activate-started")
+    registry.commit(name, version)
+    crash_point("activate-committed")
+    return before
+
+
+async def rollback(registry: Registry, name: str,
+                   start: Callable[[str, str], Awaitable[None]]) -> tuple[str, str]:
+    """Go back to the version active before; returns (from, to)."""
+    current = registry.model(name).active or ""
+    target = registry.previous(name)
+
+    async def start_target(path: str) -> None:
+        await start(target, path)
+
+    await activate(registry, name, target, start_target)
+    registry.pop_history(name, current)
+    return current, target
+
+
+async def check_engine(path: str, name: str, version: str) -> None:
+    """Start a llama-server on the file, wait until healthy, stop it: the CLI's proof that the
+    version loads when no server is running."""
+    from edgepick.serve.engine import Engine, EngineSpec
+
+    engine = Engine(EngineSpec(path=path, name=name, version=version, slots=1))
+    try:
+        await engine.start()
+    finally:
+        await engine.stop()

@@ -1,0 +1,232 @@
+"""The model registry on disk: versions of model files, verified by SHA-256, with an active
+version and the ones before it (seed 001 §6.4: download, verify, switch, roll back, keep at least
+one old version).
+
+Layout: `DIR/registry.json` (the state, replaced atomically: write a temporary file, fsync,
+rename) and `DIR/models/NAME/VERSION/FILE`. A reader sees the old state or the new one, never a
+mix; an activation in progress is written as `pending` and only `commit` makes it active, so a
+crash at any point leaves the previous version active or the new one fully.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import logging
+import os
+import re
+import shutil
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from edgepick.errors import EdgepickError
+
+log = logging.getLogger("edgepick.registry")
+STATE = "registry.json"
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+class ChecksumMismatch(EdgepickError):
+    """A stored file no longer has the SHA-256 recorded when it was added."""
+
+
+class VersionEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    file: str  # relative to the registry directory
+    sha256: str
+    size: int
+    added: str
+
+
+class ModelEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    versions: dict[str, VersionEntry] = Field(default_factory=dict)
+    active: str | None = None
+    history: list[str] = Field(default_factory=list)  # versions active before, oldest first
+    pending: str | None = None  # an activation started and not committed
+
+
+class RegistryState(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    schema_version: int = 1
+    models: dict[str, ModelEntry] = Field(default_factory=dict)
+
+
+def sha256_of(path: str | Path) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def crash_point(step: str) -> None:
+    """Tests force a crash between two steps (EDGEPICK_REGISTRY_CRASH_AT=step) to prove the
+    state stays consistent; never set in normal use."""
+    if os.environ.get("EDGEPICK_REGISTRY_CRASH_AT") == step:
+        os._exit(75)
+
+
+def split_ref(ref: str) -> tuple[str, str | None]:
+    """`name@version` → (name, version); `name` → (name, None)."""
+    name, _, version = ref.partition("@")
+    return name, version or None
+
+
+class Registry:
+    def __init__(self, root: str | Path, create: bool = False) -> None:
+        self.root = Path(root).expanduser()
+        if create:
+            self.root.mkdir(parents=True, exist_ok=True)
+        elif not (self.root / STATE).is_file():
+            raise EdgepickError(f"{self.root}: not a model registry (no {STATE}); create one "
+                                "with `edgepick models add FILE --name N --version V --registry "
+                                f"{self.root}`")
+
+    # -- state ---------------------------------------------------------------------------------
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / ".lock", "a") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def state(self) -> RegistryState:
+        path = self.root / STATE
+        if not path.is_file():
+            return RegistryState()
+        try:
+            return RegistryState.model_validate_json(path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise EdgepickError(f"{path}: unreadable registry state ({str(exc).splitlines()[0]})") from None
+
+    def _write(self, state: RegistryState) -> None:
+        path = self.root / STATE
+        tmp = path.with_name(STATE + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(state.model_dump_json(indent=2))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        dir_fd = os.open(self.root, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+    def model(self, name: str) -> ModelEntry:
+        entry = self.state().models.get(name)
+        if entry is None:
+            known = ", ".join(self.state().models) or "none"
+            raise EdgepickError(f"no model '{name}' in the registry {self.root} (models: {known})")
+        return entry
+
+    def path_of(self, name: str, version: str) -> Path:
+        entry = self.model(name)
+        if version not in entry.versions:
+            raise EdgepickError(f"{name} has no version '{version}' (versions: "
+                                f"{', '.join(entry.versions) or 'none'})")
+        return self.root / entry.versions[version].file
+
+    # -- add / remove --------------------------------------------------------------------------
+    def add(self, file: str | Path, name: str, version: str) -> VersionEntry:
+        """Copy the file in, record its SHA-256; the state changes only once the copy is whole."""
+        src = Path(file)
+        if not src.is_file():
+            raise EdgepickError(f"{file}: no such file")
+        for what, value in (("name", name), ("version", version)):
+            if not NAME_RE.match(value):
+                raise EdgepickError(f"{what} '{value}': use letters, digits, '.', '_' or '-'")
+        with self._locked():
+            state = self.state()
+            entry = state.models.setdefault(name, ModelEntry())
+            if version in entry.versions:
+                raise EdgepickError(f"{name}@{version} is already in the registry; add a new "
+                                    "version instead of replacing one")
+            dest_dir = self.root / "models" / name / version
+            dest_dir.mkdir(parents=True, exist_ok=True)
+            dest = dest_dir / src.name
+            tmp = dest.with_name(dest.name + ".partial")
+            shutil.copyfile(src, tmp)
+            digest = sha256_of(tmp)
+            crash_point("add-copied")
+            os.replace(tmp, dest)
+            crash_point("add-placed")
+            ve = VersionEntry(file=str(dest.relative_to(self.root)), sha256=digest,
+                              size=dest.stat().st_size,
+                              added=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+            entry.versions[version] = ve
+            self._write(state)
+        return ve
+
+    def remove(self, name: str, version: str) -> None:
+        with self._locked():
+            state = self.state()
+            entry = state.models.get(name)
+            if entry is None or version not in entry.versions:
+                raise EdgepickError(f"{name}@{version} is not in the registry")
+            if version in (entry.active, entry.pending):
+                raise EdgepickError(f"{name}@{version} is active; activate another version first")
+            ve = entry.versions.pop(version)
+            entry.history = [v for v in entry.history if v != version]
+            if not entry.versions:
+                del state.models[name]
+            self._write(state)
+        shutil.rmtree((self.root / ve.file).parent, ignore_errors=True)
+
+    # -- activation: verify → pending → (engine healthy) → commit ---------------------------------
+    def verify(self, name: str, version: str) -> Path:
+        path = self.path_of(name, version)
+        expected = self.model(name).versions[version].sha256
+        if not path.is_file():
+            raise ChecksumMismatch(f"{name}@{version}: file {path} is missing")
+        got = sha256_of(path)
+        if got != expected:
+            raise ChecksumMismatch(f"{name}@{version}: SHA-256 of {path} is {got[:12]}…, the "
+                                   f"registry recorded {expected[:12]}…; refusing it")
+        return path
+
+    def mark_pending(self, name: str, version: str) -> None:
+        with self._locked():
+            state = self.state()
+            state.models[name].pending = version
+            self._write(state)
+
+    def commit(self, name: str, version: str) -> None:
+        """The one atomic step that makes `version` active."""
+        with self._locked():
+            state = self.state()
+            entry = state.models[name]
+            if entry.active and entry.active != version:
+                entry.history = [v for v in entry.history if v != entry.active] + [entry.active]
+            entry.history = [v for v in entry.history if v != version]
+            entry.active, entry.pending = version, None
+            self._write(state)
+
+    def clear_pending(self, name: str) -> None:
+        with self._locked():
+            state = self.state()
+            if name in state.models and state.models[name].pending is not None:
+                log.warning("%s@%s: an unfinished activation was abandoned; %s stays active",
+                            name, state.models[name].pending, state.models[name].active)
+                state.models[name].pending = None
+                self._write(state)
+
+    def previous(self, name: str) -> str:
+        entry = self.model(name)
+        candidates = [v for v in entry.history if v in entry.versions and v != entry.active]
+        if not candidates:
+            raise EdgepickError(f"{name} has no earlier version to roll back to")
+        return candidates[-1]
+
+    def pop_history(self, name: str, version: str) -> None:
+        """After a rollback to `version`, the version rolled back from is not "previous" again."""
+        with self._locked():
+            state = self.state()
+            entry = state.models[name]
+            entry.history = [v for v in entry.history if v != version]
+            self._write(state)

@@ -1,0 +1,122 @@
+"""Putting a server together from what the user gave: a deploy.yaml, a model, or a registry name;
+the settings; the policy. Everything is checked before the engine starts (SPEC §10)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from edgepick.errors import EdgepickError, InputError
+from edgepick.records.candidate import RuntimeSettings
+from edgepick.records.deploy import DeployConfig
+from edgepick.registry.store import Registry, sha256_of, split_ref
+from edgepick.serve.app import ServeState
+from edgepick.serve.edge import EdgePool
+from edgepick.serve.engine import EngineSpec
+from edgepick.serve.policy import ServePolicy
+from edgepick.serve.router_api import EdgeOnlyRouter, Router
+from edgepick.serve.settings import ServeSettings
+
+log = logging.getLogger("edgepick.serve")
+ROUTER_GROUP = "edgepick.routers"
+
+
+@dataclass
+class Source:
+    """The model to serve, resolved: a verified file, its served name and version."""
+
+    path: str
+    name: str
+    version: str
+    runtime: RuntimeSettings
+    deploy: DeployConfig | None = None
+
+
+def from_deploy(path: str | Path, runtime: dict) -> Source:
+    cfg = DeployConfig.load(path)
+    model = Path(cfg.model.path).expanduser()
+    if not model.is_absolute():
+        model = Path(path).parent / model
+    if not model.is_file():
+        raise InputError(path, f"model file {model} does not exist", field="model.path")
+    got = sha256_of(model)
+    if got != cfg.model.sha256.lower():
+        raise InputError(path, f"SHA-256 of {model} is {got[:12]}…, the deploy file says "
+                               f"{cfg.model.sha256[:12]}…; refusing to serve it", field="model.sha256")
+    rt = cfg.runtime.model_copy(update=runtime)
+    return Source(str(model), cfg.model.name, cfg.model.sha256[:12], rt, cfg)
+
+
+def from_registry(registry: Registry, ref: str | None, runtime: dict) -> Source:
+    models = registry.state().models
+    if ref is None:
+        if len(models) != 1:
+            raise EdgepickError(f"the registry {registry.root} holds {len(models)} models; name "
+                                "one with -m NAME")
+        ref = next(iter(models))
+    name, version = split_ref(ref)
+    version = version or registry.model(name).active
+    if version is None:
+        raise EdgepickError(f"{name} has no active version; run `edgepick models activate "
+                            f"{name}@VERSION`")
+    path = registry.verify(name, version)
+    return Source(str(path), name, version, RuntimeSettings().model_copy(update=runtime))
+
+
+def from_model(spec: str, runtime: dict) -> Source:
+    from edgepick.records.model_ref import ModelRef
+
+    ref = ModelRef.parse(spec)
+    if ref.is_endpoint:
+        raise EdgepickError(f"{spec}: serve runs a local GGUF file; an endpoint is already served")
+    return Source(str(ref.path), ref.label, ref.identity()[:12],
+                  RuntimeSettings().model_copy(update=runtime))
+
+
+def load_router(policy: ServePolicy, deploy: DeployConfig | None) -> Router:
+    """The policy's `route:` names a router registered under the `edgepick.routers` entry point
+    group (`route: {router: NAME, ...}`, NAME defaulting to "default"); no section: edge only."""
+    if policy.route is None:
+        return EdgeOnlyRouter()
+    from importlib.metadata import entry_points
+
+    section = policy.route if isinstance(policy.route, dict) else {}
+    name = str(section.get("router", "default"))
+    found = {ep.name: ep for ep in entry_points(group=ROUTER_GROUP)}
+    if name not in found:
+        raise EdgepickError(f"the policy's route: section names router '{name}', which is not "
+                            f"installed (installed: {', '.join(found) or 'none'})")
+    return found[name].load()(section, deploy)
+
+
+def build_state(settings: ServeSettings, source: Source, *, registry: Registry | None = None,
+                router: Router | None = None) -> ServeState:
+    from edgepick.serve.control import RegistryControl
+    from edgepick.serve.swap import HotSwap
+    from edgepick.serve.watchdog import MemoryWatchdog
+
+    policy = ServePolicy.load(settings.policy)
+    spec = EngineSpec(path=source.path, name=source.name, version=source.version,
+                      runtime=source.runtime, slots=settings.slots)
+    pool = EdgePool(spec, queue=settings.queue, resources=policy.resources,
+                    drain_timeout_s=settings.drain_timeout,
+                    log_dir=str(settings.log_dir) if settings.log_dir else None)
+    watchdog = MemoryWatchdog(pool, settings.mem_limit, settings.mem_check,
+                              settings.restart_cooldown)
+    background = [watchdog.run]
+    admin = None
+    if registry is not None:
+        admin = RegistryControl(registry, pool)
+    if policy.swap is not None:
+        if registry is None:
+            raise InputError(settings.policy, "a swap: section needs --registry (the versions "
+                                              "it swaps between)", field="swap")
+        try:
+            swap = HotSwap(policy.swap, registry, pool, settings.signals)
+        except EdgepickError as exc:
+            raise InputError(settings.policy, str(exc), field="swap") from None
+        background.append(swap.run)
+    if router is None:
+        router = load_router(policy, source.deploy)
+    return ServeState(pool, settings, router, background=background, admin=admin)

@@ -1,0 +1,114 @@
+"""Relaying an answer to the client while measuring it: TTFT, inter-token gaps, decode speed,
+tokens, and the text when the request is sampled (seed 000 §5.3, §7.4)."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import AsyncIterator, Callable
+
+import anyio
+
+from edgepick.serve.router_api import ServedResponse
+
+
+@dataclass
+class Outcome:
+    """What one answer measured; `finish` runs once, when the answer is complete or abandoned."""
+
+    status: int = 200
+    first_s: float | None = None  # seconds from arrival to the first generated text
+    gaps: list[float] = field(default_factory=list)
+    decode_tps: float | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    text: list[str] = field(default_factory=list)
+    finish_reason: str = ""
+
+
+def measure_body(body: dict, t0: float, t_end: float, keep_text: bool) -> Outcome:
+    """A non-streaming answer: the first token's time is derived from the engine's own timings
+    (end to end minus the decode of the tokens after the first)."""
+    out = Outcome()
+    usage = body.get("usage") or {}
+    out.prompt_tokens = int(usage.get("prompt_tokens") or 0)
+    out.completion_tokens = int(usage.get("completion_tokens") or 0)
+    timings = body.get("timings") or {}
+    per_tok = timings.get("predicted_per_token_ms")
+    if out.completion_tokens and per_tok is not None:
+        decode_s = (out.completion_tokens - 1) * float(per_tok) / 1000
+        out.first_s = max(t_end - t0 - decode_s, 0.0)
+        if out.completion_tokens > 1 and per_tok > 0:
+            out.decode_tps = 1000 / float(per_tok)
+            out.gaps = [float(per_tok) / 1000]
+    choices = body.get("choices") or [{}]
+    c0 = choices[0] if choices else {}
+    out.finish_reason = str(c0.get("finish_reason") or "")
+    if keep_text:
+        msg = c0.get("message") or {}
+        out.text.append(str(msg.get("content") or c0.get("text") or ""))
+    return out
+
+
+def _event_text(event: dict) -> str | None:
+    choices = event.get("choices") or []
+    if not choices:
+        return None
+    c0 = choices[0]
+    delta = c0.get("delta")
+    piece = delta.get("content") if isinstance(delta, dict) else c0.get("text")
+    return piece or None
+
+
+async def relay_stream(resp: ServedResponse, t0: float, keep_text: bool,
+                       finish: Callable[[Outcome], None]) -> AsyncIterator[bytes]:
+    """The SSE bytes as they come, timing each event that carries text. Closing the iterator
+    (client gone) closes the response, which frees the slot and cancels the generation."""
+    out = Outcome()
+    buf = b""
+    last = None
+    try:
+        assert resp.chunks is not None
+        async for chunk in resp.chunks:
+            yield chunk
+            buf += chunk
+            while b"\n\n" in buf:
+                raw, buf = buf.split(b"\n\n", 1)
+                line = raw.strip()
+                if not line.startswith(b"data:") or line.endswith(b"[DONE]"):
+                    continue
+                try:
+                    event = json.loads(line[5:])
+                except ValueError:
+                    continue
+                now = time.monotonic()
+                if "error" in event:
+                    err = event["error"]
+                    out.status = int(err.get("code") or 500) if isinstance(err, dict) else 500
+                piece = _event_text(event)
+                if piece is not None:
+                    if last is None:
+                        out.first_s = now - t0
+                    else:
+                        out.gaps.append(now - last)
+                    last = now
+                    if keep_text:
+                        out.text.append(piece)
+                for c in event.get("choices") or []:
+                    if c.get("finish_reason"):
+                        out.finish_reason = c["finish_reason"]
+                usage = event.get("usage")
+                if usage:
+                    out.prompt_tokens = int(usage.get("prompt_tokens") or 0)
+                    out.completion_tokens = int(usage.get("completion_tokens") or 0)
+        if out.gaps:
+            out.decode_tps = len(out.gaps) / sum(out.gaps) if sum(out.gaps) > 0 else None
+    except BaseException:
+        out.status = 499  # the client went away (nginx's code for it)
+        raise
+    finally:
+        # cleanup must run even while the task is being cancelled by the disconnect
+        with anyio.CancelScope(shield=True):
+            await resp.aclose()
+        finish(out)

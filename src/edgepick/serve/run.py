@@ -1,0 +1,51 @@
+"""Running the app under uvicorn on a socket bound up front, so the URL printed is the one
+listened on (`--port 0` picks a free port)."""
+
+from __future__ import annotations
+
+import logging
+import socket
+
+import uvicorn
+
+from edgepick.errors import EdgepickError
+from edgepick.serve.app import ServeState, create_app
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise EdgepickError(f"cannot listen on {host}:{port} ({exc.strerror})") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def run_server(state: ServeState) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    s = state.settings
+    sock = bind(s.host, s.port)
+    host, port = sock.getsockname()[:2]
+    config = uvicorn.Config(create_app(state), lifespan="on", access_log=False,
+                            log_level="warning", timeout_graceful_shutdown=s.drain_timeout)
+    server = uvicorn.Server(config)
+
+    def failed(exc: Exception) -> None:
+        server.should_exit = True
+
+    state.on_start_failed = failed
+    shown = f"[{host}]" if ":" in host else host
+    spec = state.pool.spec
+    print(f"edgepick serve: http://{shown}:{port}/v1 ({spec.name}@{spec.version}, "
+          f"{s.slots} slots, queue {s.queue}; /health, /metrics)", flush=True)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+    if state.start_error is not None:
+        raise EdgepickError(str(state.start_error))

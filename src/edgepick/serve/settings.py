@@ -1,0 +1,104 @@
+"""`edgepick serve` settings: one pydantic settings model fed by the command-line flags, the
+`EDGEPICK_SERVE_*` environment variables and a YAML file (`--config`), in that order of
+precedence (as llama-cpp-python's server does)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from edgepick.units import parse_size
+
+
+class ServeSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="EDGEPICK_SERVE_", extra="forbid",
+                                      populate_by_name=True)
+
+    host: str = Field("127.0.0.1", description="address to listen on (loopback unless told)")
+    port: int = Field(8080, ge=0, le=65535, description="port to listen on (0: a free one)")
+    slots: int = Field(2, ge=1, le=64, description="requests decoded at once (llama-server -np)")
+    queue: int = Field(8, ge=0, le=4096, description="requests that may wait for a slot; "
+                                                     "beyond slots + queue: 429 at once")
+    deadline: float = Field(120.0, gt=0, description="seconds a request may take, queue "
+                                                     "wait plus generation (504 beyond)")
+    api_key: str | None = Field(None, validation_alias=AliasChoices(
+        "api_key", "EDGEPICK_SERVE_API_KEY", "EDGEPICK_API_KEY"),
+        description="clients must send it as a Bearer token (env EDGEPICK_API_KEY)")
+    max_body: int = Field(1 << 20, gt=0, description="largest request body accepted (413 "
+                                                     "beyond), e.g. 1MiB")
+    max_tokens: int = Field(1024, ge=1, description="largest max_tokens a request may ask for "
+                                                    "(400 beyond; the default when absent)")
+    max_prompt_tokens: int | None = Field(None, ge=1, description="largest prompt in tokens "
+                                          "(400 beyond); default: context minus max_tokens")
+    mem_limit: int | None = Field(None, gt=0, description="engine RssAnon+VmSwap that "
+                                  "triggers a drain and restart, e.g. 2GiB")
+    mem_check: float = Field(1.0, gt=0, description="seconds between memory samples")
+    restart_cooldown: float = Field(30.0, ge=0, description="least seconds between two "
+                                    "memory restarts")
+    drain_timeout: float = Field(30.0, ge=0, description="seconds in-flight requests get to "
+                                 "finish before a restart (then: retriable 503)")
+    policy: Path | None = Field(None, description="YAML policy: resources:, swap:, route:")
+    registry: Path | None = Field(None, description="model registry directory")
+    signals: Path | None = Field(None, description="signals file (battery, AC, temperature, "
+                                 "memory pressure) read instead of the OS")
+    sample_rate: float = Field(0.0, ge=0, le=1, description="share of requests whose output "
+                               "is judged and, with --sample-out, written as eval JSONL")
+    sample_out: Path | None = Field(None, description="eval JSONL file for sampled traffic")
+    log_dir: Path | None = Field(None, description="where llama-server logs go")
+
+    @field_validator("max_body", "mem_limit", mode="before")
+    @classmethod
+    def _size(cls, v: Any) -> Any:
+        return None if v is None else parse_size(v)
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings,
+                                   dotenv_settings, file_secret_settings):
+        return (init_settings, env_settings, _YamlSource(settings_cls))
+
+    @classmethod
+    def load(cls, config: str | Path | None = None, **flags: Any) -> "ServeSettings":
+        """Flags given (not None) override the environment, which overrides the file."""
+        from pydantic import ValidationError
+
+        from edgepick.errors import EdgepickError, InputError
+
+        _YamlSource.path = Path(config) if config else None
+        try:
+            return cls(**{k: v for k, v in flags.items() if v is not None})
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = ".".join(str(p) for p in err["loc"])
+            if config and field and field in (_YamlSource.keys or ()):
+                raise InputError(config, err["msg"], field=field) from None
+            raise EdgepickError(f"serve setting '{field}': {err['msg']}") from None
+        finally:
+            _YamlSource.path = None
+
+
+class _YamlSource(PydanticBaseSettingsSource):
+    path: Path | None = None
+    keys: tuple[str, ...] | None = None
+
+    def get_field_value(self, field, field_name):  # pragma: no cover - __call__ is used
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        if self.path is None:
+            return {}
+        from edgepick.errors import InputError
+        from edgepick.yaml_input import read_yaml
+
+        data = read_yaml(self.path) or {}
+        if not isinstance(data, dict):
+            raise InputError(self.path, "expected a mapping of serve settings")
+        data = {str(k).replace("-", "_"): v for k, v in data.items()}
+        unknown = sorted(set(data) - set(ServeSettings.model_fields))
+        if unknown:
+            raise InputError(self.path, f"unknown setting(s) {', '.join(unknown)}; known: "
+                                        f"{', '.join(ServeSettings.model_fields)}")
+        type(self).keys = tuple(data)
+        return data

@@ -1,0 +1,67 @@
+"""`edgepick serve` as a child process, for tests, benchmarks and scripts: started on a free
+loopback port, its URL read from the line it prints, waited for until /health answers 200, and
+always stopped."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import httpx
+
+from edgepick.errors import EdgepickError
+
+
+@contextmanager
+def spawn_serve(args: list[str], log: Path, env: dict | None = None, ready: bool = True,
+                timeout_s: float = 180.0) -> Iterator[tuple[str, subprocess.Popen]]:
+    """Yields (http://127.0.0.1:PORT, process); stderr goes to `log`."""
+    with open(log, "w") as fh:
+        proc = subprocess.Popen([sys.executable, "-m", "edgepick", "serve", "--port", "0", *args],
+                                stdout=subprocess.PIPE, stderr=fh, text=True,
+                                env=dict(os.environ, **(env or {})))
+    box: list[str] = []
+
+    def read_url() -> None:
+        for line in proc.stdout:  # type: ignore[union-attr]
+            m = re.search(r"(http://127\.0\.0\.1:\d+)/v1", line)
+            if m and not box:
+                box.append(m.group(1))
+
+    threading.Thread(target=read_url, daemon=True).start()
+    try:
+        end = time.monotonic() + timeout_s
+        while True:
+            if proc.poll() is not None:
+                raise EdgepickError(f"edgepick serve exited with {proc.returncode}: "
+                                    f"{log.read_text()[-1500:]}")
+            if box and (not ready or _healthy(box[0])):
+                break
+            if time.monotonic() > end:
+                raise EdgepickError(f"edgepick serve was not ready after {timeout_s:.0f} s; "
+                                    f"see {log}")
+            time.sleep(0.05)
+        yield box[0], proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return httpx.get(url + "/health", timeout=5).status_code == 200
+    except httpx.HTTPError:
+        return False

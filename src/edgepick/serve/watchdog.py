@@ -1,0 +1,54 @@
+"""Memory watchdog: samples the engine process tree's RssAnon + VmSwap and, over the threshold,
+drains and restarts it (seed 000 §5.3: a memory threshold triggers cleanup or restart; never
+assume the framework has no leaks). Restarts are logged with their reason and counted."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+
+from edgepick.serve.edge import EdgePool
+
+log = logging.getLogger("edgepick.serve")
+
+
+class MemoryWatchdog:
+    def __init__(self, pool: EdgePool, limit_bytes: int | None, every_s: float = 1.0,
+                 cooldown_s: float = 30.0) -> None:
+        self.pool = pool
+        self.limit_bytes = limit_bytes
+        self.every_s = every_s
+        self.cooldown_s = cooldown_s
+        self._last_restart = -math.inf
+        pool.metrics.memory_limit.set(limit_bytes or 0)
+
+    def sample(self) -> int:
+        engine = self.pool.engine
+        mem = engine.memory_bytes() if engine is not None else 0
+        self.pool.last_memory = mem
+        return mem
+
+    async def check_once(self) -> bool:
+        """Sample, and restart when over the limit; True when a restart happened."""
+        if not self.pool.ready:
+            return False
+        mem = self.sample()
+        limit = self.limit_bytes
+        # the cooldown keeps a threshold set below the model's own size from restarting forever
+        if not limit or mem <= limit or time.monotonic() - self._last_restart < self.cooldown_s:
+            return False
+        log.warning("engine memory %.1f MiB (RssAnon+VmSwap) is over the limit of %.1f MiB: "
+                    "draining and restarting", mem / 2**20, limit / 2**20)
+        self._last_restart = time.monotonic()
+        await self.pool.restart("memory")
+        return True
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(self.every_s)
+            try:
+                await self.check_once()
+            except Exception:  # the watchdog must outlive any one failed sample or restart
+                log.exception("memory watchdog")
