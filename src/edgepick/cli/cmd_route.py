@@ -10,6 +10,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
+from edgepick.cli.options import STORE_HELP, open_store
 from edgepick.cli.output import console, err_console, print_json
 
 route_app = typer.Typer(help="Edge–cloud routing: evaluate a cascade on your own data.",
@@ -58,8 +59,8 @@ def register(app: typer.Typer) -> None:
         data: Optional[str] = typer.Option(None, "--data", "-d",
                                            help="eval set JSONL (default: the bundled demo set)"),
         limit: Optional[int] = typer.Option(None, "--limit", min=1, help="first N valid items"),
-        store: Optional[str] = typer.Option(None, "--store",
-                                            help="results store; outputs stored there are reused"),
+        store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP + "; outputs "
+                                            "already stored there (by eval or route eval) are reused"),
         method: str = typer.Option("mean", "--confidence",
                                    help="edge confidence from token log-probs: mean, min, first_k"),
         first_k: int = typer.Option(8, "--first-k", min=1, help="tokens for --confidence first_k"),
@@ -87,7 +88,6 @@ def register(app: typer.Typer) -> None:
         from edgepick.records.model_ref import ModelRef
         from edgepick.route import route_eval as stage
         from edgepick.route.confidence import ConfidenceSettings
-        from edgepick.store.results import ResultStore
 
         if target_share is not None and target_quality is not None:
             raise EdgepickError("give --target-share or --target-quality, not both")
@@ -105,7 +105,7 @@ def register(app: typer.Typer) -> None:
             settings=RuntimeSettings(threads=threads, n_ctx=ctx),
             confidence=ConfidenceSettings(method=method, k=first_k),
             target_share=target_share, target_quality=target_quality, shares=_shares(shares))
-        with ResultStore(store) as rs, _progress(not json_out) as cb:
+        with open_store(store, path) as rs, _progress(not json_out) as cb:
             res = stage.run(req, rs, cb)
         if out:
             from edgepick.report.route_section import write_route_report

@@ -158,3 +158,39 @@ def write_route_report(res: RouteEvalResult, out: str | Path, lang: str = "en") 
                     f"{escape(TEXT[lang]['title'])}</title><style>{CSS}</style></head><body>"
                     f"{render_html(res, lang, svg)}</body></html>\n", encoding="utf-8")
     return [html, md]
+
+
+def latest_route_eval(store) -> RouteEvalResult | None:
+    """The most recent `route eval` stored in a results store, if any."""
+    from edgepick.route.route_eval import ROUTE_EVAL_KIND
+
+    last = None
+    for _, payload in store.items(ROUTE_EVAL_KIND):
+        last = payload
+    return None if last is None else RouteEvalResult.model_validate(last)
+
+
+def append_to_report(out: str | Path, res: RouteEvalResult, langs: list[str]) -> list[Path]:
+    """Add the routing section to the main report's files in `out` (Markdown appended, HTML
+    inserted before </body>), with its chart and data beside the others."""
+    out = Path(out)
+    svg = curve_chart(res)
+    (out / "charts").mkdir(parents=True, exist_ok=True)
+    (out / "charts" / "route_curve.svg").write_text(svg, encoding="utf-8")
+    (out / "data").mkdir(parents=True, exist_ok=True)
+    (out / "data" / "route_eval.json").write_text(res.model_dump_json(indent=2), encoding="utf-8")
+    touched = []
+    for lg in langs:
+        md, html = out / f"report.{lg}.md", out / f"report.{lg}.html"
+        if md.exists():
+            md.write_text(md.read_text(encoding="utf-8").rstrip("\n") + "\n\n"
+                          + render_markdown(res, lg), encoding="utf-8")
+            touched.append(md)
+        if html.exists():
+            text = html.read_text(encoding="utf-8")
+            section = render_html(res, lg, svg)
+            text = text.replace("</body>", section + "</body>", 1) if "</body>" in text \
+                else text + section
+            html.write_text(text, encoding="utf-8")
+            touched.append(html)
+    return touched

@@ -30,7 +30,11 @@ def ask_logprobs(kind: str, body: dict) -> tuple[dict, bool]:
     asked = bool(body.get("logprobs"))
     if asked:
         return body, True
-    return dict(body, logprobs=True if kind == "chat" else 1), False
+    # One alternative per token is the cheapest request llama-server accepts (it computes
+    # top_logprobs, default 20, for every generated token).
+    if kind == "chat":
+        return dict(body, logprobs=True, top_logprobs=1), False
+    return dict(body, logprobs=1), False
 
 
 def strip_logprobs(body: dict) -> dict:

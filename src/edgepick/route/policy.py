@@ -64,6 +64,7 @@ class Cloud(CloudEndpoint):
 
 
 class RoutePolicy(_Strict):
+    router: Literal["default"] = "default"  # the `edgepick.routers` entry point serve loads
     mode: Mode = "edge_first"
     cloud: Cloud | None = None
     confidence: ConfidenceSettings = Field(default_factory=ConfidenceSettings)

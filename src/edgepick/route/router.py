@@ -45,7 +45,23 @@ class Plan:
     mock: set[str] = field(default_factory=set)
 
 
+def from_section(section: dict, deploy: DeployConfig | None = None) -> "EdgeCloudRouter":
+    """The `edgepick.routers` entry point `default`: serve calls it with the policy file's
+    `route:` section and the deploy.yaml (whose cloud endpoint is used when the section names
+    none)."""
+    from edgepick.route.policy import policy_from
+
+    section = dict(section or {})
+    if "cloud" not in section and deploy is not None and deploy.cloud is not None:
+        section["cloud"] = deploy.cloud.model_dump()
+    return EdgeCloudRouter(policy_from(section), deploy)
+
+
 class EdgeCloudRouter:
+    # Longer chat prompts than the engine's window are still served: the context builder cuts
+    # them to the budget for the edge, and the cloud gets them whole.
+    max_prompt_tokens: int | None = 1 << 20
+
     def __init__(self, policy: RoutePolicy, deploy: DeployConfig | None = None,
                  cloud: CloudClient | None = None) -> None:
         self.policy = policy
