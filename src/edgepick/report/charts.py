@@ -28,12 +28,22 @@ def _svg(fig) -> str:
     return text.strip()
 
 
-def pareto_data(summaries: list[CandidateSummary], decision: Decision) -> list[dict]:
+def pareto_data(summaries: list[CandidateSummary], decision: Decision,
+                task_weights: dict[str, float] | None = None) -> list[dict]:
+    """Quality is the score's own figure (task accuracy under the scenario's task weights)."""
+    from edgepick.decide.scoring import weighted_accuracy
+
     front = set(decision.pareto)
-    return [{"candidate": s.candidate, "quality": s.quality_overall, "decode_tps": s.decode_tps,
-             "peak_rss_mib": None if s.peak_rss_bytes is None else s.peak_rss_bytes / 2**20,
-             "pareto": s.candidate in front}
-            for s in summaries if s.quality_overall is not None and s.decode_tps is not None]
+    eliminated = {r.candidate for r in decision.ranking if r.eliminated}
+    rows = []
+    for s in summaries:
+        q = weighted_accuracy(s, task_weights or {})
+        if q is not None and s.decode_tps is not None:
+            rows.append({"candidate": s.candidate, "quality": q, "decode_tps": s.decode_tps,
+                         "peak_rss_mib": None if s.peak_rss_bytes is None
+                         else s.peak_rss_bytes / 2**20,
+                         "pareto": s.candidate in front, "eliminated": s.candidate in eliminated})
+    return rows
 
 
 def pareto_chart(rows: list[dict]) -> str | None:
@@ -44,7 +54,8 @@ def pareto_chart(rows: list[dict]) -> str | None:
     top = max(mem) or 1
     for r, m in zip(rows, mem):
         ax.scatter(r["decode_tps"], r["quality"] * 100, s=60 + 600 * m / top,
-                   alpha=0.55, color="#d62728" if r["pareto"] else "#1f77b4",
+                   alpha=0.2 if r.get("eliminated") else 0.55,
+                   color="#d62728" if r["pareto"] else "#1f77b4",
                    edgecolors="black", linewidths=0.6)
         ax.annotate(f"{r['candidate']}\n{m:.0f} MiB" if m else r["candidate"],
                     (r["decode_tps"], r["quality"] * 100), textcoords="offset points",
@@ -52,7 +63,7 @@ def pareto_chart(rows: list[dict]) -> str | None:
     ax.margins(x=0.25, y=0.2)
     ax.set_xlabel("decode speed (tok/s), higher is better")
     ax.set_ylabel("task accuracy (%)")
-    ax.set_title("Pareto front (red) - bubble area = peak memory")
+    ax.set_title("Pareto front of survivors (red), eliminated faded - bubble area = peak memory")
     ax.grid(alpha=0.3)
     return _svg(fig)
 
@@ -83,9 +94,11 @@ def task_data(summaries: list[CandidateSummary]) -> list[dict]:
         for task, q in sorted(s.tasks.items()):
             if q.score is None:
                 continue
-            lo = hi = None
-            if q.ci95 and q.ref_score is not None:  # ci95 is of ref − score
-                lo, hi = q.ref_score - q.ci95[1], q.ref_score - q.ci95[0]
+            # The score's own bootstrap interval, inside [0, 1] by construction (never score ±
+            # a gap interval, which can leave the score's range).
+            lo, hi = (q.score_ci95 or [None, None])[:2]
+            lo = None if lo is None else max(0.0, min(lo, q.score))
+            hi = None if hi is None else min(1.0, max(hi, q.score))
             rows.append({"candidate": s.candidate, "task": task, "score": q.score,
                          "ci_low": lo, "ci_high": hi, "ref_score": q.ref_score})
     return rows
@@ -150,11 +163,14 @@ def pvm_chart(rows: list[dict]) -> str | None:
     return _svg(fig)
 
 
-def all_charts(summaries: list[CandidateSummary], decision: Decision) -> dict[str, dict]:
+def all_charts(summaries: list[CandidateSummary], decision: Decision,
+               scenario=None) -> dict[str, dict]:
     """name -> {"svg": str | None, "data": list[dict]}; one entry per chart of the report."""
     ttft = curve_data(summaries, "ttft_curve", "prompt_tokens", "ttft_ms")
     sus = curve_data(summaries, "sustained_curve", "t_s", "decode_tps")
-    pareto, tasks, pvm = pareto_data(summaries, decision), task_data(summaries), pvm_data(summaries)
+    weights = scenario.task_weights if scenario is not None else None
+    pareto, tasks, pvm = (pareto_data(summaries, decision, weights), task_data(summaries),
+                          pvm_data(summaries))
     return {
         "pareto": {"svg": pareto_chart(pareto), "data": pareto},
         "ttft_vs_length": {"svg": curve_chart(ttft, "prompt_tokens", "ttft_ms", "prompt tokens",

@@ -48,15 +48,18 @@ def render_html(m: ReportModel, lang: str) -> str:
              f"<h2>{escape(tr('decision', lang))}</h2>",
              f"<div class='rec{'' if d.recommendation else ' none'}'>"
              f"{escape(tr('recommendation', lang))}: "
-             f"<b>{escape(d.recommendation or tr('none', lang))}</b></div>"]
+             f"<b>{escape(m.recommendation(lang))}</b></div>"]
     ex = m.explanation(lang)
     for key, lines in (("why", ex.why), ("cost", ex.cost), ("watch", ex.watch)):
         if lines:
             parts.append(f"<h3>{escape(tr(key, lang))}</h3>{_list(lines)}")
+    if d.hybrid:
+        parts.append(f"<h3>{escape(tr('routes', lang))}</h3>{_table(*m.routes(lang))}")
     header, rows = m.ranking(lang)
     classes = ["elim" if r.eliminated else ("win" if r.candidate == d.recommendation else "")
                for r in d.ranking]
     parts += [f"<h2>{escape(tr('ranking', lang))}</h2>", _table(header, rows, classes),
+              f"<h3>{escape(tr('gates', lang))}</h3>", _table(*m.gates(lang)),
               f"<p class='muted'>{escape(tr('normalisation', lang))}: "
               f"{escape(tr('normalisation_text', lang) or d.normalisation)}</p>",
               f"<h2>{escape(tr('template', lang))}</h2>", _table(*m.template(lang)),

@@ -18,8 +18,8 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def decision_lines(d: Decision, ex, lang: str) -> list[str]:
-    out = [f"**{tr('recommendation', lang)}:** {d.recommendation or tr('none', lang)}", ""]
+def decision_lines(d: Decision, ex, lang: str, rec: str | None = None) -> list[str]:
+    out = [f"**{tr('recommendation', lang)}:** {rec or d.recommendation or tr('none', lang)}", ""]
     for key, lines in (("why", ex.why), ("cost", ex.cost), ("watch", ex.watch)):
         if lines:
             out.append(f"**{tr(key, lang)}**")
@@ -43,8 +43,11 @@ def render_markdown(m: ReportModel, lang: str) -> str:
            f"- {tr('device', lang)}: {m.device or '-'}"
            + (f" ({tr('budget', lang)} {d.budget_bytes / 2**20:.0f} MiB)" if d.budget_bytes else ""),
            f"- {tr('generated', lang)}: {m.generated}", *scenario_lines(m.scenario, lang), "",
-           f"## {tr('decision', lang)}", "", *decision_lines(d, m.explanation(lang), lang),
+           f"## {tr('decision', lang)}", "",
+           *decision_lines(d, m.explanation(lang), lang, m.recommendation(lang)),
+           *([f"### {tr('routes', lang)}", "", _table(*m.routes(lang)), ""] if d.hybrid else []),
            f"## {tr('ranking', lang)}", "", _table(*m.ranking(lang)), "",
+           f"### {tr('gates', lang)}", "", _table(*m.gates(lang)), "",
            f"*{tr('normalisation', lang)}: {tr('normalisation_text', lang) or d.normalisation}*", "",
            f"## {tr('template', lang)}", "", _table(*m.template(lang)), "",
            f"## {tr('pred_vs_meas', lang)}", "", _table(*m.predicted(lang)), "",

@@ -28,7 +28,7 @@ class ReportModel:
 
     def __post_init__(self) -> None:
         if not self.charts:
-            self.charts = all_charts(self.summaries, self.decision)
+            self.charts = all_charts(self.summaries, self.decision, self.scenario)
 
     def template(self, lang: str):
         return tables.template_table(self.summaries, lang)
@@ -48,6 +48,19 @@ class ReportModel:
 
         return explain(self.decision, {s.candidate: s for s in self.summaries}, self.scenario,
                        lang)
+
+    def gates(self, lang: str):
+        return tables.gates_table(self.decision, lang)
+
+    def routes(self, lang: str):
+        return tables.routes_table(self.decision, lang)
+
+    def recommendation(self, lang: str) -> str:
+        """'smollm2-Q8_0 (provisional)', or the none text."""
+        d = self.decision
+        if d.recommendation is None:
+            return tr("none", lang)
+        return f"{d.recommendation} ({tr(d.status, lang)})"
 
     def predicted(self, lang: str):
         return tables.predicted_table(self.summaries, lang)

@@ -20,6 +20,21 @@ def _pct(v: float | None, nm: str) -> str:
     return nm if v is None else f"{v:.1%}"
 
 
+def _fig_pct(fig, fallback: float | None, nm: str) -> str:
+    """'6.7% [1.8%, 21.3%]' when the figure has its interval."""
+    if fig is None or fig.low is None or fig.high is None:
+        return _pct(fig.value if fig is not None else fallback, nm)
+    return f"{fig.value:.1%} [{fig.low:.1%}, {fig.high:.1%}]"
+
+
+def _per_1000(fig, nm: str) -> str:
+    if fig is None:
+        return nm
+    if fig.low is None or fig.high is None:
+        return f"{fig.value * 1000:.0f}"
+    return f"{fig.value * 1000:.0f} [{fig.low * 1000:.0f}, {fig.high * 1000:.0f}]"
+
+
 def template_table(summaries: list[CandidateSummary], lang: str) -> tuple[list[str], list[list[str]]]:
     """Seed 000 §7.3: one row per metric, one column per candidate."""
     nm = tr("not_measured", lang)
@@ -37,9 +52,11 @@ def template_table(summaries: list[CandidateSummary], lang: str) -> tuple[list[s
     add("ttft_p99", lambda s: _f(s.ttft_p99_ms, nm, "{:.0f}", "ms"))
     add("decode", lambda s: _f(s.decode_tps, nm, "{:.1f}", "tok/s"))
     add("prefill", lambda s: _f(s.prefill_tps, nm, "{:.0f}", "tok/s"))
-    add("accuracy", lambda s: _pct(s.quality_overall, nm))
-    add("format", lambda s: _pct(s.format_compliance, nm))
-    add("unacceptable", lambda s: _pct(s.unacceptable_rate, nm))
+    add("accuracy", lambda s: _fig_pct(s.figures.get("quality"), s.quality_overall, nm))
+    add("format", lambda s: _fig_pct(s.figures.get("format_compliance"), s.format_compliance, nm))
+    add("strict_format", lambda s: _fig_pct(s.figures.get("strict_format"), None, nm))
+    add("unacceptable", lambda s: _fig_pct(s.figures.get("unacceptable_rate"), s.unacceptable_rate,
+                                           nm))
     add("decay", lambda s: _pct(s.decay, nm))
     add("kld", lambda s: nm if s.kld_mean is None else f"{s.kld_mean:.4f} / {s.kld_p99:.4f}"
         if s.kld_p99 is not None else f"{s.kld_mean:.4f}")
@@ -53,8 +70,43 @@ def ranking_table(decision: Decision, lang: str) -> tuple[list[str], list[list[s
     rows = []
     for i, r in enumerate(decision.ranking, 1):
         rows.append([str(i), r.candidate, "-" if r.score is None else f"{r.score:.3f}",
-                     tr("eliminated" if r.eliminated else "kept", lang), "✓" if r.pareto else "",
+                     tr(r.status, lang), "✓" if r.pareto else "",
                      "; ".join(reasons_text(r, lang))])
+    return header, rows
+
+
+def gates_table(decision: Decision, lang: str) -> tuple[list[str], list[list[str]]]:
+    """Every hard constraint of every candidate: value [95% interval], limit, verdict."""
+    from edgepick.decide.gates import CONSTRAINT_OF, gate_text
+    from edgepick.decide.texts import label
+    from edgepick.records.deploy import Gate
+
+    header = [tr(k, lang) for k in ("candidate", "gate", "value_ci", "limit", "verdict",
+                                    "to_settle")]
+    rows = []
+    for r in decision.ranking:
+        for g in r.gates:
+            c = CONSTRAINT_OF.get(g.metric, g.metric)
+            limit = gate_text(Gate(metric=g.metric, value=g.limit))
+            rows.append([r.candidate, label(c, lang), gate_text(g),
+                         ("≤ " if g.direction == "max" else "≥ ") + limit, tr(g.verdict, lang),
+                         "" if g.items_to_settle is None else str(g.items_to_settle)])
+    return header, rows
+
+
+def routes_table(decision: Decision, lang: str) -> tuple[list[str], list[list[str]]]:
+    """The hybrid plan's route per task type (empty when the decision is not hybrid)."""
+    header = [tr(k, lang) for k in ("task", "route", "share", "badcases_per_1000")]
+    h = decision.hybrid
+    if h is None:
+        return header, []
+    rows = [[r.task, r.route, f"{r.share or 0:.0%}",
+             "-" if r.badcases_per_1000 is None else f"{r.badcases_per_1000:.0f}"
+             + (f" [{r.low:.0f}, {r.high:.0f}]" if r.low is not None else "")]
+            for r in h.routes]
+    rows.append([tr("overall", lang), f"cloud {h.cloud_share:.0%}", "100%",
+                 f"{h.badcases_per_1000:.0f}" + (f" [{h.low:.0f}, {h.high:.0f}]"
+                                                  if h.low is not None else "")])
     return header, rows
 
 
@@ -78,15 +130,24 @@ def predicted_table(summaries: list[CandidateSummary], lang: str) -> tuple[list[
 
 def task_table(summaries: list[CandidateSummary], lang: str) -> tuple[list[str], list[list[str]]]:
     nm = tr("not_measured", lang)
-    header = [tr(k, lang) for k in ("candidate", "task", "accuracy", "ref_score", "gap",
-                                    "badcases_1000", "format")]
+    header = [tr(k, lang) for k in ("candidate", "task", "n", "accuracy", "ref_score", "gap",
+                                    "badcases_per_1000", "ref_badcases", "badcases_1000",
+                                    "unacceptable", "format")]
     rows = []
     for s in summaries:
         for task, q in sorted(s.tasks.items()):
             ci = f" [{q.ci95[0] * 100:.1f}, {q.ci95[1] * 100:.1f}]" if q.ci95 else ""
-            rows.append([s.candidate, task, _pct(q.score, nm), _pct(q.ref_score, nm),
+            score = _pct(q.score, nm) + (f" [{q.score_ci95[0]:.1%}, {q.score_ci95[1]:.1%}]"
+                                         if q.score_ci95 and q.score is not None else "")
+            extra = _f(q.badcases_per_1000, nm, "{:+.0f}")
+            if q.badcases_per_1000_ci95 and q.badcases_per_1000 is not None:
+                lo, hi = q.badcases_per_1000_ci95
+                extra += f" [{lo:+.0f}, {hi:+.0f}]"
+            rows.append([s.candidate, task, str(q.n or ""), score, _pct(q.ref_score, nm),
                          nm if q.gap_abs is None else f"{q.gap_abs * 100:.1f}{ci}",
-                         _f(q.badcases_per_1000, nm, "{:.0f}"), _pct(q.format_ok_rate, nm)])
+                         _per_1000(q.badcases, nm), _per_1000(q.ref_badcases, nm), extra,
+                         _fig_pct(q.unacceptable, q.unacceptable_rate, nm),
+                         _fig_pct(q.format_ok, q.format_ok_rate, nm)])
     return header, rows
 
 

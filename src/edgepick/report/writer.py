@@ -33,6 +33,9 @@ def write_report(summaries: list[CandidateSummary], decision: Decision, scenario
     write_table(data / "predicted_vs_measured_table", *m.predicted("en"))
     write_table(data / "task_quality_table", *m.tasks("en"))
     write_table(data / "badcases", *m.badcases("en"))
+    write_table(data / "gates", *m.gates("en"))
+    if decision.hybrid:
+        write_table(data / "hybrid_routes", *m.routes("en"))
     (data / "decision.json").write_text(decision.model_dump_json(indent=2), encoding="utf-8")
     (data / "summaries.json").write_text(
         json.dumps([s.model_dump(mode="json") for s in summaries], indent=2, ensure_ascii=False),
