@@ -61,3 +61,66 @@ def test_device_signals_come_from_the_serve_signals_file(tmp_path):
     f.write_text('{"batery": 12}')
     with pytest.raises(InputError, match="batery"):
         sig.read()
+
+
+def _router(section: dict, deploy=None):
+    from edgepick.route.router import from_section
+
+    return from_section(section, deploy)
+
+
+def _req(headers=None, body=None):
+    import time
+
+    from edgepick.serve.router_api import RouteRequest
+
+    return RouteRequest("chat", body or {"messages": [{"role": "user", "content": "hi"}]}, False,
+                        time.monotonic() + 30, headers or {})
+
+
+def _deploy(tmp_path):
+    from edgepick.records.deploy import DeployConfig
+
+    return DeployConfig.model_validate({
+        "model": {"name": "m", "path": str(tmp_path / "m.gguf"), "sha256": "0" * 64},
+        "routes": [{"task": "extraction", "route": "cloud"}, {"task": "classification"}],
+        "cloud": {"url": "http://127.0.0.1:9/v1", "model": "big"}})
+
+
+def test_by_task_routes_from_deploy_and_degrades_offline(tmp_path):
+    import asyncio
+
+    r = _router({"mode": "by_task"}, _deploy(tmp_path))
+    assert r.cloud is not None and r.cloud.model == "big"  # deploy.yaml's cloud
+    r.probe.observe(True, 5.0)  # the network is up
+    plan = asyncio.run(r._plan(_req({"x-edgepick-task": "extraction"}), "extraction", None))
+    assert plan.paths == ["cloud", "edge"] and plan.reason == "task:extraction"
+    plan = asyncio.run(r._plan(_req(), "classification", None))
+    assert plan.paths == ["edge", "cloud"] and plan.reason == "task:classification"
+    r.probe.observe(False, why="unreachable")  # offline: the cloud task runs on the edge
+    plan = asyncio.run(r._plan(_req(), "extraction", None))
+    assert plan.paths[0] == "edge" and plan.first_is_fallback
+    assert plan.reason == "task:extraction;cloud_unreachable"
+    body = {"messages": [], "metadata": {"task": "extraction"}}
+    assert r._task(_req(body=body), body) == "extraction"
+    asyncio.run(r.aclose())
+
+
+def test_edge_first_policy_score_with_input_length_and_a_named_classifier(tmp_path):
+    import asyncio
+
+    from edgepick.errors import EdgepickError
+
+    calm = tmp_path / "signals.yaml"  # not this busy machine's own memory pressure
+    calm.write_text("battery_percent: 80\non_ac: true\ntemperature_c: 40\nmemory_pressure: 0\n")
+    r = _router({"mode": "edge_first", "cloud": {"url": "http://127.0.0.1:9/v1"},
+                 "task_classifier": "json:dumps", "signals_file": str(calm)})
+    r.probe.observe(True, 5.0)
+    assert r._task(_req(), {"a": 1}) == '{"a": 1}'  # whatever the user's function says
+    plan = asyncio.run(r._plan(_req(), None, 0.9))  # 90% of the window: long input
+    assert plan.paths == ["cloud", "edge"] and plan.reason == "policy:long_input"
+    plan = asyncio.run(r._plan(_req(), None, 0.2))
+    assert plan.paths == ["edge", "cloud"] and plan.reason == "edge_first"
+    asyncio.run(r.aclose())
+    with pytest.raises(EdgepickError, match="task_classifier 'nosuch.mod:f'"):
+        _router({"task_classifier": "nosuch.mod:f"})

@@ -116,7 +116,8 @@ class EdgeCloudRouter:
             return False, "no_cloud"
         net = await self.probe.current()
         if not net.reachable:
-            return False, "cloud_unreachable"
+            return False, "cloud_slow" if net.why == "slow" or "timed out" in net.why \
+                else "cloud_unreachable"
         n = self.policy.network
         slow = Rule(on=n.max_latency_ms, off=n.clear_latency_ms or 0.75 * n.max_latency_ms)
         if self.latches.update("latency", slow, net.latency_ms):
@@ -258,8 +259,9 @@ def _label(path: str, i: int, plan: Plan) -> str:
 def _short(exc: ServeError) -> str:
     if isinstance(exc, CloudError):
         return exc.why
-    return {429: "overloaded", 503: "unavailable", 504: "deadline"}.get(exc.status,
-                                                                       f"http_{exc.status}")
+    return {"overloaded": "overloaded", "insufficient_resources": "resources",
+            "engine_unavailable": "unavailable", "deadline_exceeded": "deadline"}.get(
+        exc.code, f"http_{exc.status}")
 
 
 def _why(failures: list[tuple[str, ServeError]]) -> str:
