@@ -1,0 +1,76 @@
+"""`edgepick route eval` end to end: an in-process edge and a cloud served over HTTP by
+llama-server, the curve's ends, calibration, reuse of stored outputs, the report section."""
+
+from __future__ import annotations
+
+import json
+
+from llama_server import llama_server
+
+
+def test_route_eval_curve_ends_calibration_and_reuse(tiny_model, tmp_path, cli):
+    store = str(tmp_path / "r.sqlite")
+    with llama_server(tiny_model, "cloud", tmp_path) as cloud:
+        args = ["route", "eval", "--edge", "tiny", "--cloud", cloud, "--limit", "6", "--store",
+                store, "--threads", "1", "--target-share", "0.5", "--json"]
+        r = cli(*args, "--out", str(tmp_path / "out"))
+        assert r.returncode == 0, r.stderr
+        res = json.loads(r.stdout)
+        again = json.loads(cli(*args).stdout)
+    items = res["items"]
+    assert res["n_items"] == len(items) == 6
+    assert all(it["edge_output"] is not None and it["cloud_output"] is not None for it in items)
+    assert all(it["edge_confidence"] is None or 0 < it["edge_confidence"] <= 1 for it in items)
+    curve = res["curve"]
+    assert [p["cloud_share"] for p in (curve[0], curve[-1])] == [0.0, 1.0]
+    edge_only = sum(it["edge_score"] for it in items) / 6
+    cloud_only = sum(it["cloud_score"] for it in items) / 6
+    assert abs(curve[0]["quality"] - edge_only) < 1e-12
+    assert abs(curve[-1]["quality"] - cloud_only) < 1e-12
+    cal = res["calibration"]
+    assert cal["target"] == "share" and cal["cloud_share"] == 0.5
+    assert {c["other"] for c in res["comparisons"]} == {"random", "by_task"}
+    assert 0.5 in {c["cloud_share"] for c in res["comparisons"]}
+    assert res["consistency"]["n"] == 6
+    # The second run reads every output back from the store and agrees with the first.
+    assert again["generated"] == {k: 0 for k in res["generated"]}
+    assert again["curve"] == curve
+    out = tmp_path / "out"
+    assert (out / "route.en.html").is_file() and (out / "charts" / "route_curve.svg").is_file()
+    assert "<svg" in (out / "route.en.html").read_text()
+
+
+def test_route_section_joins_the_main_report(tmp_path):
+    from edgepick.report.route_section import append_to_report
+    from edgepick.route.route_eval import RouteEvalResult
+    from edgepick.route.consistency import consistency
+    from edgepick.route.curve import cascade_curve, comparisons
+    from edgepick.route.confidence import ConfidenceSettings
+
+    edge, cloud, conf = [1, 0, 1, 0], [1, 1, 1, 0], [0.9, 0.1, 0.8, 0.4]
+    res = RouteEvalResult(data="d", n_items=4, edge="e", cloud="c", confidence=ConfidenceSettings(),
+                          edge_only=0.5, cloud_only=0.75, curve=cascade_curve(edge, cloud, conf),
+                          gap_recovered=None,
+                          comparisons=comparisons(edge, cloud, conf, ["a"] * 4, [0.5], 200),
+                          consistency=consistency([], [], []), items=[], generated={}, key="k")
+    for lg in ("en", "zh"):
+        (tmp_path / f"report.{lg}.md").write_text("# Report\n")
+        (tmp_path / f"report.{lg}.html").write_text("<html><body><h1>R</h1></body></html>")
+    append_to_report(tmp_path, res, ["en", "zh"])
+    assert "## Edge–cloud routing" in (tmp_path / "report.en.md").read_text()
+    assert "## 端云路由" in (tmp_path / "report.zh.md").read_text()
+    html = (tmp_path / "report.en.html").read_text()
+    assert html.index("Edge–cloud routing") < html.index("</body>") and "<svg" in html
+    assert json.loads((tmp_path / "data" / "route_eval.json").read_text())["key"] == "k"
+
+
+def test_route_eval_bad_input_is_one_line(cli, tmp_path):
+    r = cli("route", "eval", "--edge", "tiny", "--cloud", "tiny", "--target-share", "0.2",
+            "--target-quality", "0.5")
+    assert r.returncode == 2 and "not both" in r.stderr and "Traceback" not in r.stderr
+    r = cli("route", "eval", "--edge", "nosuch.gguf", "--cloud", "tiny")
+    assert r.returncode == 2 and "nosuch.gguf" in r.stderr and "Traceback" not in r.stderr
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a"}\n')
+    r = cli("route", "eval", "--edge", "tiny", "--cloud", "tiny", "--data", str(bad))
+    assert r.returncode == 2 and "no valid items" in r.stderr and "Traceback" not in r.stderr
