@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from dataclasses import replace
 from typing import Callable
 
 from edgepick.cluster.executor import Executor, deferred_interrupt
@@ -26,24 +27,36 @@ def _ok(payload: dict | None) -> bool:
     return payload is not None and payload.get("status", "ok") == "ok"
 
 
-def is_stored(store, job: Job) -> bool:
-    return all(_ok(store.get(kind, scoped_key(key, scope)))
-               for scope in job.scopes for kind, key in job.keys)
+def _use_run(store, runs: dict | None, scope: str | None) -> None:
+    # Each device's rows belong to that device's run, so a decision reads one device at a time.
+    if runs and scope in runs:
+        store.run_id = runs[scope]
+
+
+def is_stored(store, job: Job, runs: dict | None = None) -> bool:
+    """Every row held and ok under every scope (the rows a re-run reuses join its runs)."""
+    for scope in job.scopes:
+        _use_run(store, runs, scope)
+        if not all(_ok(store.get(kind, scoped_key(key, scope))) for kind, key in job.keys):
+            return False
+    return True
 
 
 def seed_rows(store, job: Job) -> list[Row]:
-    """Rows of this job already held under its first scope, given back under the stage's keys."""
+    """Rows of this job (and those it reads) already held under its first scope, given back
+    under the stage's keys."""
     out: list[Row] = []
-    for kind, key in job.keys:
+    for kind, key in (*job.keys, *job.seed_keys):
         payload = store.get(kind, scoped_key(key, job.scopes[0]))
         if _ok(payload):
             out.append((kind, key, payload))
     return out
 
 
-def write_result(store, job: Job, res: JobResult) -> None:
+def write_result(store, job: Job, res: JobResult, runs: dict | None = None) -> None:
     with deferred_interrupt():
         for scope in job.scopes:
+            _use_run(store, runs, scope)
             for kind, key, payload in res.rows:
                 skey = scoped_key(key, scope)
                 if payload.get("key") == key:  # a record that carries its key carries the stored one
@@ -57,19 +70,26 @@ def write_result(store, job: Job, res: JobResult) -> None:
                 label=job.label)
 
 
-def run_jobs(jobs: list[Job], store, executor: Executor,
-             event: Callable[[str, str], None]) -> dict[str, JobResult]:
-    """Every job's result by id; jobs already stored are reported as `stored` and not run."""
+def run_jobs(jobs: list[Job], store, executor: Executor, event: Callable[[str, str], None],
+             runs: dict[str | None, int] | None = None) -> dict[str, JobResult]:
+    """Every job's result by id; jobs already stored are reported as `stored` and not run.
+    `runs` maps a device scope to the store run its rows belong to."""
     todo: list[Job] = []
     for job in jobs:
-        if is_stored(store, job):
+        if is_stored(store, job, runs):
             event(job.id, "stored")
         else:
             todo.append(job)
+    ids = {j.id for j in todo}
+    todo = [replace(j, after=j.after if j.after in ids else None) for j in todo]
     seeds = {j.id: seed_rows(store, j) for j in todo}
     by_id = {j.id: j for j in todo}
     results: dict[str, JobResult] = {}
-    for res in executor.run(todo, seeds, event):
-        write_result(store, by_id[res.job_id], res)
-        results[res.job_id] = res
+    stream = executor.run(todo, seeds, event)
+    try:
+        for res in stream:
+            write_result(store, by_id[res.job_id], res, runs)
+            results[res.job_id] = res
+    finally:
+        stream.close()  # on Ctrl-C here too, the executor cancels what is still out
     return results

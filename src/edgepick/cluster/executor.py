@@ -42,14 +42,22 @@ class LocalExecutor:
                                 "go to the node that carries its tag")
         for job in jobs:
             event(job.id, "queued")
-        for job in jobs:
+        done: dict[str, JobResult] = {}
+        for job in ordered(jobs):
             event(job.id, "running")
-            res = execute(job, seeds.get(job.id))
+            res = execute(job, seeds.get(job.id), done.get(job.after) if job.after else None)
+            done[job.id] = res
             event(job.id, "done" if res.ok else "failed")
             yield res
 
     def close(self) -> None:
         pass
+
+
+def ordered(jobs: list[Job]) -> list[Job]:
+    """Jobs others wait for first, the rest in their given order."""
+    needed = {j.after for j in jobs if j.after}
+    return [j for j in jobs if j.id in needed] + [j for j in jobs if j.id not in needed]
 
 
 def get_executor(name: str, address: str | None = None, **options) -> Executor:

@@ -42,6 +42,8 @@ class Job:
     cpus: float = 1.0
     memory: int | None = None  # bytes Ray should reserve on the node (the fit estimate)
     pin_local: bool = False  # device `local`: run on the driver's own machine
+    seed_keys: tuple[tuple[str, str], ...] = ()  # rows it reads if held (the reference's outputs)
+    after: str | None = None  # a job of the same batch whose rows it needs first
 
     @property
     def label(self) -> str:
@@ -74,15 +76,22 @@ def _rows(store, kinds: set[str], seeded: set[tuple[str, str]]) -> list[Row]:
     return out
 
 
-def execute(job: Job, seed: list[Row] | None = None, extra_kinds: tuple[str, ...] = ()) -> JobResult:
+def execute(job: Job, seed: list[Row] | None = None, after: JobResult | None = None) -> JobResult:
     """Run `job` here, against a scratch store pre-filled with `seed` (rows the driver already
-    holds, so the stage resumes instead of redoing them); returns the rows it added."""
+    holds, so the stage resumes instead of redoing them) and with the rows of the job it waited
+    for; returns the rows it added."""
     from edgepick.errors import EdgepickError
     from edgepick.store import ResultStore
 
     t0 = time.perf_counter()
     node = socket.gethostname()
-    kinds = {k for k, _ in job.keys} | set(extra_kinds)
+    if after is not None:
+        if not after.ok:
+            return JobResult(job.id, False, node=node,
+                             error=f"needs {after.job_id}, which failed: {after.error}")
+        wanted = set(job.seed_keys) | set(job.keys)
+        seed = [*(seed or []), *(r for r in after.rows if (r[0], r[1]) in wanted)]
+    kinds = {k for k, _ in job.keys}
     with tempfile.TemporaryDirectory(prefix="edgepick-job-") as tmp:
         store = ResultStore(Path(tmp) / "scratch.sqlite")
         try:

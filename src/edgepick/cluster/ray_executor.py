@@ -11,19 +11,19 @@ from __future__ import annotations
 import time
 from typing import Iterator
 
-from edgepick.cluster.executor import Event
+from edgepick.cluster.executor import Event, ordered
 from edgepick.cluster.jobs import Job, JobResult, Row
 from edgepick.cluster.nodes import RAY_NAMESPACE, NodeInfo, cluster_nodes, connect, tag_resource
 from edgepick.errors import EdgepickError
 
 
-def _run(job: Job, seed: list[Row], tracker) -> JobResult:
+def _run(job: Job, seed: list[Row], tracker, after: JobResult | None = None) -> JobResult:
     import socket
 
     from edgepick.cluster.jobs import execute
 
     tracker.start.remote(job.id, socket.gethostname())  # an attempt began (retries count too)
-    return execute(job, seed)
+    return execute(job, seed, after)
 
 
 class _Tracker:
@@ -105,8 +105,13 @@ class RayExecutor:
         remote = ray.remote(_run)
         tracker = ray.remote(num_cpus=0)(_Tracker).options(namespace=RAY_NAMESPACE).remote()
         pending: dict = {}
-        for job in jobs:
-            ref = remote.options(**self._options(job)).remote(job, seeds.get(job.id) or [], tracker)
+        refs: dict = {}
+        for job in ordered(jobs):
+            # Ray starts a task once the task it waits for has returned, and hands it the result.
+            args = [job, seeds.get(job.id) or [], tracker]
+            if job.after in refs:
+                args.append(refs[job.after])
+            ref = refs[job.id] = remote.options(**self._options(job)).remote(*args)
             pending[ref] = job
             event(job.id, "queued")
         seen: dict[str, int] = {}

@@ -1,0 +1,126 @@
+"""What a job runs on a node: the stages' own entry points (bench, eval, fidelity) against the
+job's scratch store. Requests carry the files they read (the eval set, the fidelity text), so a
+node needs edgepick and the model files, never the driver's disk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import socket
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from edgepick.bench.sweeps import BenchRequest
+from edgepick.records.candidate import Candidate
+
+NETWORK_KIND = "network"
+
+
+@dataclass
+class Shipped:
+    """A file a job reads, carried with it: used in place when the node holds the same bytes at
+    the same path (a shared folder), else written to the job's temporary folder."""
+
+    path: str
+    data: bytes
+
+    @classmethod
+    def of(cls, path: str) -> "Shipped":
+        return cls(path, Path(path).read_bytes())
+
+    def here(self, tmp: str) -> str:
+        try:
+            if hashlib.sha256(Path(self.path).read_bytes()).digest() == \
+                    hashlib.sha256(self.data).digest():
+                return self.path
+        except OSError:
+            pass
+        local = Path(tmp) / Path(self.path).name
+        local.write_bytes(self.data)
+        return str(local)
+
+
+@dataclass
+class BenchJobRequest:
+    bench: BenchRequest
+    network_key: str | None = None  # an endpoint: also time the round trip, stored under this key
+
+
+@dataclass
+class OutputsJobRequest:
+    candidate: Candidate
+    items: list  # EvalItem
+    budgets: dict[str, int]
+
+
+@dataclass
+class EvalJobRequest:
+    eval: object  # evaluate.stage.EvalRequest
+    data: Shipped
+
+
+@dataclass
+class FidelityJobRequest:
+    fidelity: object  # evaluate.fidelity_stage.FidelityRequest
+    text: Shipped
+
+
+def measure_rtt(url: str, samples: int = 7) -> dict:
+    """Network round trip to an OpenAI-compatible server: GET /v1/models timed `samples` times
+    after one warm-up, no inference involved, so it can be set beside TTFT (which includes it)."""
+    import httpx
+
+    from edgepick.errors import EdgepickError
+    from edgepick.records.model_ref import parse_endpoint
+
+    base, _ = parse_endpoint(url)
+    times = []
+    with httpx.Client(timeout=httpx.Timeout(30.0, connect=10.0)) as client:
+        try:
+            client.get(f"{base}/models")
+            for _ in range(samples):
+                t0 = time.perf_counter()
+                client.get(f"{base}/models").raise_for_status()
+                times.append((time.perf_counter() - t0) * 1e3)
+        except httpx.HTTPError as exc:
+            raise EdgepickError(f"{base}: round-trip probe failed ({exc})") from None
+    return {"endpoint": base, "what": "GET /v1/models", "unit": "ms", "n": len(times),
+            "median": statistics.median(times), "min": min(times), "max": max(times)}
+
+
+def bench(req: BenchJobRequest, store) -> None:
+    from edgepick.bench.runner import run
+
+    if req.network_key:
+        rtt = measure_rtt(req.bench.models[0].locator)
+        rtt.update(status="ok", node=socket.gethostname(), measured=time.time())
+        store.put(NETWORK_KIND, req.network_key, rtt)
+    run(req.bench, store)
+
+
+def outputs(req: OutputsJobRequest, store) -> None:
+    """One model's eval outputs (the reference's, once for every device)."""
+    from edgepick.evaluate.runner import collect_outputs
+
+    collect_outputs(req.candidate, req.items, store, req.budgets)
+
+
+def evaluate(req: EvalJobRequest, store) -> None:
+    from edgepick.evaluate.pipeline import EVAL_KIND
+    from edgepick.evaluate.stage import run
+
+    with tempfile.TemporaryDirectory(prefix="edgepick-eval-") as tmp:
+        res = run(req.eval.model_copy(update={"data": req.data.here(tmp)}), store)
+    # The record names the driver's file, whichever copy was read (the same bytes).
+    store.put(EVAL_KIND, res.key, dict(res.model_dump(mode="json"), data=req.data.path))
+
+
+def fidelity(req: FidelityJobRequest, store) -> None:
+    from edgepick.evaluate.fidelity_stage import run
+
+    with tempfile.TemporaryDirectory(prefix="edgepick-fidelity-") as tmp:
+        run(req.fidelity.model_copy(update={"text": req.text.here(tmp)}), store)
+

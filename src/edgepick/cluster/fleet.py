@@ -1,0 +1,185 @@
+"""`edgepick run PLAN --executor ray`: fit per device on the driver, every measurement a job on its
+device, then per device the decision and the report, and the fleet's view on top.
+
+Measure on the device, collect in one place (seed 000 §3.4; SPEC §12). The driver alone writes the
+store, each device's rows under a run of its own; builds are made on the driver, at paths every
+node reads (a shared folder, docs/scale.md).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+
+from rich.console import Console
+
+from edgepick.cluster.dispatch import run_jobs
+from edgepick.cluster.entries import NETWORK_KIND
+from edgepick.cluster.executor import get_executor
+from edgepick.cluster.fleet_report import DeviceOutcome, fleet_choice, write_fleet
+from edgepick.cluster.jobs import scoped_key
+from edgepick.cluster.planjobs import (DeviceWork, bench_jobs, eval_inputs, eval_jobs,
+                                       fidelity_jobs, reference_job)
+from edgepick.cluster.progress import DeviceBoard
+from edgepick.errors import EdgepickError
+from edgepick.progress import silent
+
+
+def device_profiles(lp, tags: list[str], executor: str) -> dict:
+    """Each tag's profile: the one its node probed and published, else a catalog name or a
+    profile file of that name, else `local` probed here."""
+    from edgepick.devices.catalog import catalog, load_device
+    from edgepick.records.device import DeviceProfile
+
+    published = {}
+    if executor == "ray":
+        from edgepick.cluster.nodes import published_profiles
+
+        published = published_profiles()
+    out = {}
+    for tag in tags:
+        if tag in published:
+            out[tag] = DeviceProfile.model_validate(dict(published[tag][0][1], name=tag))
+        elif tag == "local" or tag in catalog():
+            out[tag] = load_device(tag)
+        elif os.path.isfile(lp.resolve(tag)):
+            out[tag] = load_device(lp.resolve(tag))
+        else:
+            raise EdgepickError(f"device '{tag}': no node has published a profile for it "
+                                f"(`edgepick node start --device {tag}` does), and it is not "
+                                f"a catalog name or a profile file")
+    return out
+
+
+def _prepare(lp, store, profiles: dict, runs: dict, multi: bool) -> list[tuple[DeviceWork, object]]:
+    """Fit (and build) per device, each under its own run: what cannot fit a device is not
+    measured there; a build is made once, by the first device that can hold it."""
+    from edgepick.plan.runner import plan_candidates
+    from edgepick.plan.stages import RunState, fit_stage, quantize_stage
+
+    cands = plan_candidates(lp)
+    entries = lp.plan.candidates
+    only = {c.name: entries[i].device if i < len(entries) else None for i, c in enumerate(cands)}
+    works = []
+    for tag, profile in profiles.items():
+        store.run_id = runs[tag]
+        mine = [copy.copy(c) for c in cands if only.get(c.name) in (None, tag)]
+        st = RunState(lp=lp, store=store, device=profile, candidates=mine)
+        fit_stage(st, silent)
+        if lp.plan.quantize:
+            quantize_stage(st, silent)
+        works.append((DeviceWork(tag, tag if multi else None, profile, mine,
+                                 _predicted_bytes(store)), st))
+    return works
+
+
+def _predicted_bytes(store) -> dict[str, int]:
+    """Model path -> the fit stage's memory estimate in this run (what a job asks Ray for)."""
+    from edgepick.decide.selection import select
+
+    return {m: row.payload["total_bytes"] for row in select(store, [store.run_id]).rows
+            if row.kind == "fit" and row.payload.get("total_bytes") for m in row.models}
+
+
+def run_fleet(lp, executor: str = "ray", address: str | None = None,
+              console: Console | None = None):
+    """The plan over its devices (or its one device) through `executor`; a `RunResult` whose
+    decision is the first device's, with every device's report and the fleet's."""
+    from edgepick.decide.scenarios import load_scenario, preset_names
+    from edgepick.plan.runner import RunResult
+    from edgepick.store import ResultStore
+
+    plan = lp.plan
+    console = console or Console(stderr=True)
+    multi = bool(plan.devices)
+    tags = list(plan.devices) or [plan.device]
+    sc_name = plan.scenario.name if plan.scenario.name in preset_names() \
+        else lp.resolve(plan.scenario.name)
+    scenario = load_scenario(sc_name, plan.scenario.overrides)
+    options = {} if executor == "local" else {"max_retries": plan.cluster.max_retries,
+                                              "node_timeout_s": plan.cluster.node_timeout_s}
+    ex = get_executor(executor, address or plan.cluster.address, **options)
+    lp.output.mkdir(parents=True, exist_ok=True)
+    store = ResultStore(lp.store_path)
+    notes: list[str] = []
+    try:
+        if "local" in tags:
+            console.print("probing this machine (bandwidth, compute)…")
+        profiles = device_profiles(lp, tags, executor)
+        runs = {tag: store.begin_run(f"edgepick run {lp.path} --executor {executor}"
+                                     + (f" (device {tag})" if multi else ""),
+                                     dict(plan.model_dump(mode="json"), device=tag))
+                for tag in tags}
+        works = _prepare(lp, store, profiles, runs, multi)
+        jobs, per = [], {w.tag: {} for w, _ in works}
+        ref_job = None
+        if plan.eval.enabled:
+            inputs = eval_inputs(lp)
+            ref_job = reference_job(inputs, tuple(w.scope for w, _ in works))
+            jobs.append(ref_job)
+        for w, _ in works:
+            per[w.tag] = {"bench": bench_jobs(lp, w) if plan.bench.enabled else [],
+                          "eval": eval_jobs(lp, w, inputs, ref_job) if ref_job else [],
+                          "fidelity": fidelity_jobs(lp, w) if plan.fidelity.enabled else []}
+            jobs += [j for kind in ("bench", "eval", "fidelity") for j in per[w.tag][kind]]
+        scope_runs = {w.scope: runs[w.tag] for w, _ in works}
+        with DeviceBoard(jobs, console) as board:
+            results = run_jobs(jobs, store, ex, board.event, scope_runs)
+        outcomes = []
+        for w, st in works:
+            store.run_id = runs[w.tag]
+            outcomes.append(_outcome(lp, store, w, per[w.tag], results, ref_job, scenario, multi))
+            notes += [f"{w.tag}: {n}" if multi else n for n in st.notes]
+        reports = [o.report for o in outcomes if o.report]
+        if multi:
+            reports = write_fleet(outcomes, scenario.name, lp.output / "report") + reports
+            notes += [f"{o.tag}: recommendation {o.decision.recommendation or 'none'}"
+                      for o in outcomes] + [f"fleet: {fleet_choice(outcomes)[1]}"]
+        notes += [f"{o.tag}: job failed — {f}" for o in outcomes for f in o.failures]
+    finally:
+        ex.close()
+        store.close()
+    first = outcomes[0]
+    return RunResult(decision=first.decision, summaries=first.summaries, reports=reports,
+                     notes=notes, store=lp.store_path, run_id=runs[tags[0]])
+
+
+def _outcome(lp, store, w: DeviceWork, jobs: dict, results, ref_job, scenario,
+             multi: bool) -> DeviceOutcome:
+    from edgepick.decide.decision import decide
+    from edgepick.decide.selection import select
+    from edgepick.decide.summary import build_summaries
+    from edgepick.report.writer import write_report
+
+    plan = lp.plan
+    summaries = build_summaries(store, models=[c.ref.locator for c in w.candidates],
+                                names={c.ref.locator: c.name for c in w.candidates},
+                                selection=select(store, [store.run_id]))
+    by_name = {s.candidate: s for s in summaries}
+    for c in w.candidates:
+        if c.name in by_name:
+            by_name[c.name].skipped = c.skipped
+    failures, network = [], {}
+    for j in [*jobs["bench"], *jobs["eval"], *jobs["fidelity"]]:
+        res = results.get(j.id)
+        if res is not None and not res.ok:
+            failures.append(f"{j.label}: {res.error}")
+            s = by_name.get(j.candidate)
+            if s is not None and j.kind == "bench" and not s.bench_error:
+                s.bench_error = f"job failed on the cluster: {res.error}"
+        for kind, k in j.keys:
+            if kind == NETWORK_KIND and (row := store.get(kind, scoped_key(k, w.scope))):
+                network[j.candidate] = row
+    if ref_job is not None and (r := results.get(ref_job.id)) is not None and not r.ok:
+        failures.append(f"{ref_job.label}: {r.error}")
+    decision = decide(summaries, scenario, w.profile.model_budget_bytes)
+    store.put("decision", f"{plan.name}@{w.tag}" if multi else plan.name,
+              decision.model_dump(mode="json"), label=scenario.name)
+    report = None
+    if plan.report.enabled:
+        out = lp.output / "report" / w.tag if multi else lp.output / "report"
+        paths = write_report(summaries, decision, scenario, out, lang=plan.report.lang,
+                             device=w.tag)
+        report = Path(paths[0]) if paths else None
+    return DeviceOutcome(w.tag, w.profile, summaries, decision, network, failures, report)

@@ -1,0 +1,129 @@
+"""The report's device dimension: one candidate across devices side by side, a recommendation per
+device, and the one configuration that serves the whole fleet when there is one (SPEC §12;
+seed 000 §3.4: the target device decides, so every device gets its own verdict).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class DeviceOutcome:
+    tag: str
+    profile: object  # DeviceProfile
+    summaries: list  # CandidateSummary
+    decision: object  # Decision
+    network: dict[str, dict] = field(default_factory=dict)  # candidate -> round-trip stats (ms)
+    failures: list[str] = field(default_factory=list)  # "job: reason"
+    report: Path | None = None
+
+
+def _fmt(v, spec: str = ".0f", unit: str = "") -> str:
+    return "not measured" if v is None else f"{v:{spec}}{unit}"
+
+
+def _verdict(outcome: DeviceOutcome, name: str) -> str:
+    d = outcome.decision
+    r = next((r for r in d.ranking if r.candidate == name), None)
+    if r is None:
+        return "not run here"
+    if r.eliminated:
+        why = r.violations[0].text if r.violations else (r.reasons[0] if r.reasons else "")
+        return f"eliminated ({why})" if why else "eliminated"
+    tag = "**recommended**" if d.recommendation == name else "survives"
+    return f"{tag}, score {r.score:.2f}" if r.score is not None else tag
+
+
+def fleet_choice(outcomes: list[DeviceOutcome]) -> tuple[str | None, str]:
+    """The candidate that survives on every device with the best worst-device score, and why."""
+    if not outcomes:
+        return None, "no device was measured"
+    worst: dict[str, float] = {}
+    blocked: dict[str, list[str]] = {}
+    names = [s.candidate for s in outcomes[0].summaries]
+    for name in names:
+        for o in outcomes:
+            r = next((r for r in o.decision.ranking if r.candidate == name), None)
+            if r is None or r.eliminated or r.score is None:
+                blocked.setdefault(name, []).append(o.tag)
+            else:
+                worst[name] = min(worst.get(name, r.score), r.score)
+    fit_all = {n: s for n, s in worst.items() if n not in blocked}
+    if fit_all:
+        best = max(fit_all, key=fit_all.get)
+        return best, (f"{best} passes every hard constraint on all {len(outcomes)} devices; "
+                      f"its lowest device score is {fit_all[best]:.2f}, the best such floor")
+    if not names:
+        return None, "no candidate was measured"
+    near = min(names, key=lambda n: len(blocked.get(n, [])))
+    return None, (f"no single configuration serves the whole fleet; nearest: {near}, which fails "
+                  f"on {', '.join(blocked.get(near, []))}; use a per-device choice")
+
+
+def _row(outcomes, name: str, label: str, get) -> str:
+    cells = []
+    for o in outcomes:
+        s = next((s for s in o.summaries if s.candidate == name), None)
+        cells.append("—" if s is None else get(o, s))
+    return f"| {name} | {label} | " + " | ".join(cells) + " |"
+
+
+_METRICS = [
+    ("TTFT P50", lambda o, s: _fmt(s.ttft_p50_ms, ".0f", " ms")),
+    ("decode", lambda o, s: _fmt(s.decode_tps, ".1f", " tok/s")),
+    ("peak RSS", lambda o, s: _fmt(s.peak_rss_bytes and s.peak_rss_bytes / 2**20, ".0f", " MiB")),
+    ("unacceptable", lambda o, s: _fmt(s.unacceptable_rate and s.unacceptable_rate * 100,
+                                       ".1f", "%")),
+    ("network RTT", lambda o, s: _fmt((o.network.get(s.candidate) or {}).get("median"),
+                                      ".1f", " ms") if s.backend == "openai_http" else "—"),
+    ("verdict", lambda o, s: _verdict(o, s.candidate)),
+]
+
+
+def fleet_markdown(outcomes: list[DeviceOutcome], scenario: str) -> str:
+    choice, why = fleet_choice(outcomes)
+    tags = [o.tag for o in outcomes]
+    lines = [f"# Fleet: {len(outcomes)} devices, scenario {scenario}", "",
+             "## One configuration for the whole fleet", "", why, "",
+             "## Recommendation per device", "", "| device | RAM budget | bandwidth | "
+             "recommendation | report |", "|---|---|---|---|---|"]
+    for o in outcomes:
+        p = o.profile
+        src = "measured" if getattr(p, "measured", False) else "spec sheet"
+        lines.append(f"| {o.tag} | {p.model_budget_bytes / 2**30:.1f} GiB | "
+                     f"{p.bandwidth_gbps:.1f} GB/s ({src}) | "
+                     f"{o.decision.recommendation or 'none'} | "
+                     f"{o.report.as_posix() if o.report else '—'} |")
+    lines += ["", "## Each candidate across devices", "",
+              "| candidate | figure | " + " | ".join(tags) + " |",
+              "|---|---|" + "---|" * len(tags)]
+    names = list(dict.fromkeys(s.candidate for o in outcomes for s in o.summaries))
+    for name in names:
+        for label, get in _METRICS:
+            lines.append(_row(outcomes, name, label, get))
+    if any(o.network for o in outcomes):
+        lines += ["", "Network RTT is a GET /v1/models timed from the node that ran the job, no "
+                  "inference; the endpoint's TTFT above includes one such round trip."]
+    failures = [f"- {o.tag}: {f}" for o in outcomes for f in o.failures]
+    if failures:
+        lines += ["", "## Jobs that failed", "", *failures]
+    return "\n".join(lines) + "\n"
+
+
+def write_fleet(outcomes: list[DeviceOutcome], scenario: str, out: Path) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    md = out / "fleet.md"
+    md.write_text(fleet_markdown(outcomes, scenario), encoding="utf-8")
+    choice, why = fleet_choice(outcomes)
+    data = {"scenario": scenario, "fleet_choice": choice, "why": why, "devices": [
+        {"device": o.tag, "profile": o.profile.model_dump(mode="json"),
+         "recommendation": o.decision.recommendation, "failures": o.failures,
+         "network": o.network, "report": str(o.report) if o.report else None,
+         "candidates": [s.model_dump(mode="json") for s in o.summaries],
+         "decision": o.decision.model_dump(mode="json")} for o in outcomes]}
+    js = out / "fleet.json"
+    js.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
+    return [md, js]
