@@ -136,6 +136,19 @@ def test_aggregate_metrics_under_their_names():
     assert m["schema_valid_rate"] == pytest.approx(3 / 4)  # of the four replies that call
     assert m["no_call_precision"] == pytest.approx(1 / 2)  # "Paris." right, "about 3 miles" not
     assert m["no_call_recall"] == pytest.approx(1 / 2)
+    assert m["tool_choice_accuracy_n"] == 6 and m["argument_accuracy_n"] == 6
+    assert m["schema_valid_rate_n"] == 4 and m["no_call_precision_n"] == 2
+    assert m["guard_refused_rate"] == pytest.approx(1 / 4)  # the hallucinated tool
+    assert m["guard_repaired_rate"] == 0
+
+
+def test_guard_outcome_per_reply():
+    sc = get_scorer("tool_call")
+    assert sc.score(item(), call()).details["guard"] == "clean"
+    s = sc.score(item(), call(value="5", from_unit="km", to_unit="mile"))
+    assert s.details["guard"] == "repaired" and not s.format_ok  # the scorer stays strict
+    assert sc.score(item(), "{'name': 'convert_units'").details["guard"] == "refused"
+    assert "guard" not in sc.score(item(), "3.1 miles").details
 
 
 def test_no_call_precision_is_absent_when_the_model_never_declines():

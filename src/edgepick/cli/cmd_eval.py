@@ -95,7 +95,7 @@ def register(app: typer.Typer) -> None:
                                         help="candidate: GGUF path, bundled name, or http://host:port/v1#name"),
         reference: str = typer.Option(..., "--reference", "-r", help="reference model, same forms"),
         data: Optional[str] = typer.Option(None, "--data", "-d",
-                                           help="eval set JSONL (default: the bundled demo set)"),
+                                           help="eval set JSONL, or a bundled set: demo (default), demo-tools"),
         limit: Optional[int] = typer.Option(None, "--limit", min=1, help="first N valid items only"),
         store: Optional[str] = typer.Option(None, "--store", help="results store (SQLite) path"),
         out: Optional[Path] = typer.Option(None, "--out", help="write eval.json, badcases.jsonl, gap.csv here"),
@@ -112,7 +112,9 @@ def register(app: typer.Typer) -> None:
         from edgepick.records.candidate import RuntimeSettings
         from edgepick.store.results import ResultStore
 
-        path = data or demo_eval_path()
+        from edgepick.evaluate.bundled_sets import bundled_set_path
+
+        path = bundled_set_path(data or "demo") or data
         items, problems = load_eval_set(path)
         for p in problems:
             err_console.print(f"[yellow]skipped:[/] {p}", highlight=False, soft_wrap=True)

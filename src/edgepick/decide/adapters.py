@@ -78,7 +78,9 @@ def eval_adapter(payload: dict, get: Get) -> None:
                 format_ok_rate=_num(g.get("format_ok_rate")),
                 unacceptable_rate=_num(g.get("unacceptable_rate")),
                 unacceptable=rate_figure(g.get("unacceptable"), g.get("unacceptable_rate"), g.get("n")),
-                format_ok=_format_figure(ce, task), strict_format=rate_figure(g.get("strict_format")))
+                format_ok=_format_figure(ce, task), strict_format=rate_figure(g.get("strict_format")),
+                metrics={k: float(v) for k, v in (g.get("metrics") or {}).items()
+                         if _num(v) is not None})
         overall = ce.get("overall") or {}
         s.quality_overall = _num(overall.get("score"))
         s.format_compliance = _num(overall.get("format_ok_rate"))

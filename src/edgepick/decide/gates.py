@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 
 from edgepick.decide.scenarios import Scenario
-from edgepick.evaluate.intervals import Z95, items_to_settle_mean, items_to_settle_rate, verdict
+from edgepick.evaluate.intervals import (Z95, items_to_settle_mean, items_to_settle_rate, verdict,
+                                         wilson)
 from edgepick.records.decision import CandidateSummary, Figure, TaskQuality
 from edgepick.records.deploy import Gate
 
@@ -27,6 +28,8 @@ GATES: dict[str, tuple[str, str, str | None]] = {
     "format_compliance_min": ("format_compliance", "min", "{:.1%}"),
     "strict_format_min": ("strict_format", "min", "{:.1%}"),
     "quality_min": ("quality", "min", "{:.1%}"),
+    "tool_choice_accuracy_min": ("tool_choice_accuracy", "min", "{:.1%}"),
+    "tool_schema_valid_min": ("schema_valid_rate", "min", "{:.1%}"),
 }
 # Gates that a task type can pass or fail on its own (hybrid routing).
 TASK_GATES = ("unacceptable_rate_max", "format_compliance_min", "strict_format_min", "quality_min",
@@ -89,7 +92,20 @@ def candidate_figures(s: CandidateSummary, sc: Scenario) -> dict[str, Figure | N
         "format_compliance": f.get("format_compliance") or _point(s.format_compliance),
         "strict_format": f.get("strict_format"),
         "quality": quality_figure(s, sc.task_weights),
+        "tool_choice_accuracy": tool_figure(s, "tool_choice_accuracy"),
+        "schema_valid_rate": tool_figure(s, "schema_valid_rate"),
     }
+
+
+def tool_figure(s: CandidateSummary, metric: str) -> Figure | None:
+    """A tool_call rate with its Wilson interval, from the scorer's rate and `<metric>_n`."""
+    q = s.tasks.get("tool_call")
+    rate, n = (q.metrics.get(metric), q.metrics.get(f"{metric}_n")) if q else (None, None)
+    if rate is None or not n:
+        return None
+    count = round(rate * n)
+    lo, hi = wilson(count, int(n))
+    return Figure(value=rate, low=lo, high=hi, n=int(n), count=count, method="wilson")
 
 
 def task_figures(q: TaskQuality) -> dict[str, Figure | None]:

@@ -39,6 +39,9 @@ class Constraints(_Strict):
     quality_min: float | None = Field(None, ge=0, le=1)
     # Per task type: extra badcases per 1000 requests against the reference (seed 000 §3.3).
     extra_badcases_per_1000_max: float | None = Field(None, ge=0)
+    # Task tool_call (seed 004 §4): the right tool (or none), and calls valid for their schema.
+    tool_choice_accuracy_min: float | None = Field(None, ge=0, le=1)
+    tool_schema_valid_min: float | None = Field(None, ge=0, le=1)
 
     @field_validator("peak_memory_max")
     @classmethod

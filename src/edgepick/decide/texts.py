@@ -17,6 +17,8 @@ LABELS: dict[str, tuple[str, str]] = {
     "quality_min": ("task accuracy", "任务准确率"),
     "strict_format_min": ("strict format rate", "严格格式率"),
     "extra_badcases_per_1000_max": ("extra badcases per 1000", "每1000次请求多出的badcase"),
+    "tool_choice_accuracy_min": ("tool-choice accuracy", "工具选择准确率"),
+    "tool_schema_valid_min": ("schema-valid tool calls", "符合 schema 的工具调用率"),
     "accuracy": ("task accuracy", "任务准确率"),
     "format_compliance": ("format compliance", "格式合规率"),
     "acceptable": ("acceptable-output rate", "可接受输出率"),
@@ -143,6 +145,12 @@ CONSTRAINT_ADVICE: dict[str, tuple[str, str]] = {
                               "(seed 000 §3.2)", "约束解码（语法）或 JSON 修复兜底（seed 000 §3.2）"),
     "quality_min": ("a larger model or a higher-precision quant (seed 004 §3.2)",
                     "更大的模型或更高精度的量化（seed 004 §3.2）"),
+    "tool_choice_accuracy_min": ("fewer tools per request, clearer tool descriptions, or a model "
+                                 "trained for tool calls (seed 004 §4.1)",
+                                 "每次请求提供更少的工具、更清楚的工具描述，或选用为工具调用训练过的模型"
+                                 "（seed 004 §4.1）"),
+    "tool_schema_valid_min": ("the agent guard's repairs and retries, or constrained decoding "
+                              "(seed 004 §6.4)", "Agent 守卫的修复与重试，或约束解码（seed 004 §6.4）"),
 }
 DEFAULT_ADVICE = ("add a fallback for this task (a validator, a retry, or the cloud)",
                   "为该任务加兜底（校验、重试或云端）")

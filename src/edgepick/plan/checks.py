@@ -58,7 +58,7 @@ def check_plan(lp, line_of: LineOf) -> None:
         fail(("runtime", "kv_type"), f"expected one of {', '.join(KV_TYPE_NAMES)}")
     if plan.eval.enabled:
         if not os.path.isfile(lp.eval_data()):
-            fail(("eval", "data"), f"'{plan.eval.data}': no such eval set (or 'demo')")
+            fail(("eval", "data"), f"'{plan.eval.data}': no such eval set (or 'demo', 'demo-tools')")
         if not plan.eval.reference:
             fail(("eval", "reference"), "missing: quality gaps need a reference model or endpoint")
         if (p := _model_ok(plan.eval.reference, lp.resolve(plan.eval.reference))):

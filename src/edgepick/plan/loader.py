@@ -44,9 +44,9 @@ class LoadedPlan:
             else self.output / "results.sqlite"
 
     def eval_data(self) -> str:
-        if self.plan.eval.data == "demo":
-            return str(files("edgepick").joinpath("data/demo_eval.jsonl"))
-        return self.resolve(self.plan.eval.data)
+        from edgepick.evaluate.bundled_sets import bundled_set_path
+
+        return bundled_set_path(self.plan.eval.data) or self.resolve(self.plan.eval.data)
 
     def fidelity_text(self) -> str:
         if self.plan.fidelity.text == "bundled":

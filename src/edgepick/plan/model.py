@@ -64,7 +64,7 @@ class BenchSection(_Strict):
 
 class EvalSection(_Strict):
     enabled: bool = True
-    data: str = "demo"  # "demo" = the bundled demo set, or a JSONL file
+    data: str = "demo"  # a bundled set ("demo", "demo-tools") or a JSONL file
     reference: str | None = None  # GGUF, bundled name or endpoint; required when enabled
     limit: int | None = Field(None, ge=1)  # items to use, spread over the tasks; none = all
     max_tokens: dict[str, int] = Field(default_factory=dict)  # per-task generation budgets

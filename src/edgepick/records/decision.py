@@ -40,6 +40,8 @@ class TaskQuality(BaseModel):
     unacceptable: Figure | None = None
     format_ok: Figure | None = None
     strict_format: Figure | None = None
+    # the task scorer's own figures (e.g. tool_call's tool_choice_accuracy and its `_n`)
+    metrics: dict[str, float] = Field(default_factory=dict)
 
 
 class CurvePoint(BaseModel):

@@ -8,6 +8,7 @@ from html import escape
 from edgepick.report.i18n import tr
 from edgepick.report.markdown import scenario_lines
 from edgepick.report.model import ReportModel
+from edgepick.report.tool_section import tool_table
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI","PingFang SC","Microsoft YaHei",sans-serif;
@@ -70,8 +71,12 @@ def render_html(m: ReportModel, lang: str) -> str:
         body = f"<div class='chart' id='chart-{name}'>{svg}</div>" if svg \
             else f"<p class='muted'>{escape(tr('no_data', lang))}</p>"
         parts.append(f"<h3>{escape(title)}</h3>{body}")
-    parts += [f"<h2>{escape(tr('per_task', lang))}</h2>", _table(*m.tasks(lang)),
-              f"<h2>{escape(tr('badcases', lang))}</h2>", _table(*m.badcases(lang)),
+    parts += [f"<h2>{escape(tr('per_task', lang))}</h2>", _table(*m.tasks(lang))]
+    tools = tool_table(m.summaries, lang)
+    if tools:
+        parts += [f"<h3>{escape(tools[0])}</h3>", _table(tools[1], tools[2]),
+                  f"<p class='muted'>{escape(tools[3])}</p>"]
+    parts += [f"<h2>{escape(tr('badcases', lang))}</h2>", _table(*m.badcases(lang)),
               f"<p class='muted'>{escape(tr('exports', lang))}</p>"]
     html_lang = "zh-CN" if lang == "zh" else "en"
     return (f"<!DOCTYPE html>\n<html lang='{html_lang}'><head><meta charset='utf-8'>"

@@ -6,6 +6,7 @@ from edgepick.decide.scenarios import Scenario
 from edgepick.records.decision import Decision
 from edgepick.report.i18n import tr
 from edgepick.report.model import ReportModel
+from edgepick.report.tool_section import tool_table
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -58,7 +59,10 @@ def render_markdown(m: ReportModel, lang: str) -> str:
         out.append(f"![{title}](charts/{name}.svg)" if m.charts[name]["svg"]
                    else f"*{tr('no_data', lang)}*")
         out.append("")
-    out += [f"## {tr('per_task', lang)}", "", _table(*m.tasks(lang)), "",
-            f"## {tr('badcases', lang)}", "", _table(*m.badcases(lang)), "",
+    out += [f"## {tr('per_task', lang)}", "", _table(*m.tasks(lang)), ""]
+    tools = tool_table(m.summaries, lang)
+    if tools:
+        out += [f"### {tools[0]}", "", _table(tools[1], tools[2]), "", f"*{tools[3]}*", ""]
+    out += [f"## {tr('badcases', lang)}", "", _table(*m.badcases(lang)), "",
             tr("exports", lang), ""]
     return "\n".join(out)

@@ -14,7 +14,9 @@ An item offers `tools` (OpenAI function schemas) and expects either one call
 Aggregates (docs/agent.md): `tool_choice_accuracy` (action right, over all items),
 `argument_accuracy` (reference fields matched, over the items whose tool was chosen right),
 `schema_valid_rate` (over the replies that try to call), `no_call_precision` (of the replies
-that call nothing, the share whose reference is "none"), and `no_call_recall`.
+that call nothing, the share whose reference is "none"), `no_call_recall`, and what the agent's
+guard would do with the replies that try to call: `guard_repaired_rate` (valid only after a
+logged repair) and `guard_refused_rate` (sent back to the model as an error).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import numbers
 from typing import Any, ClassVar
 
 from edgepick.agent.calls import parse_call, schema_errors, tool_schemas
+from edgepick.agent.guard import Guard
 from edgepick.evaluate.scorers import ItemScore, register_scorer
 from edgepick.evaluate.text import nfkc
 
@@ -93,6 +96,9 @@ class ToolCallScorer:
                     format_ok = False
                     why = f"arguments break the schema of '{p.name}': {errs[0]}"
         d["schema_valid"] = schema_valid
+        if p.kind != "none":  # what the agent's guard would do with this reply (seed 004 §6.4)
+            v = Guard(schemas).check(output)
+            d["guard"] = "refused" if v.refused else "repaired" if v.repairs else "clean"
         score = 1.0 if action == want else 0.0
         if want != NONE and action == want:
             matched, total, wrong = argument_matches(ref.get("arguments") or {}, p.arguments)
@@ -112,24 +118,26 @@ class ToolCallScorer:
                          format_error=None if format_ok else "invalid_json")
 
     def aggregate(self, items: list, scores: list[ItemScore]) -> dict[str, float]:
+        """Each rate with its denominator under `<name>_n`, so intervals can be recomputed;
+        a rate whose denominator is 0 is absent (undefined), never 0."""
         ds = [s.details for s in scores if "action" in s.details]
-        out: dict[str, float] = {}
-        if not ds:
-            return out
-        out["tool_choice_accuracy"] = sum(d["tool_ok"] for d in ds) / len(ds)
-        total = sum(d.get("args_total", 0) for d in ds)
-        if total:
-            out["argument_accuracy"] = sum(d.get("args_matched", 0) for d in ds) / total
         tried = [d for d in ds if d["attempted"]]
-        if tried:
-            out["schema_valid_rate"] = sum(bool(d["schema_valid"]) for d in tried) / len(tried)
-        declined = [d for d in ds if d["action"] == NONE]
-        if declined:  # undefined, and so absent, when the model never declined
-            out["no_call_precision"] = sum(d["expected"] == NONE for d in declined) / len(declined)
-        expected_none = [d for d in ds if d["expected"] == NONE]
-        if expected_none:
-            out["no_call_recall"] = sum(d["action"] == NONE for d in expected_none) / \
-                len(expected_none)
+        rates = {
+            "tool_choice_accuracy": (sum(d["tool_ok"] for d in ds), len(ds)),
+            "argument_accuracy": (sum(d.get("args_matched", 0) for d in ds),
+                                  sum(d.get("args_total", 0) for d in ds)),
+            "schema_valid_rate": (sum(bool(d["schema_valid"]) for d in tried), len(tried)),
+            "no_call_precision": (sum(d["expected"] == NONE for d in ds if d["action"] == NONE),
+                                  sum(d["action"] == NONE for d in ds)),
+            "no_call_recall": (sum(d["action"] == NONE for d in ds if d["expected"] == NONE),
+                               sum(d["expected"] == NONE for d in ds)),
+            "guard_repaired_rate": (sum(d.get("guard") == "repaired" for d in tried), len(tried)),
+            "guard_refused_rate": (sum(d.get("guard") == "refused" for d in tried), len(tried)),
+        }
+        out: dict[str, float] = {}
+        for name, (k, n) in rates.items():
+            if n:
+                out[name], out[f"{name}_n"] = k / n, float(n)
         return out
 
 
