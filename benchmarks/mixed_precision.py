@@ -23,8 +23,10 @@ from pathlib import Path
 
 def _kld(ref: str, path: str, text: Path, ctx: int, chunks: int | None, threads: int) -> dict:
     from edgepick.evaluate.fidelity import fidelity
+    from edgepick.records.model_ref import ModelRef
 
-    r = fidelity(ref, path, text, ctx=ctx, threads=threads, max_chunks=chunks)
+    r = fidelity(ModelRef.file(ref), ModelRef.file(path), text, ctx=ctx, threads=threads,
+                 max_chunks=chunks)
     return {"kld_mean": r.kld_mean, "kld_p99": r.kld_p99, "same_top1": r.same_top1,
             "ppl_ratio": r.ppl_ratio, "n_scored": r.n_scored}
 

@@ -39,6 +39,14 @@ def gemma3_q4_k_m() -> str:
     return str(gemma3_270m_q4_k_m())
 
 
+@pytest.fixture(scope="session", autouse=True)
+def edgepick_home(tmp_path_factory) -> Path:
+    """Commands run without --store write to $EDGEPICK_HOME: a temporary one, never the user's."""
+    home = tmp_path_factory.mktemp("edgepick-home")
+    os.environ["EDGEPICK_HOME"] = str(home)
+    return home
+
+
 @pytest.fixture
 def store_path(tmp_path: Path) -> str:
     return str(tmp_path / "results.sqlite")

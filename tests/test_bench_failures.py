@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from edgepick.bench.runner import run_bench
 from edgepick.bench.sweeps import BenchRequest
+from edgepick.errors import EdgepickError
+from edgepick.records.candidate import RuntimeSettings
+from edgepick.records.model_ref import ModelRef
 from edgepick.store import ResultStore
 
 
@@ -14,9 +19,13 @@ def test_truncated_file_and_memory_limit_fail_while_the_others_complete(
         truncated.write_bytes(src.read(20 * 2**20))  # header intact, tensor data cut short
     # At 8192 tokens of context SmolLM2's 30-layer KV cache alone is ~190 MB: over a 260 MiB
     # budget once weights and runtime are in, while the 2-block model needs ~160 MB in all.
-    req = BenchRequest(models=[str(truncated), smollm2_q4_1, "no-such-model.gguf", tiny_model],
-                       n_ctx=8192, prompt_lengths=[16], gen_tokens=4, warmup=0, repeats=1,
-                       mem_limit=260 * 2**20, timeout_s=300, threads=[1])
+    # A name that resolves to nothing fails where it is given, before any measuring starts.
+    with pytest.raises(EdgepickError, match="no such file"):
+        ModelRef.parse("no-such-model.gguf")
+    refs = [ModelRef.parse(m) for m in (str(truncated), smollm2_q4_1, tiny_model)]
+    req = BenchRequest(models=refs, settings=RuntimeSettings(n_ctx=8192), prompt_lengths=[16],
+                       gen_tokens=4, warmup=0, repeats=1, mem_limit=260 * 2**20, timeout_s=300,
+                       threads=[1])
     with ResultStore(store_path) as st:
         results = run_bench(req, st)
         by_model = {r.model: r for r in results}
@@ -24,27 +33,25 @@ def test_truncated_file_and_memory_limit_fail_while_the_others_complete(
         assert bad.status == "failed" and "could not load" in bad.error
         oom = by_model[smollm2_q4_1]
         assert oom.status == "failed" and "exceeded the memory limit of 260 MiB" in oom.error
-        missing = by_model["no-such-model.gguf"]
-        assert missing.status == "failed" and "no such file" in missing.error
         good = by_model[tiny_model]
         assert good.status == "ok" and good.error is None
         assert good.metric("peak_rss_swap_bytes") < 260 * 2**20
         assert good.metric("decode_tps") > 0
-        # Failures are stored too (except the unresolvable name, which has no content key).
+        # Failures are stored too.
         assert st.count("bench") == 3
         stored = st.get("bench", oom.key)
         assert stored["status"] == "failed" and stored["error"] == oom.error
     # With room to spare, the model that was over budget runs: failures are retried.
-    req2 = req.model_copy(update={"models": [smollm2_q4_1], "n_ctx": 8192, "mem_limit": None})
+    req2 = req.model_copy(update={"models": [refs[1]], "mem_limit": None})
     with ResultStore(store_path) as st:
         (again,) = run_bench(req2, st)
-        assert again.status == "ok" and not again.cached
+        assert again.status == "ok" and not again.cached, again.error
         assert st.get("bench", oom.key)["status"] == "ok" and st.count("bench") == 3
 
 
 def test_a_worker_timeout_is_a_failed_result(tiny_model, store_path):
     # A sustained run gets --timeout on top of its duration; its startup alone overruns 0.01 s.
-    req = BenchRequest(models=[tiny_model], prompt_lengths=[16], gen_tokens=4, warmup=0,
+    req = BenchRequest(models=[ModelRef.parse(tiny_model)], prompt_lengths=[16], gen_tokens=4, warmup=0,
                        repeats=1, sustain_s=3, timeout_s=0.01, threads=[1])
     with ResultStore(store_path) as st:
         results = run_bench(req, st)

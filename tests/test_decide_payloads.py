@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from edgepick.records.bench import BenchResult, MetricStats, SustainReport
 from edgepick.records.candidate import Candidate
+from edgepick.records.model_ref import ModelRef
 from edgepick.records.evaluation import (BootstrapSettings, CandidateEval, EvalResult, GroupGap,
                                          Unacceptable, Badcase)
 from edgepick.store import ResultStore
@@ -57,7 +58,7 @@ def cand_eval(model: str, name: str, tasks: dict[str, tuple[float, float]], fmt:
     ref = sum(r for _, r in tasks.values()) / len(tasks)
     n = 40 * len(tasks)
     return CandidateEval(
-        name=name, candidate=Candidate(model=model, label=name), per_task=per_task,
+        name=name, candidate=Candidate(ref=ModelRef.file(model), label=name), per_task=per_task,
         per_difficulty={}, overall=gap(mean, ref, n=n, fmt=fmt, unacc=unacc),
         unacceptable_rate=unacc, unacceptable=Unacceptable(n=n, count=int(unacc * n), rate=unacc),
         badcases=[Badcase(item_id="ex-007", task="extraction", expected={"city": "Hangzhou"},
@@ -67,7 +68,8 @@ def cand_eval(model: str, name: str, tasks: dict[str, tuple[float, float]], fmt:
 
 def eval_result(cands: list[CandidateEval], ref_model: str = "/models/ref-f16.gguf") -> EvalResult:
     ref = cands[0].model_copy(update={"name": "reference",
-                                      "candidate": Candidate(model=ref_model, label="reference")})
+                                      "candidate": Candidate(ref=ModelRef.file(ref_model),
+                                                            label="reference")})
     return EvalResult(data="demo_eval.jsonl", data_sha256="0" * 64, n_items=200, n_invalid_lines=0,
                       reference=ref, candidates=cands,
                       bootstrap=BootstrapSettings(resamples=1000, seed=0),

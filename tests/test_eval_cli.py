@@ -6,6 +6,8 @@ import json
 import sqlite3
 
 from edgepick.cli.cmd_eval import demo_eval_path
+from edgepick.evaluate.dataset import load_eval_set
+from edgepick.evaluate.stage import spread
 
 GROUP_KEYS = {"n", "score", "ref_score", "gap_abs", "gap_rel", "ci95", "badcases_per_1000",
               "format_ok_rate", "unacceptable_rate"}
@@ -33,7 +35,10 @@ def test_eval_two_candidates_resumes_and_reuses(cli, store_path, tmp_path):
     assert (tiny["generated"], tiny["reused"]) == (4, 3)
     assert (same["generated"], same["reused"]) == (0, 7)  # same content key as the reference
 
-    assert set(tiny["per_task"]) == {"classification", "yes_no", "qa"}
+    # --limit takes items round-robin over the tasks, as a plan's eval.limit does
+    items, _ = load_eval_set(demo_eval_path())
+    assert set(tiny["per_task"]) == {it.task for it in spread(items, 7)}
+    assert len(tiny["per_task"]) > 3
     for cand in (tiny, same):
         for g in [*cand["per_task"].values(), *cand["per_difficulty"].values()]:
             assert GROUP_KEYS <= set(g)

@@ -9,6 +9,7 @@ from edgepick.evaluate.dataset import EvalItem
 from edgepick.evaluate.gap import paired_bootstrap
 from edgepick.evaluate.pipeline import _candidate_eval, score_outputs
 from edgepick.records.candidate import Candidate
+from edgepick.records.model_ref import ModelRef
 
 
 def test_identical_scores_give_zero_gap_and_zero_interval():
@@ -53,7 +54,7 @@ def test_per_task_gap_badcases_and_unacceptable():
     ref_o, ref_s = score_outputs(items, _outs(["Paris"] * 4 + ["4", "9"]))
     cand_o, cand_s = score_outputs(items, _outs(["Paris", "Paris", "London", "", "5", "9 9 9 9 9 9 9 9 9 9 9 9"],
                                                 {5: "length"}))
-    c = Candidate(model="x.gguf")
+    c = Candidate(ref=ModelRef.file("x.gguf"))
     ev = _candidate_eval(c, items, cand_o, cand_s, ref_o, ref_s, 6, 0, 500, 1)
     qa, math = ev.per_task["qa"], ev.per_task["math"]
     assert qa.n == 4 and qa.ref_score == 1.0 and qa.score == 0.5

@@ -11,7 +11,7 @@ FIDELITY_KEYS = {"ppl_ref", "ppl_cand", "ppl_ratio", "kld_mean", "kld_median", "
 
 
 def test_fidelity_json_shape(cli, tiny_model):
-    r = cli("fidelity", "--reference", tiny_model, "--candidate", "tiny", "--ctx", "64",
+    r = cli("fidelity", "--reference", tiny_model, "--model", "tiny", "--ctx", "64",
             "--chunks", "2", "--threads", "1", "--no-cache", "--json")
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
@@ -21,7 +21,7 @@ def test_fidelity_json_shape(cli, tiny_model):
 
 
 def test_fidelity_vocabulary_mismatch_exits_2_with_one_line(cli, tiny_model, gemma3_q4_k_m):
-    r = cli("fidelity", "--reference", tiny_model, "--candidate", gemma3_q4_k_m, "--ctx", "64",
+    r = cli("fidelity", "--reference", tiny_model, "--model", gemma3_q4_k_m, "--ctx", "64",
             "--chunks", "1", "--threads", "1", "--no-cache")
     assert r.returncode == 2
     assert "do not share a tokenizer" in r.stderr and "Traceback" not in r.stderr
@@ -43,7 +43,7 @@ def prompts(tmp_path):
 
 
 def test_consistency_identical_models_pass(cli, tiny_model, prompts):
-    r = cli("consistency", "--reference", tiny_model, "--candidate", "tiny", "--data", prompts,
+    r = cli("consistency", "--reference", tiny_model, "--model", "tiny", "--data", prompts,
             "--max-tokens", "6", "--threads", "1", "--json")
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
@@ -54,7 +54,7 @@ def test_consistency_identical_models_pass(cli, tiny_model, prompts):
 
 
 def test_consistency_different_models_fail_with_exit_1(cli, tiny_model, smollm2_q4_1, prompts):
-    r = cli("consistency", "--reference", smollm2_q4_1, "--candidate", tiny_model, "--data",
+    r = cli("consistency", "--reference", smollm2_q4_1, "--model", tiny_model, "--data",
             prompts, "--max-tokens", "6", "--threads", "1", "--threshold", "1.0", "--json")
     assert r.returncode == 1, r.stderr
     data = json.loads(r.stdout)

@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 
 from edgepick.errors import EdgepickError
-from edgepick.evaluate.fidelity import bundled_text, fidelity, read_text
+from edgepick.evaluate.fidelity import bundled_text, read_text
+from edgepick.evaluate.fidelity import fidelity as _fidelity
+from edgepick.records.model_ref import ModelRef
+
+
+def fidelity(reference: str, candidate: str, *args, **kw):
+    """The models as a user names them, resolved once as the CLI does."""
+    return _fidelity(ModelRef.parse(reference), ModelRef.parse(candidate), *args, **kw)
 
 CTX = 64
 CHUNKS = 3

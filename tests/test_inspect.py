@@ -7,7 +7,7 @@ import pytest
 
 
 def test_inspect_gguf_json(cli, smollm2_q4_1):
-    r = cli("inspect", smollm2_q4_1, "--json")
+    r = cli("inspect", "-m", smollm2_q4_1, "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert d["architecture"] == "llama"
@@ -24,7 +24,7 @@ def test_inspect_gguf_json(cli, smollm2_q4_1):
 
 
 def test_inspect_gguf_table_and_tensors(cli, gemma3_q4_k_m):
-    r = cli("inspect", gemma3_q4_k_m, "--tensors")
+    r = cli("inspect", "-m", gemma3_q4_k_m, "--tensors")
     assert r.returncode == 0, r.stderr
     assert "gemma3" in r.stdout and "token_embd.weight" in r.stdout
     assert "512 tokens on 15 of 18 layers" in r.stdout
@@ -37,7 +37,7 @@ def test_inspect_hf_config(cli, tmp_path):
            "torch_dtype": "bfloat16", "use_sliding_window": False, "sliding_window": 32768}
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
-    r = cli("inspect", str(path), "--json")
+    r = cli("inspect", "-m", str(path), "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert d["source_kind"] == "hf_config"
@@ -60,21 +60,21 @@ def test_truncated_gguf(cli, tiny_model, tmp_path):
     path = tmp_path / "truncated.gguf"
     with open(tiny_model, "rb") as fh:
         path.write_bytes(fh.read(os.path.getsize(tiny_model) // 2))
-    assert "truncated" in _one_line_error(cli("inspect", str(path)), path)
+    assert "truncated" in _one_line_error(cli("inspect", "-m", str(path)), path)
 
 
 def test_header_cut_short(cli, tiny_model, tmp_path):
     path = tmp_path / "header.gguf"
     with open(tiny_model, "rb") as fh:
         path.write_bytes(fh.read(2000))
-    msg = _one_line_error(cli("inspect", str(path)), path)
+    msg = _one_line_error(cli("inspect", "-m", str(path)), path)
     assert "truncated" in msg or "corrupt" in msg
 
 
 def test_random_bytes(cli, tmp_path):
     path = tmp_path / "random.gguf"
     path.write_bytes(os.urandom(4096))
-    assert "not a GGUF" in _one_line_error(cli("inspect", str(path)), path)
+    assert "not a GGUF" in _one_line_error(cli("inspect", "-m", str(path)), path)
 
 
 def test_wrong_magic(cli, tiny_model, tmp_path):
@@ -83,13 +83,13 @@ def test_wrong_magic(cli, tiny_model, tmp_path):
         data = bytearray(fh.read(1 << 20))
     data[:4] = b"GGML"
     path.write_bytes(bytes(data))
-    assert "magic" in _one_line_error(cli("inspect", str(path)), path)
+    assert "magic" in _one_line_error(cli("inspect", "-m", str(path)), path)
 
 
 def test_random_bytes_after_magic(cli, tmp_path):
     path = tmp_path / "garbage.gguf"
     path.write_bytes(b"GGUF" + os.urandom(4096))
-    msg = _one_line_error(cli("inspect", str(path)), path)
+    msg = _one_line_error(cli("inspect", "-m", str(path)), path)
     assert "corrupt" in msg or "truncated" in msg
 
 
@@ -99,11 +99,11 @@ def test_random_bytes_after_magic(cli, tmp_path):
 def test_malformed_config_json(cli, tmp_path, text, expect):
     path = tmp_path / "config.json"
     path.write_text(text)
-    assert expect in _one_line_error(cli("inspect", str(path)), path)
+    assert expect in _one_line_error(cli("inspect", "-m", str(path)), path)
 
 
 def test_missing_file_and_unknown_bundled_name(cli, tmp_path):
-    r = cli("inspect", str(tmp_path / "nope.gguf"))
+    r = cli("inspect", "-m", str(tmp_path / "nope.gguf"))
     assert r.returncode != 0 and "no such file" in r.stderr and "Traceback" not in r.stderr
 
 
@@ -130,4 +130,4 @@ def test_header_cut_inside_the_vocabulary(cli, smollm2_q4_1, tmp_path):
     path = tmp_path / "vocab-cut.gguf"
     with open(smollm2_q4_1, "rb") as fh:
         path.write_bytes(fh.read(cut))
-    assert "truncated" in _one_line_error(cli("inspect", str(path)), path)
+    assert "truncated" in _one_line_error(cli("inspect", "-m", str(path)), path)

@@ -16,7 +16,7 @@ def _one_line_error(r) -> str:
 
 
 def test_unknown_type_is_one_line(cli, tiny_model, tmp_path):
-    line = _one_line_error(cli("quantize", tiny_model, "--types", "Q4_0,Q9_9", "--out",
+    line = _one_line_error(cli("quantize", "-m", tiny_model, "--quant", "Q4_0,Q9_9", "--out",
                                str(tmp_path)))
     assert "unknown quantization type 'Q9_9'" in line
     assert not list(tmp_path.iterdir())  # validated before anything was built
@@ -26,7 +26,7 @@ def test_unknown_type_is_one_line(cli, tiny_model, tmp_path):
 def test_non_gguf_source_is_one_line(cli, tmp_path, content):
     bad = tmp_path / "model.gguf"
     bad.write_bytes(content)
-    line = _one_line_error(cli("quantize", str(bad), "--types", "Q4_0", "--out",
+    line = _one_line_error(cli("quantize", "-m", str(bad), "--quant", "Q4_0", "--out",
                                str(tmp_path / "out")))
     assert str(bad) in line and "GGUF" in line
 
@@ -34,33 +34,33 @@ def test_non_gguf_source_is_one_line(cli, tmp_path, content):
 def test_non_gguf_for_imatrix_and_sensitivity(cli, tmp_path):
     bad = tmp_path / "notes.txt"
     bad.write_text("plain text\n")
-    assert "not a GGUF" in _one_line_error(cli("imatrix", str(bad), "--text", str(bad)))
-    assert "not a GGUF" in _one_line_error(cli("sensitivity", str(bad), "--text", str(bad)))
+    assert "not a GGUF" in _one_line_error(cli("imatrix", "-m", str(bad), "--text", str(bad)))
+    assert "not a GGUF" in _one_line_error(cli("sensitivity", "-m", str(bad), "--text", str(bad)))
 
 
 def test_missing_source_is_one_line(cli, tmp_path):
-    line = _one_line_error(cli("quantize", str(tmp_path / "nope.gguf"), "--out", str(tmp_path)))
+    line = _one_line_error(cli("quantize", "-m", str(tmp_path / "nope.gguf"), "--out", str(tmp_path)))
     assert "nope.gguf" in line
 
 
 def test_bad_budget_and_types_for_a_recipe(cli, tiny_model, tmp_path):
-    line = _one_line_error(cli("quantize", tiny_model, "--recipe", "auto", "--budget", "lots",
+    line = _one_line_error(cli("quantize", "-m", tiny_model, "--recipe", "auto", "--budget", "lots",
                                "--out", str(tmp_path)))
     assert "--budget" in line
-    line = _one_line_error(cli("sensitivity", tiny_model, "--high", "F16"))
+    line = _one_line_error(cli("sensitivity", "-m", tiny_model, "--high", "F16"))
     assert "--high F16" in line
-    line = _one_line_error(cli("sensitivity", tiny_model, "--low", "Q4_O"))
+    line = _one_line_error(cli("sensitivity", "-m", tiny_model, "--low", "Q4_O"))
     assert "unknown quantization type" in line
 
 
 def test_bad_recipe_yaml_names_the_file(cli, tiny_model, tmp_path):
     bad = tmp_path / "bad.recipe.yaml"
     bad.write_text("low: Q4_0\nhigh: [unclosed\n")
-    line = _one_line_error(cli("quantize", tiny_model, "--recipe", str(bad), "--out",
+    line = _one_line_error(cli("quantize", "-m", tiny_model, "--recipe", str(bad), "--out",
                                str(tmp_path)))
     assert str(bad) in line
     bad.write_text("low: Q4_0\n")
-    line = _one_line_error(cli("quantize", tiny_model, "--recipe", str(bad), "--out",
+    line = _one_line_error(cli("quantize", "-m", tiny_model, "--recipe", str(bad), "--out",
                                str(tmp_path)))
     assert str(bad) in line and "field" in line
 
@@ -69,16 +69,16 @@ def test_imatrix_is_used_by_quantize(cli, tiny_model, tmp_path):
     from edgepick.evaluate.fidelity import bundled_text
 
     im = tmp_path / "tiny.imatrix.gguf"
-    r = cli("imatrix", tiny_model, "--text", str(bundled_text("calibration")), "--out", str(im),
+    r = cli("imatrix", "-m", tiny_model, "--text", str(bundled_text("calibration")), "--out", str(im),
             "--ctx", "128", "--chunks", "2", "--json")
     assert r.returncode == 0, r.stderr
     info = json.loads(r.stdout)
     assert info["path"] == str(im) and im.stat().st_size > 0
-    r = cli("quantize", tiny_model, "--types", "Q4_0", "--imatrix", str(im), "--out",
+    r = cli("quantize", "-m", tiny_model, "--quant", "Q4_0", "--imatrix", str(im), "--out",
             str(tmp_path), "--json")
     assert r.returncode == 0, r.stderr
     with_m = json.loads(r.stdout)[0]
-    r = cli("quantize", tiny_model, "--types", "Q4_0", "--out", str(tmp_path / "plain"), "--json")
+    r = cli("quantize", "-m", tiny_model, "--quant", "Q4_0", "--out", str(tmp_path / "plain"), "--json")
     plain = json.loads(r.stdout)[0]
     # same tensor types and bytes, different values: the importance weights changed the
     # rounding (the file also names the matrix in its metadata, hence a few bytes more)

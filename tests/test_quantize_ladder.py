@@ -18,7 +18,7 @@ def ladder(tiny_model, tmp_path_factory):
     from conftest import run_cli
 
     out = tmp_path_factory.mktemp("ladder")
-    r = run_cli("quantize", tiny_model, "--types", ",".join(TYPES), "--out", str(out), "--json")
+    r = run_cli("quantize", "-m", tiny_model, "--quant", ",".join(TYPES), "--out", str(out), "--json")
     assert r.returncode == 0, r.stderr
     return out, json.loads(r.stdout), r
 
@@ -85,7 +85,7 @@ def test_rerun_reuses_identical_builds(ladder, tiny_model):
 
     out, files, _ = ladder
     mtimes = {f["path"]: os.stat(f["path"]).st_mtime_ns for f in files}
-    r = run_cli("quantize", tiny_model, "--types", "Q8_0,Q4_0", "--out", str(out), "--json")
+    r = run_cli("quantize", "-m", tiny_model, "--quant", "Q8_0,Q4_0", "--out", str(out), "--json")
     assert r.returncode == 0, r.stderr
     again = json.loads(r.stdout)
     assert all(f["skipped"] for f in again)
@@ -112,7 +112,7 @@ def test_requantizing_warns_loudly(ladder, tmp_path):
 
     _, files, _ = ladder
     q8 = next(f for f in files if f["type"] == "Q8_0")["path"]
-    r = run_cli("quantize", q8, "--types", "Q4_0", "--out", str(tmp_path), "--json")
+    r = run_cli("quantize", "-m", q8, "--quant", "Q4_0", "--out", str(tmp_path), "--json")
     assert r.returncode == 0, r.stderr
     assert "WARNING: requantizing" in r.stderr and "Q8_0" in r.stderr
     rec = json.loads(r.stdout)[0]

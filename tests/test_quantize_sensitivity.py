@@ -96,7 +96,7 @@ def test_rerun_comes_from_the_store(first_run, tiny_model, text, store_file):
 
 
 def test_sensitivity_cli_json(first_run, tiny_model, text, store_file, cli):
-    r = cli("sensitivity", tiny_model, "--by", "class", "--text", text, "--ctx", "128",
+    r = cli("sensitivity", "-m", tiny_model, "--by", "class", "--text", text, "--ctx", "128",
             "--chunks", "2", "--store", store_file, "--json")
     assert r.returncode == 0, r.stderr
     rows = json.loads(r.stdout)
@@ -122,7 +122,7 @@ def test_auto_recipe_is_reproducible(first_run, tiny_model, text, store_file, tm
     from edgepick.quantize.recipe import load_recipe
 
     budget = str(first_run.baseline_size_bytes - 4 * 2**20)  # bytes: forces a real choice
-    r = cli("quantize", tiny_model, "--recipe", "auto", "--by", "class", "--budget",
+    r = cli("quantize", "-m", tiny_model, "--recipe", "auto", "--by", "class", "--budget",
             budget, "--text", text, "--ctx", "128", "--chunks", "2", "--store", store_file,
             "--out", str(tmp_path / "a"), "--json")
     assert r.returncode == 0, r.stderr
@@ -141,7 +141,7 @@ def test_auto_recipe_is_reproducible(first_run, tiny_model, text, store_file, tm
         want = "Q8_0" if unit.name in high_units else "Q4_0"
         assert {types[t] for t in unit.tensors} == {want}, unit.name
 
-    r2 = cli("quantize", tiny_model, "--recipe", recipe_file, "--out", str(tmp_path / "b"),
+    r2 = cli("quantize", "-m", tiny_model, "--recipe", recipe_file, "--out", str(tmp_path / "b"),
              "--json")
     assert r2.returncode == 0, r2.stderr
     again = json.loads(r2.stdout)
@@ -156,7 +156,7 @@ def test_recipe_for_another_source_is_refused(first_run, tiny_model, tmp_path, c
     rec.source_sha256 = "0" * 64
     path = tmp_path / "r.recipe.yaml"
     save_recipe(rec, path)
-    r = cli("quantize", tiny_model, "--recipe", str(path), "--out", str(tmp_path))
+    r = cli("quantize", "-m", tiny_model, "--recipe", str(path), "--out", str(tmp_path))
     assert r.returncode == 2
     assert "not the source this recipe was made for" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1

@@ -107,20 +107,27 @@ def tiny_f16(n_blocks: int = 2) -> Path:
     return derived(f"SmolLM2-tiny{n_blocks}.F16.gguf", build)
 
 
+def smollm2_og_int4() -> Path:
+    """SmolLM2 F16 converted for onnxruntime-genai, INT4 k_quant block 32 (docs/engines.md)."""
+    from edgepick.convert.cache import converted
+
+    return converted(smollm2_f16())
+
+
+def tiny_og_int4() -> Path:
+    """The tiny model converted for onnxruntime-genai with the same recipe, for tests."""
+    from edgepick.convert.cache import converted
+
+    return converted(tiny_f16())
+
+
 BUNDLED: dict[str, Callable[[], Path]] = {
     "smollm2": smollm2_q4_1,
     "smollm2-f16": smollm2_f16,
     "gemma3-270m": gemma3_270m_q4_k_m,
     "gemma3-270m-f16": gemma3_270m_f16,
     "tiny": tiny_f16,
+    "smollm2-og-int4": smollm2_og_int4,
+    "tiny-og-int4": tiny_og_int4,
 }
 
-
-def resolve_model(spec: str) -> str:
-    """A path to an existing file, or a bundled name; URLs pass through unchanged."""
-    if "://" in spec or os.path.exists(spec):
-        return spec
-    if spec in BUNDLED:
-        return str(BUNDLED[spec]())
-    raise EdgepickError(f"{spec}: no such file, and not a bundled model "
-                        f"(bundled: {', '.join(BUNDLED)})")

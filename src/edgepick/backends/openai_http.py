@@ -13,25 +13,11 @@ import json
 import threading
 import time
 from typing import ClassVar
-from urllib.parse import urlsplit
 
 from edgepick.backends import base
 from edgepick.backends.base import Backend, Generation, LoadOptions
 from edgepick.errors import EdgepickError
 from edgepick.records.candidate import Candidate
-
-
-def parse_model_url(url: str) -> tuple[str, str | None]:
-    """`http://host:port/v1#name` → ("http://host:port/v1", "name")."""
-    base, _, name = url.partition("#")
-    parts = urlsplit(base)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise EdgepickError(f"{url}: expected an OpenAI-compatible URL like "
-                            "http://127.0.0.1:8080/v1#model-name")
-    base = base.rstrip("/")
-    if not base.endswith("/v1"):
-        base += "/v1"
-    return base, name or None
 
 
 class OpenAIHttpBackend(Backend):
@@ -57,7 +43,10 @@ class OpenAIHttpBackend(Backend):
 
         if options is not None and options.need_logits:
             self.require(base.LOGITS, "use an in-process backend (llama_cpp) for fidelity")
-        self.base, self.model = parse_model_url(candidate.model)
+        if not candidate.ref.is_endpoint:
+            raise EdgepickError(f"{candidate.ref.spec}: the openai_http backend needs an "
+                                "endpoint, http://host:port/v1#model-name")
+        self.base, self.model = candidate.ref.url, candidate.ref.served_name
         self.root = self.base[: -len("/v1")]
         self._client = httpx.Client(timeout=httpx.Timeout(self.timeout_s, connect=10.0))
         t0 = time.perf_counter()

@@ -16,6 +16,7 @@ from edgepick.bench.measure import measure_point, measure_sustain
 from edgepick.bench.metrics import aggregate, sustain_report
 from edgepick.bench.sweeps import BenchRequest, Config, expand
 from edgepick.launch import run_isolated
+from edgepick.progress import Tick, silent
 from edgepick.records.bench import BenchResult, MachineState
 from edgepick.store import ResultStore
 
@@ -53,7 +54,7 @@ def _result(cfg: Config, req: BenchRequest, ok: bool, raw: dict | None, error: s
                 ok, error = False, "sustained run shorter than one window"
     return BenchResult(
         model=cfg.model, model_path=cfg.candidate.model if cfg.candidate else cfg.model,
-        backend=cfg.candidate.backend if cfg.candidate else (req.backend or "llama_cpp"),
+        backend=cfg.candidate.backend if cfg.candidate else cfg.backend,
         sweep=cfg.sweep, config=cfg.label, key=cfg.key, settings=_settings(cfg, req, raw),
         status="ok" if ok else "failed", error=None if ok else error, metrics=metrics,
         sustain=sustain, machine=state, created=time.time())
@@ -91,3 +92,18 @@ def run_bench(req: BenchRequest, store: ResultStore, *, fresh: bool = False,
         if on_result:
             on_result(res)
     return results
+
+
+def run(req: BenchRequest, store: ResultStore, progress: Tick = silent, *, fresh: bool = False,
+        on_result: Callable[[BenchResult], None] | None = None) -> list[BenchResult]:
+    """The bench stage's entry point: every configuration of the sweep, stored under kind
+    "bench" keyed by candidate and workload (seed 000 §6.4: measured on the device itself)."""
+    configs: list[int] = [0]
+
+    def on_start(cfg: Config, i: int, n: int) -> None:
+        configs[0] = n
+        progress(i, n, f"{cfg.candidate.name if cfg.candidate else cfg.model} {cfg.label}")
+
+    out = run_bench(req, store, fresh=fresh, on_start=on_start, on_result=on_result)
+    progress(configs[0], configs[0], "done")
+    return out

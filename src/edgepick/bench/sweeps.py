@@ -17,18 +17,15 @@ from edgepick.backends.base import IN_PROCESS
 from edgepick.bench.workload import Workload
 from edgepick.errors import EdgepickError
 from edgepick.records.candidate import Candidate, RuntimeSettings
+from edgepick.records.model_ref import ModelRef
 
 
 class BenchRequest(BaseModel):
-    models: list[str] = Field(..., min_length=1)
-    backend: str | None = None  # None: openai_http for URLs, llama_cpp for files
-    threads: list[int] = Field(default_factory=lambda: [2])
-    n_ctx: int = 2048
-    n_batch: int = 512
-    n_ubatch: int = 512
-    kv_type: str = "f16"
-    flash_attn: bool = True
-    seed: int = 42
+    """What to measure: models already resolved, one runtime, and the workload sweep."""
+
+    models: list[ModelRef] = Field(..., min_length=1)
+    settings: RuntimeSettings = Field(default_factory=RuntimeSettings)
+    threads: list[int] | None = None  # thread counts to sweep; None: settings.threads alone
     prompt_lengths: list[int] = Field(default_factory=lambda: [128])
     gen_tokens: int = 128
     warmup: int = 1
@@ -38,16 +35,20 @@ class BenchRequest(BaseModel):
     mem_limit: int | None = None
     timeout_s: float | None = 900.0
 
+    def thread_counts(self) -> list[int]:
+        return self.threads or [self.settings.threads]
+
 
 @dataclass
 class Config:
     model: str  # as the user named it
-    candidate: Candidate | None  # None when the model could not even be resolved
+    candidate: Candidate | None  # None when the model file cannot be read
     workload: Workload
     sweep: str  # prompt_length | concurrency | sustain
     label: str
     key: str
-    error: str | None = None  # known to fail before running (unresolvable model)
+    error: str | None = None  # known to fail before running (unreadable file)
+    backend: str = "llama_cpp"
 
     @property
     def in_process(self) -> bool:
@@ -56,42 +57,20 @@ class Config:
         return supports(self.candidate.backend, IN_PROCESS)
 
 
-def _backend_for(path: str, requested: str | None) -> str:
-    if requested:
-        return requested
-    return "openai_http" if "://" in path else "llama_cpp"
-
-
-def _resolve(model: str) -> str:
-    from edgepick.assets.bundled import resolve_model
-
-    return resolve_model(model)
-
-
 def expand(req: BenchRequest) -> list[Config]:
     if any(p < 1 for p in req.prompt_lengths) or not req.prompt_lengths:
         raise EdgepickError("--prompt-lengths: expected positive token counts, e.g. 128,512")
-    if any(c < 1 for c in req.concurrency) or any(t < 1 for t in req.threads):
+    if any(c < 1 for c in req.concurrency) or any(t < 1 for t in req.thread_counts()):
         raise EdgepickError("--concurrency and --threads take positive integers")
     base_len = req.prompt_lengths[0]
     configs: list[Config] = []
     seen: set[str] = set()
-    for model in req.models:
-        try:
-            path = _resolve(model)
-            backend = _backend_for(path, req.backend)
-            in_process = supports(backend, IN_PROCESS)
-        except EdgepickError as exc:
-            wl = Workload(prompt_tokens=base_len, gen_tokens=req.gen_tokens)
-            configs.append(Config(model, None, wl, "prompt_length", model, key="", error=str(exc)))
-            continue
+    for ref in req.models:
+        in_process = supports(ref.backend, IN_PROCESS)
         # A remote server runs with its own threads; sweeping ours would measure nothing new.
-        threads = req.threads if in_process else req.threads[:1]
+        threads = req.thread_counts() if in_process else req.thread_counts()[:1]
         for t in threads:
-            settings = RuntimeSettings(threads=t, n_ctx=req.n_ctx, n_batch=req.n_batch,
-                                       n_ubatch=req.n_ubatch, kv_type=req.kv_type,
-                                       flash_attn=req.flash_attn, seed=req.seed)
-            cand = Candidate(model=path, backend=backend, settings=settings, label=model)
+            cand = Candidate(ref=ref, settings=req.settings.model_copy(update={"threads": t}))
             common = dict(gen_tokens=req.gen_tokens, warmup=req.warmup, repeats=req.repeats)
             points: list[tuple[str, Workload, str]] = []
             for n in dict.fromkeys(req.prompt_lengths):
@@ -110,10 +89,11 @@ def expand(req: BenchRequest) -> list[Config]:
                 try:
                     key = cand.content_key(wl)
                 except OSError as exc:
-                    configs.append(Config(model, None, wl, sweep, label, key="",
-                                          error=f"{path}: cannot read ({exc.strerror})"))
+                    configs.append(Config(ref.spec, None, wl, sweep, label, key="",
+                                          error=f"{ref.path}: cannot read ({exc.strerror})",
+                                          backend=ref.backend))
                     continue
                 if key not in seen:  # the same model named twice is measured once
                     seen.add(key)
-                    configs.append(Config(model, cand, wl, sweep, label, key))
+                    configs.append(Config(ref.spec, cand, wl, sweep, label, key))
     return configs

@@ -4,19 +4,10 @@ from __future__ import annotations
 
 import typer
 
+from edgepick.cli.options import STORE_HELP, int_list, open_store, split_list
 from edgepick.cli.output import console, err_console, print_json
 from edgepick.errors import EdgepickError
-
-
-def _ints(value: str, option: str) -> list[int]:
-    try:
-        out = [int(v) for v in value.split(",") if v.strip()]
-    except ValueError:
-        raise EdgepickError(f"{option}: expected comma-separated integers like 1,2,4, "
-                            f"got '{value}'") from None
-    if not out or any(v < 1 for v in out):
-        raise EdgepickError(f"{option}: expected positive integers, got '{value}'")
-    return out
+from edgepick.records.candidate import DEFAULTS
 
 
 def register(app: typer.Typer) -> None:
@@ -26,36 +17,38 @@ def register(app: typer.Typer) -> None:
                                         "(tiny, smollm2, …) or http://host:port/v1#model; repeat"),
         backend: str = typer.Option(None, "--backend", help="llama_cpp | openai_http "
                                     "(default: openai_http for URLs, else llama_cpp)"),
-        threads: str = typer.Option("2", "--threads", help="thread counts to sweep, e.g. 1,2"),
-        ctx: int = typer.Option(2048, "--ctx", help="context size (tokens per sequence)"),
-        batch: int = typer.Option(512, "--batch", help="logical batch (n_batch)"),
-        ubatch: int = typer.Option(512, "--ubatch", help="physical batch (n_ubatch)"),
-        kv_type: str = typer.Option("f16", "--kv-type", help="KV cache type: f16, q8_0, q4_0…"),
-        flash_attn: bool = typer.Option(True, "--flash-attn/--no-flash-attn"),
-        seed: int = typer.Option(42, "--seed"),
-        prompt_lengths: str = typer.Option("128", "--prompt-lengths",
-                                           help="prompt sizes in tokens, e.g. 128,512,1024"),
+        threads: list[str] = typer.Option([str(DEFAULTS.threads)], "--threads",
+                                          help="thread counts to sweep, e.g. 1,2"),
+        ctx: int = typer.Option(DEFAULTS.n_ctx, "--ctx", help="context size in tokens"),
+        batch: int = typer.Option(DEFAULTS.n_batch, "--batch", help="logical batch (n_batch)"),
+        ubatch: int = typer.Option(DEFAULTS.n_ubatch, "--ubatch", help="physical batch (n_ubatch)"),
+        kv_type: str = typer.Option(DEFAULTS.kv_type, "--kv-type",
+                                    help="KV cache type: f16, q8_0, q4_0…"),
+        flash_attn: bool = typer.Option(DEFAULTS.flash_attn, "--flash-attn/--no-flash-attn"),
+        seed: int = typer.Option(DEFAULTS.seed, "--seed"),
+        prompt_lengths: list[str] = typer.Option(["128"], "--prompt-lengths",
+                                                 help="prompt sizes in tokens, e.g. 128,512,1024"),
         gen: int = typer.Option(128, "--gen", help="tokens generated per run"),
         warmup: int = typer.Option(1, "--warmup", help="untimed runs first"),
         repeats: int = typer.Option(5, "--repeats", help="timed runs"),
-        concurrency: str = typer.Option("1", "--concurrency",
+        concurrency: list[str] = typer.Option(["1"], "--concurrency",
                                         help="concurrent request counts, e.g. 1,2,4"),
         sustain: float = typer.Option(0, "--sustain", help="sustained run of N seconds (0: none)"),
         mem_limit: str = typer.Option(None, "--mem-limit", help="kill a worker above this "
                                       "RSS+swap, e.g. 2GiB (emulates a device budget)"),
         timeout: float = typer.Option(900, "--timeout", help="seconds per configuration "
                                       "(a sustained run gets its duration on top)"),
-        store: str = typer.Option(None, "--store", help="results store (default "
-                                  "~/.edgepick/results.sqlite)"),
+        store: str = typer.Option(None, "--store", help=STORE_HELP),
         fresh: bool = typer.Option(False, "--fresh", help="measure again what is stored"),
         json_out: bool = typer.Option(False, "--json", help="print the results as JSON"),
         csv_path: str = typer.Option(None, "--csv", help="also write the results flat to CSV"),
     ) -> None:
         """Measure TTFT, prefill and decode speed, ITL, memory; sweep prompt length, threads,
         concurrency; sustained speed decay. Definitions: docs/metrics.md."""
-        from edgepick.bench.runner import run_bench
+        from edgepick.bench.runner import run
         from edgepick.bench.sweeps import BenchRequest
-        from edgepick.store import ResultStore
+        from edgepick.records.candidate import RuntimeSettings
+        from edgepick.records.model_ref import ModelRef
         from edgepick.units import parse_size
 
         for name, v in (("--gen", gen), ("--repeats", repeats), ("--ctx", ctx)):
@@ -67,14 +60,16 @@ def register(app: typer.Typer) -> None:
             limit = parse_size(mem_limit) if mem_limit else None
         except ValueError as exc:
             raise EdgepickError(f"--mem-limit: {exc}") from None
+        refs = [ModelRef.parse(m, backend=backend) for m in split_list(model)]
+        settings = RuntimeSettings(n_ctx=ctx, n_batch=batch, n_ubatch=ubatch, kv_type=kv_type,
+                                   flash_attn=flash_attn, seed=seed)
         req = BenchRequest(
-            models=model, backend=backend, threads=_ints(threads, "--threads"), n_ctx=ctx,
-            n_batch=batch, n_ubatch=ubatch, kv_type=kv_type, flash_attn=flash_attn, seed=seed,
-            prompt_lengths=_ints(prompt_lengths, "--prompt-lengths"), gen_tokens=gen,
-            warmup=warmup, repeats=repeats, concurrency=_ints(concurrency, "--concurrency"),
+            models=refs, settings=settings, threads=int_list(threads, "--threads"),
+            prompt_lengths=int_list(prompt_lengths, "--prompt-lengths"), gen_tokens=gen,
+            warmup=warmup, repeats=repeats, concurrency=int_list(concurrency, "--concurrency"),
             sustain_s=sustain, mem_limit=limit, timeout_s=timeout or None)
-        results = _run_with_progress(req, ResultStore(store) if store else ResultStore(),
-                                     fresh, quiet_stdout=json_out, run_bench=run_bench)
+        results = _run_with_progress(req, open_store(store), fresh, quiet_stdout=json_out,
+                                     run=run)
         if csv_path:
             from edgepick.bench.tables import write_csv
 
@@ -82,21 +77,18 @@ def register(app: typer.Typer) -> None:
         if json_out:
             print_json([r.summary() for r in results])
         else:
-            from rich.console import Console
-
             from edgepick.bench.tables import curve_tables, results_table
 
-            # Redirected to a file, the table would be cut to 80 columns: give it room instead.
-            out = console if console.is_terminal else Console(width=160)
-            out.print(results_table(results))
+            # the shared console lays a table out vertically when it would not fit (cli/output.py)
+            console.print(results_table(results))
             for t in curve_tables(results):
-                out.print(t)
+                console.print(t)
         if any(r.status == "failed" for r in results):
             failed = sum(r.status == "failed" for r in results)
             err_console.print(f"{failed} of {len(results)} configurations failed (see 'error')")
 
 
-def _run_with_progress(req, store, fresh: bool, *, quiet_stdout: bool, run_bench):
+def _run_with_progress(req, store, fresh: bool, *, quiet_stdout: bool, run):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, \
         TimeElapsedColumn
 
@@ -107,8 +99,8 @@ def _run_with_progress(req, store, fresh: bool, *, quiet_stdout: bool, run_bench
                          transient=False) as progress:
         task = progress.add_task("bench", total=None)
 
-        def on_start(cfg, i, n):
-            progress.update(task, total=n, description=f"{cfg.model}: {cfg.label}")
+        def tick(done: int, total: int, what: str) -> None:
+            progress.update(task, total=total, description=what)
 
         def on_result(res):
             mark = "stored" if res.cached else res.status
@@ -117,4 +109,4 @@ def _run_with_progress(req, store, fresh: bool, *, quiet_stdout: bool, run_bench
                                    highlight=False, soft_wrap=True)
             progress.advance(task)
 
-        return run_bench(req, store, fresh=fresh, on_start=on_start, on_result=on_result)
+        return run(req, store, tick, fresh=fresh, on_result=on_result)

@@ -3,9 +3,12 @@ results, the report, and the whole pipeline from a plan."""
 
 from __future__ import annotations
 
+import os
+
 import typer
 from rich.table import Table
 
+from edgepick.cli.options import RUN_HELP, STORE_HELP
 from edgepick.cli.output import console, human_bytes, print_json
 
 
@@ -17,20 +20,25 @@ def _budget(device: str | None) -> int | None:
     return load_device(device).model_budget_bytes
 
 
-def _summaries(store_path: str):
+def _summaries(store_path: str | None, runs: list[int] | None):
+    """The candidates of the selected runs, and which runs each kind's figures come from."""
+    from edgepick.decide.selection import select
     from edgepick.decide.summary import build_summaries
     from edgepick.errors import EdgepickError
     from edgepick.store import ResultStore
 
-    import os
-    if not os.path.isfile(store_path):
-        raise EdgepickError(f"{store_path}: no results store there (run bench/eval first, or "
-                            "`edgepick run PLAN`)")
-    with ResultStore(store_path) as store:
-        summaries = build_summaries(store)
+    with ResultStore(store_path or None, must_exist=True) as store:
+        selection = select(store, runs or None)
+        summaries = build_summaries(store, selection=selection)
     if not summaries:
-        raise EdgepickError(f"{store_path}: the store holds no bench, eval or fidelity results")
-    return summaries
+        raise EdgepickError(f"{store.path}: the store holds no fit, bench, eval or fidelity "
+                            "results")
+    return summaries, selection.runs
+
+
+def _runs_line(runs: dict[str, list[int]]) -> str:
+    return "runs used: " + ", ".join(f"{kind} {', '.join(map(str, ids))}"
+                                     for kind, ids in runs.items())
 
 
 def print_decision(decision) -> None:
@@ -53,7 +61,8 @@ def print_decision(decision) -> None:
 
 def register(app: typer.Typer) -> None:
     @app.command()
-    def decide(store: str = typer.Option(..., "--store", help="results store (SQLite file)"),
+    def decide(store: str = typer.Option(None, "--store", help=STORE_HELP),
+               run_ids: list[int] = typer.Option(None, "--run", help=RUN_HELP),
                scenario: str = typer.Option("realtime_chat", "--scenario",
                                             help="preset name or scenario YAML file"),
                device: str = typer.Option(None, "--device",
@@ -66,9 +75,12 @@ def register(app: typer.Typer) -> None:
 
         sc = load_scenario(scenario)
         budget = _budget(device)
-        decision = run_decide(_summaries(store), sc, budget)
+        summaries, runs = _summaries(store, run_ids)
+        decision = run_decide(summaries, sc, budget)
         if json_out:
             data = decision.model_dump(mode="json")
+            data["runs"] = runs
+            data["candidates"] = [s.model_dump(mode="json") for s in summaries]
             data["ranking"] = [{"candidate": r.candidate, "score": r.score,
                                 "eliminated": r.eliminated, "reasons": r.reasons,
                                 "violations": [v.model_dump() for v in r.violations],
@@ -77,9 +89,11 @@ def register(app: typer.Typer) -> None:
             print_json(data)
             return
         print_decision(decision)
+        console.print(_runs_line(runs), style="dim", highlight=False)
 
     @app.command()
-    def report(store: str = typer.Option(..., "--store", help="results store (SQLite file)"),
+    def report(store: str = typer.Option(None, "--store", help=STORE_HELP),
+               run_ids: list[int] = typer.Option(None, "--run", help=RUN_HELP),
                out: str = typer.Option("edgepick-report", "--out", help="output directory"),
                scenario: str = typer.Option("realtime_chat", "--scenario"),
                device: str = typer.Option(None, "--device"),
@@ -91,7 +105,7 @@ def register(app: typer.Typer) -> None:
 
         sc = load_scenario(scenario)
         budget = _budget(device)
-        summaries = _summaries(store)
+        summaries, runs = _summaries(store, run_ids)
         decision = run_decide(summaries, sc, budget)
         paths = write_report(summaries, decision, sc, out, lang=lang, device=device)
         for p in paths:
@@ -99,12 +113,17 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def run(plan: str = typer.Argument(..., help="plan YAML, or 'default' for the packaged main job"),
+            store: str = typer.Option(None, "--store", help="results store (SQLite) "
+                                      "[default: the plan's store, <output>/results.sqlite]"),
             json_out: bool = typer.Option(False, "--json", help="print the decision as JSON")) -> None:
         """Run a whole plan: fit → quantize → bench → eval → fidelity → decide → report."""
         from edgepick.plan.loader import load_plan
         from edgepick.plan.runner import run_plan
 
-        result = run_plan(load_plan(plan))
+        lp = load_plan(plan)
+        if store:
+            lp.plan.store = os.path.abspath(store)
+        result = run_plan(lp)
         if json_out:
             print_json(result.decision)
             return

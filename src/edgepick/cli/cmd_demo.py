@@ -21,24 +21,25 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(Path("edgepick-out/check"), help="output folder"),
     ) -> None:
         """Probe this machine, fit the models, then measure the first one: predicted vs measured."""
-        from edgepick.assets import resolve_model
         from edgepick.bench.measure import measure_point
         from edgepick.launch import run_isolated
         from edgepick.devices.probe import probe
         from edgepick.fit.planner import fit_one
         from edgepick.models.spec import load_spec
         from edgepick.records import Candidate, RuntimeSettings
+        from edgepick.records.model_ref import ModelRef
 
         with console.status("probing this machine (bandwidth, compute, engine decode)…"):
             device = probe()
         console.print(f"this machine: {device.cores} cores, {human_bytes(device.total_ram_bytes)} RAM "
                       f"({human_bytes(device.model_budget_bytes)} available), "
                       f"{device.bandwidth_gbps:.1f} GB/s read bandwidth")
-        paths = [resolve_model(m) for m in model]
+        refs = [ModelRef.parse(m) for m in model]
+        paths = [str(r.path) for r in refs]
         prompt, gen = ctx // 2, 64
         fits = [fit_one(load_spec(p), None, ctx, device, fill=prompt + gen // 2) for p in paths]
         with console.status(f"measuring {Path(paths[0]).name} in a worker process…"):
-            cand = Candidate(model=paths[0], settings=RuntimeSettings(n_ctx=ctx, threads=device.cores or 2))
+            cand = Candidate(ref=refs[0], settings=RuntimeSettings(n_ctx=ctx, threads=device.cores or 2))
             outcome = run_isolated(measure_point, cand.model_dump(),
                                    {"prompt_tokens": prompt, "gen_tokens": gen, "warmup": 1, "repeats": 3})
         measured = None

@@ -11,7 +11,9 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from edgepick.cli.options import STORE_HELP, open_store, split_list
 from edgepick.cli.output import console, err_console, print_json
+from edgepick.records.candidate import DEFAULTS
 
 ELIMINATE_ABOVE = 0.05  # seed 004 §2.3: more than 5% unacceptable outputs eliminates a candidate
 
@@ -96,58 +98,40 @@ def register(app: typer.Typer) -> None:
         reference: str = typer.Option(..., "--reference", "-r", help="reference model, same forms"),
         data: Optional[str] = typer.Option(None, "--data", "-d",
                                            help="eval set JSONL, or a bundled set: demo (default), demo-tools"),
-        limit: Optional[int] = typer.Option(None, "--limit", min=1, help="first N valid items only"),
-        store: Optional[str] = typer.Option(None, "--store", help="results store (SQLite) path"),
+        limit: Optional[int] = typer.Option(None, "--limit", min=1,
+                                            help="N valid items, taken round-robin over tasks"),
+        store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
         out: Optional[Path] = typer.Option(None, "--out", help="write eval.json, badcases.jsonl, gap.csv here"),
-        threads: int = typer.Option(2, "--threads", help="inference threads"),
-        ctx: int = typer.Option(2048, "--ctx", help="context length"),
+        threads: int = typer.Option(DEFAULTS.threads, "--threads", help="inference threads"),
+        ctx: int = typer.Option(DEFAULTS.n_ctx, "--ctx", help="context size in tokens"),
         show_badcases: int = typer.Option(15, "--show-badcases", help="badcases printed per candidate"),
         json_out: bool = typer.Option(False, "--json", help="print JSON (per-item outcomes in --out only)"),
     ) -> None:
         """Score candidates and a reference on an eval set: gap per task with bootstrap CI, badcases."""
-        from edgepick.errors import EdgepickError
-        from edgepick.evaluate.dataset import file_sha256, load_eval_set
-        from edgepick.evaluate.pipeline import run_eval
-        from edgepick.evaluate.runner import candidate_from_spec
-        from edgepick.records.candidate import RuntimeSettings
-        from edgepick.store.results import ResultStore
-
         from edgepick.evaluate.bundled_sets import bundled_set_path
+        from edgepick.evaluate.stage import EvalRequest, distinct_names, run
+        from edgepick.records.candidate import Candidate, RuntimeSettings
+        from edgepick.records.model_ref import ModelRef
 
         path = bundled_set_path(data or "demo") or data
-        items, problems = load_eval_set(path)
-        for p in problems:
-            err_console.print(f"[yellow]skipped:[/] {p}", highlight=False, soft_wrap=True)
-        if not items:
-            raise EdgepickError(f"{path}: no valid items to evaluate")
-        if limit:
-            items = items[:limit]
-        if problems:
-            err_console.print(f"{len(problems)} problem(s); evaluating the {len(items)} valid items")
         settings = RuntimeSettings(threads=threads, n_ctx=ctx)
-        ref = candidate_from_spec(reference, settings)
-        cands = [candidate_from_spec(m, settings) for m in model]
-        names = [c.name for c in [ref, *cands]]
-        for i, c in enumerate(cands):  # two files with one basename must stay apart in the tables
-            if names.count(c.name) > 1:
-                c.label = f"{c.name}#{i + 1}"
+        ref = Candidate(ref=ModelRef.parse(reference), settings=settings)
+        cands = [Candidate(ref=ModelRef.parse(m), settings=settings) for m in split_list(model)]
+        distinct_names([ref, *cands])
         progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                             TimeElapsedColumn(), console=err_console, transient=json_out)
-        current: dict = {}
+        bar = progress.add_task("eval", total=None)
 
-        def on_start(name: str, missing: int) -> None:
-            if "task" in current:  # the previous model is done: freeze its clock
-                progress.stop_task(current["task"])
-            current["task"] = progress.add_task(
-                f"{name}: {missing} to generate, {len(items) - missing} from the store", total=missing)
+        def tick(done: int, total: int, what: str) -> None:
+            progress.update(bar, completed=done, total=total, description=what)
 
-        def on_item() -> None:
-            progress.advance(current["task"])
-
-        with ResultStore(store) as rs, progress:
-            res = run_eval(items, ref, cands, rs, data_path=path, data_sha=file_sha256(path),
-                           problems=problems, on_start=on_start, on_item=on_item)
-            progress.stop_task(current["task"])
+        with open_store(store, path) as rs, progress:
+            res = run(EvalRequest(data=path, reference=ref, candidates=cands, limit=limit), rs, tick)
+        for p in res.problems:
+            err_console.print(f"[yellow]skipped:[/] {p}", highlight=False, soft_wrap=True)
+        if res.problems:
+            err_console.print(f"{len(res.problems)} problem(s); evaluated the {res.n_items} "
+                              "valid items")
         if out:
             _write_out(res, out)
         if json_out:

@@ -11,7 +11,10 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from edgepick.cli.options import STORE_HELP, merged, one_model, open_store
 from edgepick.cli.output import console, err_console, print_json
+from edgepick.progress import silent
+from edgepick.records.candidate import DEFAULTS
 
 
 @contextmanager
@@ -34,25 +37,33 @@ def _progress(enabled: bool) -> Iterator:
 def register(app: typer.Typer) -> None:
     @app.command()
     def fidelity(
+        model: Optional[list[str]] = typer.Option(None, "--model", "-m",
+                                                  help="candidate GGUF or bundled name"),
         reference: str = typer.Option(..., "--reference", "-r", help="reference GGUF or bundled name"),
-        candidate: str = typer.Option(..., "--candidate", "-c", help="candidate GGUF or bundled name"),
+        candidate: Optional[str] = typer.Option(None, "--candidate", "-c", hidden=True),
         text: Optional[str] = typer.Option(
             None, "--text", help="UTF-8 text file (default: the bundled fidelity text)"),
         ctx: int = typer.Option(512, "--ctx", help="tokens per chunk; the second half is scored"),
         chunks: Optional[int] = typer.Option(None, "--chunks", help="score at most N chunks"),
-        threads: int = typer.Option(2, "--threads"),
+        threads: int = typer.Option(DEFAULTS.threads, "--threads"),
         no_cache: bool = typer.Option(False, "--no-cache",
                                       help="do not keep the reference's log-probs on disk"),
+        store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
         json_out: bool = typer.Option(False, "--json", help="print JSON"),
     ) -> None:
-        """Perplexities, KL divergence, top-1 agreement and Δp of CANDIDATE against REFERENCE."""
+        """Perplexities, KL divergence, top-1 agreement and Δp of the model against REFERENCE."""
         from edgepick.evaluate.fidelity import bundled_text
-        from edgepick.evaluate.fidelity import fidelity as run
+        from edgepick.evaluate.fidelity_stage import FidelityRequest, run
+        from edgepick.records.model_ref import ModelRef
 
-        path = Path(text) if text else bundled_text("fidelity")
-        with _progress(not json_out) as cb:
-            res = run(reference, candidate, path, ctx=ctx, threads=threads, max_chunks=chunks,
-                      progress=cb, cache=not no_cache)
+        cand = one_model(merged(model, [candidate] if candidate else None, "-c/--candidate",
+                                "-m/--model"), None, "candidate")
+        path = str(Path(text) if text else bundled_text("fidelity"))
+        req = FidelityRequest(reference=ModelRef.parse(reference), candidate=ModelRef.parse(cand),
+                              text=path, ctx=ctx, max_chunks=chunks, threads=threads,
+                              cache=not no_cache)
+        with _progress(not json_out) as cb, open_store(store, path) as rs:
+            res = run(req, rs, (lambda d, n, what: cb(what, d, n)) if cb else silent)
         if json_out:
             print_json(res)
             return
@@ -78,21 +89,27 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def consistency(
+        model: Optional[list[str]] = typer.Option(None, "--model", "-m",
+                                                  help="candidate GGUF or bundled name"),
         reference: str = typer.Option(..., "--reference", "-r", help="reference GGUF or bundled name"),
-        candidate: str = typer.Option(..., "--candidate", "-c", help="candidate GGUF or bundled name"),
-        data: str = typer.Option(..., "--data", help="eval JSONL (uses each item's messages/prompt)"),
+        candidate: Optional[str] = typer.Option(None, "--candidate", "-c", hidden=True),
+        data: str = typer.Option(..., "--data", "-d",
+                                 help="eval JSONL (uses each item's messages/prompt)"),
         max_tokens: int = typer.Option(64, "--max-tokens", help="greedy tokens per answer"),
         threshold: float = typer.Option(0.9, "--threshold",
                                         help="exit 1 when the identical share is below this"),
-        threads: int = typer.Option(2, "--threads"),
+        threads: int = typer.Option(DEFAULTS.threads, "--threads"),
         json_out: bool = typer.Option(False, "--json", help="print JSON"),
         show: int = typer.Option(10, "--show", help="diverging items to list"),
     ) -> int:
-        """Greedy answers of CANDIDATE and REFERENCE: identical share, first diverging token."""
+        """Greedy answers of the model and REFERENCE: identical share, first diverging token."""
         from edgepick.evaluate.consistency import consistency as run
+        from edgepick.records.model_ref import ModelRef
 
+        cand = one_model(merged(model, [candidate] if candidate else None, "-c/--candidate",
+                                "-m/--model"), None, "candidate")
         with _progress(not json_out) as cb:
-            res = run(reference, candidate, data, max_tokens=max_tokens, threshold=threshold,
+            res = run(ModelRef.parse(reference), ModelRef.parse(cand), data, max_tokens=max_tokens, threshold=threshold,
                       threads=threads, progress=cb)
         for msg in res.skipped:
             err_console.print(f"[yellow]skipped:[/] {msg}", highlight=False, soft_wrap=True)

@@ -5,20 +5,12 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
+from edgepick.cli.options import STORE_HELP, int_list, merged, open_store, split_list
 from edgepick.cli.output import console, human_bytes, print_json
 from edgepick.errors import EdgepickError
+from edgepick.records.candidate import DEFAULTS
 
 VERDICT_STYLE = {"fits": "green", "tight": "yellow", "no": "red"}
-
-
-def _int_list(text: str, what: str) -> list[int]:
-    try:
-        values = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise EdgepickError(f"--{what}: expected comma-separated integers, got '{text}'") from None
-    if not values or any(v <= 0 for v in values):
-        raise EdgepickError(f"--{what}: expected positive integers, got '{text}'")
-    return values
 
 
 def register(app: typer.Typer) -> None:
@@ -26,24 +18,29 @@ def register(app: typer.Typer) -> None:
     def fit(
         model: list[str] = typer.Option(..., "--model", "-m",
                                         help="GGUF, config.json or bundled name; repeatable"),
-        quant: str = typer.Option("native", help="comma-separated types (F16,Q8_0,Q4_K_M…); "
-                                                 "'native' = the file's own tensor types"),
-        ctx: str = typer.Option("2048", help="comma-separated context sizes"),
+        quant: list[str] = typer.Option(["native"], "--quant", help="types, comma-separated or "
+                                        "repeated (F16,Q8_0,Q4_K_M…); 'native' = the file's own"),
+        ctx: list[str] = typer.Option([str(DEFAULTS.n_ctx)], "--ctx",
+                                      help="context sizes in tokens, comma-separated or repeated"),
         device: str = typer.Option("local", help="catalog name, 'local' (probe), or a YAML file"),
-        kv_type: str = typer.Option("f16", help="KV cache type: f16, q8_0, q4_0, f32"),
+        kv_type: str = typer.Option(DEFAULTS.kv_type, help="KV cache type: f16, q8_0, q4_0, f32"),
         margin: float = typer.Option(0.20, help="safety margin on memory (the seeds' 20%)"),
         efficiency: float = typer.Option(None, help="override the bandwidth efficiency (0-1)"),
         fill: int = typer.Option(None, help="tokens in the KV cache while decoding "
                                             "(default: half the context)"),
-        n_ubatch: int = typer.Option(512, help="prompt micro-batch size of the engine"),
+        ubatch: int = typer.Option(DEFAULTS.n_ubatch, "--ubatch",
+                                   help="prompt micro-batch size of the engine (n_ubatch)"),
+        n_ubatch: int = typer.Option(None, "--n-ubatch", hidden=True),
         swa_full: bool = typer.Option(False, help="keep full-size KV on sliding-window layers"),
+        store: str = typer.Option(None, "--store", help=STORE_HELP),
         json_out: bool = typer.Option(False, "--json", help="print a JSON list"),
     ) -> None:
-        """Memory (weights + KV cache + overhead) against the device budget, and decode speed bounds."""
+        """Memory (weights + KV cache + overhead) against the device budget, and decode speed
+        bounds; estimates of the files themselves are stored for `decide`."""
         from edgepick.devices import load_device
         from edgepick.fit.memory import KV_TYPE_NAMES
-        from edgepick.fit.planner import fit_one
-        from edgepick.models.spec import load_spec
+        from edgepick.fit.stage import FitRequest, run
+        from edgepick.records.model_ref import ModelRef
 
         if kv_type not in KV_TYPE_NAMES:
             raise EdgepickError(f"--kv-type: unknown '{kv_type}'; known: {', '.join(KV_TYPE_NAMES)}")
@@ -51,17 +48,20 @@ def register(app: typer.Typer) -> None:
             raise EdgepickError(f"--margin: expected a fraction such as 0.2, got {margin}")
         if efficiency is not None and not 0 < efficiency <= 1:
             raise EdgepickError(f"--efficiency: expected a fraction in (0, 1], got {efficiency}")
-        ctxs = _int_list(ctx, "ctx")
-        quants = [q.strip() for q in quant.split(",") if q.strip()] or ["native"]
-        specs = [load_spec(m) for m in model]
+        n_ubatch = merged(ubatch, n_ubatch, "--n-ubatch", "--ubatch")
+        ctxs = int_list(ctx, "--ctx")
+        quants = split_list(quant) or ["native"]
+        refs = [ModelRef.parse(m) for m in split_list(model)]
         if device == "local" and not json_out:
             with console.status("probing this machine (bandwidth, compute, engine decode)…"):
                 dev = load_device(device)
         else:
             dev = load_device(device)
-        rows = [fit_one(s, q, c, dev, kv_type=kv_type, margin=margin, efficiency=efficiency,
-                        n_ubatch=n_ubatch, fill=fill, swa_full=swa_full)
-                for s in specs for q in quants for c in ctxs]
+        req = FitRequest.for_models(refs, quants, ctxs=ctxs, device=dev, kv_type=kv_type,
+                                    margin=margin, efficiency=efficiency, fill=fill,
+                                    n_ubatch=n_ubatch, swa_full=swa_full)
+        with open_store(store) as rs:
+            rows = run(req, rs)
         if json_out:
             print_json(rows)
             return

@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import typer
 from rich.table import Table
 
+from edgepick.cli.options import one_model
 from edgepick.cli.output import console, human_bytes, print_json
 
 
 def register(app: typer.Typer) -> None:
     @app.command()
-    def inspect(model: str = typer.Argument(..., help="GGUF file, config.json, or bundled name"),
+    def inspect(model: Optional[list[str]] = typer.Option(
+                    None, "--model", "-m", help="GGUF file, config.json, or bundled name"),
+                positional: Optional[str] = typer.Argument(None, hidden=True),
                 json_out: bool = typer.Option(False, "--json", help="print JSON"),
                 tensors: bool = typer.Option(False, "--tensors", help="list every tensor")) -> None:
         """Read a model's architecture and per-tensor quant types (header only; no weights)."""
         from edgepick.models.spec import load_spec
+        from edgepick.records.model_ref import ModelRef
 
-        spec = load_spec(model)
+        spec = load_spec(ModelRef.parse(one_model(model, positional, "model")))
         data = spec.model_dump(mode="json")
         data["weights_bytes"] = spec.weights_bytes
         data["bits_per_weight"] = spec.bits_per_weight

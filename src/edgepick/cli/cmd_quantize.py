@@ -11,6 +11,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from edgepick.cli.options import STORE_HELP, merged, one_model, open_store, split_list
 from edgepick.cli.output import console, err_console, human_bytes, print_json
 from edgepick.errors import EdgepickError
 
@@ -64,12 +65,23 @@ def _default_text(text: Optional[str], which: str) -> str:
     return str(bundled_text(which))
 
 
+def _source(model: list[str] | None, src: str | None):
+    """The source model's path: `-m`, or the deprecated positional form; a GGUF is required."""
+    from edgepick.quantize.ladder import spec_of
+    from edgepick.records.model_ref import ModelRef
+
+    ref = ModelRef.parse(one_model(model, src, "source model"))
+    if ref.is_endpoint:
+        raise EdgepickError(f"{ref.spec}: quantizing needs a local GGUF file")
+    spec_of(ref.path)  # one-line error for a missing file or one that is not a GGUF
+    return ref
+
+
 def _sensitivity(src, low, high, text, by, ctx, chunks, threads, imatrix, store_path):
     from edgepick.quantize.sensitivity import analyze
-    from edgepick.store.results import ResultStore
 
-    store = ResultStore(store_path) if store_path else ResultStore()
-    with _progress() as bar:
+    store = open_store(store_path)
+    with store, _progress() as bar:
         task = bar.add_task("sensitivity", total=None)
 
         def on_unit(unit: str, i: int, n: int) -> None:
@@ -83,9 +95,11 @@ def _sensitivity(src, low, high, text, by, ctx, chunks, threads, imatrix, store_
 def register(app: typer.Typer) -> None:
     @app.command()
     def quantize(
-        src: str = typer.Argument(..., help="source GGUF (F32/F16/BF16 ideally) or bundled name"),
-        types: Optional[str] = typer.Option(None, "--types", help=f"ladder of llama.cpp file "
-                                            f"types [default: {DEFAULT_TYPES}]"),
+        model: Optional[list[str]] = typer.Option(None, "--model", "-m", help="source GGUF (F32/F16/BF16 ideally) or bundled name"),
+        src: Optional[str] = typer.Argument(None, hidden=True),
+        quant: Optional[list[str]] = typer.Option(None, "--quant", help=f"ladder of llama.cpp "
+                                                  f"file types [default: {DEFAULT_TYPES}]"),
+        types: Optional[list[str]] = typer.Option(None, "--types", hidden=True),
         out: str = typer.Option("quantized", "--out", help="output folder"),
         imatrix: Optional[str] = typer.Option(None, "--imatrix", help="importance matrix file "
                                               "(from `edgepick imatrix`)"),
@@ -102,44 +116,56 @@ def register(app: typer.Typer) -> None:
         ctx: int = typer.Option(512, "--ctx", help="recipe auto: context per chunk"),
         chunks: int = typer.Option(4, "--chunks", help="recipe auto: chunks of the text scored"),
         threads: int = typer.Option(2, "--threads", help="CPU threads"),
-        store: Optional[str] = typer.Option(None, "--store", help="results store (SQLite)"),
+        store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
         json_out: bool = typer.Option(False, "--json", help="print JSON"),
     ) -> None:
         """Build a quantization ladder, or a mixed-precision file from a recipe, with llama.cpp."""
-        from edgepick.assets.bundled import resolve_model
-        from edgepick.quantize.ladder import spec_of
-
-        src = resolve_model(src)
-        spec_of(src)  # one-line error for a missing file or one that is not a GGUF
+        source = _source(model, src)
+        src = str(source.path)
+        types = merged(split_list(quant), split_list(types), "--types", "--quant") or None
         if recipe is not None:
             if types is not None:
-                raise EdgepickError("--types and --recipe are exclusive: a recipe builds one file")
+                raise EdgepickError("--quant and --recipe are exclusive: a recipe builds one file")
             _quantize_recipe(src, recipe, out, imatrix, low, high, budget, text, by, ctx, chunks,
                              threads, store, json_out)
             return
-        from edgepick.quantize.ladder import build_ladder, parse_types
+        from edgepick.quantize.ladder import parse_types
+        from edgepick.quantize.stage import QuantizeRequest, run
 
-        names = parse_types(types or DEFAULT_TYPES)
+        names = parse_types(",".join(types or [DEFAULT_TYPES]))
         _warn_requantize(src)
         with _progress() as bar:
             task = bar.add_task("quantize", total=len(names))
 
-            def on_file(ftype: str, i: int, n: int):
-                bar.update(task, completed=i, description=f"{ftype} ({i + 1}/{n})")
+            def tick(i: int, n: int, what: str) -> None:
+                bar.update(task, completed=i, description=f"{what} ({min(i + 1, n)}/{n})")
+
+            def on_tensor(ftype: str):
                 sub = bar.add_task(f"  {ftype} tensors", total=None)
 
-                def on_tensor(k: int, total: int) -> None:
+                def step(k: int, total: int) -> None:
                     bar.update(sub, completed=k, total=total)
                     if k >= total:
                         bar.remove_task(sub)
-                return on_tensor
+                return step
 
-            files = build_ladder(src, names, out, imatrix=imatrix, threads=threads,
-                                 on_file=on_file)
+            req = QuantizeRequest.ladder(source, names, out, imatrix=imatrix,
+                                         threads=threads)
+            with open_store(store) as rs:
+                outcomes = run(req, rs, tick, on_tensor=on_tensor)
+        failed = [o for o in outcomes if o.error]
+        for o in failed:
+            err_console.print(f"[bold red]{o.build.qtype} failed:[/] {o.error}", highlight=False,
+                              soft_wrap=True)
+        files = [o.file for o in outcomes if o.file is not None]
+        if failed and not files:
+            raise EdgepickError(f"every build failed; first: {failed[0].error}")
         if json_out:
             print_json([_file_json(f) for f in files])
         else:
             console.print(_files_table(files, f"quantized from {src} into {out}"))
+        if failed:
+            raise typer.Exit(code=1)
 
     def _quantize_recipe(src, recipe, out, imatrix, low, high, budget, text, by, ctx, chunks,
                          threads, store, json_out) -> None:
@@ -182,7 +208,8 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def imatrix(
-        src: str = typer.Argument(..., help="source GGUF (the model you will quantize)"),
+        model: Optional[list[str]] = typer.Option(None, "--model", "-m", help="source GGUF (the model you will quantize)"),
+        src: Optional[str] = typer.Argument(None, hidden=True),
         text: str = typer.Option(..., "--text", help="calibration text (real inputs)"),
         out: Optional[str] = typer.Option(None, "--out", help="output file "
                                           "[default: <source stem>.imatrix.gguf next to it]"),
@@ -192,10 +219,9 @@ def register(app: typer.Typer) -> None:
         json_out: bool = typer.Option(False, "--json", help="print JSON"),
     ) -> None:
         """Compute an importance matrix from calibration text with llama-imatrix."""
-        from edgepick.assets.bundled import resolve_model
         from edgepick.quantize.imatrix import compute_imatrix
 
-        src = resolve_model(src)
+        src = str(_source(model, src).path)
         with err_console.status(f"llama-imatrix over {text} (ctx {ctx})"):
             res = compute_imatrix(src, text, out, ctx=ctx, chunks=chunks, threads=threads)
         if json_out:
@@ -207,7 +233,8 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def sensitivity(
-        src: str = typer.Argument(..., help="source GGUF (the reference) or bundled name"),
+        model: Optional[list[str]] = typer.Option(None, "--model", "-m", help="source GGUF (the reference) or bundled name"),
+        src: Optional[str] = typer.Argument(None, hidden=True),
         low: str = typer.Option("Q4_0", "--low", help="type one unit at a time is lowered to"),
         high: str = typer.Option("Q8_0", "--high", help="type of every other unit"),
         text: Optional[str] = typer.Option(None, "--text", help="text to measure KLD on "
@@ -217,13 +244,11 @@ def register(app: typer.Typer) -> None:
         chunks: int = typer.Option(4, "--chunks", help="chunks of the text scored per unit"),
         threads: int = typer.Option(2, "--threads", help="CPU threads"),
         imatrix: Optional[str] = typer.Option(None, "--imatrix", help="importance matrix"),
-        store: Optional[str] = typer.Option(None, "--store", help="results store (SQLite)"),
+        store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
         json_out: bool = typer.Option(False, "--json", help="print JSON"),
     ) -> None:
         """Rank blocks or tensor classes by the KLD they cause alone at the low type."""
-        from edgepick.assets.bundled import resolve_model
-
-        src = resolve_model(src)
+        src = str(_source(model, src).path)
         _warn_requantize(src)
         report = _sensitivity(src, low, high, _default_text(text, "calibration"), by, ctx, chunks,
                               threads, imatrix, store)

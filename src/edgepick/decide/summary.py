@@ -8,29 +8,13 @@ URL). A figure no stage stored stays None: the decision and the report say "not 
 from __future__ import annotations
 
 import os
-from functools import lru_cache
 from typing import Any, Iterable
 
 from edgepick.decide import adapters
+from edgepick.decide.selection import Selection, model_key, select
+from edgepick.models.spec import spec_of
 from edgepick.records.decision import CandidateSummary
 from edgepick.store import ResultStore
-
-
-def model_key(model: str) -> str:
-    return model if "://" in model else os.path.realpath(model)
-
-
-@lru_cache(maxsize=64)
-def _spec(path: str, size: int, mtime_ns: int):
-    from edgepick.models.spec import load_spec
-
-    return load_spec(path)
-
-
-def spec_of(path: str):
-    """The file's ModelSpec, read once per process per file version (header reads are slow)."""
-    st = os.stat(path)
-    return _spec(os.path.realpath(path), st.st_size, st.st_mtime_ns)
 
 
 def _file_facts(s: CandidateSummary) -> None:
@@ -49,13 +33,13 @@ def _file_facts(s: CandidateSummary) -> None:
 
 def build_summaries(store: ResultStore, models: Iterable[str] | None = None,
                     names: dict[str, str] | None = None,
-                    keys: dict[str, set[str]] | None = None) -> list[CandidateSummary]:
-    """All candidates found in the store (or only `models`), in first-seen order.
+                    selection: Selection | None = None) -> list[CandidateSummary]:
+    """The selected candidates (or only `models`), in first-seen order.
 
-    `names` maps a model path to the display name a plan gave it. `keys` restricts a kind to the
-    rows a run produced or reused (kind -> store keys), so results measured with other settings
-    in the same store do not mix in; kinds not named are read whole.
+    `names` maps a model path to the display name a plan gave it. `selection` says which runs'
+    rows are read (decide/selection.py); by default the latest run's.
     """
+    selection = selection if selection is not None else select(store)
     wanted = {model_key(m) for m in models} if models is not None else None
     rows: dict[str, CandidateSummary] = {}
     named: set[str] = set()
@@ -80,11 +64,11 @@ def build_summaries(store: ResultStore, models: Iterable[str] | None = None,
     if models is not None:  # plan order first, so the report's columns follow the plan
         for m in models:
             get(m, None)
-    for kind, fn in adapters.ADAPTERS.items():
-        allowed = (keys or {}).get(kind)
-        for key, payload in store.items(kind):
-            if allowed is None or key in allowed:
-                fn(payload, get)
+    for row in selection.rows:
+        def row_get(model: str, *args, _row=row, **kw) -> CandidateSummary | None:
+            return get(model, *args, **kw) if selection.permits(_row, model) else None
+
+        adapters.ADAPTERS[row.kind](row.payload, row_get)
     out = list(rows.values())
     for s in out:
         _file_facts(s)

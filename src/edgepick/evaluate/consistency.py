@@ -13,6 +13,7 @@ from typing import Callable
 
 from edgepick.errors import EdgepickError, InputError
 from edgepick.records.fidelity import ConsistencyItem, ConsistencyResult
+from edgepick.records.model_ref import ModelRef
 
 # Fields that only matter for scoring answers: a consistency run needs prompts, not answers, so a
 # line whose only problems are in these fields is still used.
@@ -60,13 +61,13 @@ def first_divergence(a: list[int], b: list[int]) -> int | None:
     return None if len(a) == len(b) else min(len(a), len(b))
 
 
-def _run(model_path: str, prompts: list[tuple[str, list[dict]]], max_tokens: int, threads: int,
+def _run(ref: ModelRef, prompts: list[tuple[str, list[dict]]], max_tokens: int, threads: int,
          label: str, progress: Progress | None, tokenize_also: list[str] | None = None):
     from edgepick.backends import get_backend
     from edgepick.records.candidate import Candidate, RuntimeSettings
 
     backend = get_backend("llama_cpp")
-    backend.load(Candidate(model=model_path, settings=RuntimeSettings(threads=threads)))
+    backend.load(Candidate(ref=ref, settings=RuntimeSettings(threads=threads)))
     try:
         texts = []
         for i, (_, msgs) in enumerate(prompts):
@@ -80,7 +81,7 @@ def _run(model_path: str, prompts: list[tuple[str, list[dict]]], max_tokens: int
         backend.unload()
 
 
-def consistency(reference: str, candidate: str, data: str | Path, max_tokens: int = 64,
+def consistency(reference: ModelRef, candidate: ModelRef, data: str | Path, max_tokens: int = 64,
                 threshold: float = 0.9, threads: int = 2,
                 progress: Progress | None = None) -> ConsistencyResult:
     """Greedy answers of both models with each model's chat template, compared token by token.
@@ -88,19 +89,18 @@ def consistency(reference: str, candidate: str, data: str | Path, max_tokens: in
     Both texts are tokenized by the reference's tokenizer without BOS, so `first_divergence` is
     the index of the first differing token of the answers as the reference would spell them.
     """
-    from edgepick.assets.bundled import resolve_model
-
     if max_tokens < 1:
         raise EdgepickError(f"--max-tokens must be ≥ 1 (got {max_tokens})")
     if not 0.0 <= threshold <= 1.0:
         raise EdgepickError(f"--threshold must be between 0 and 1 (got {threshold})")
-    ref_path, cand_path = resolve_model(reference), resolve_model(candidate)
-    for p in (ref_path, cand_path):
-        if "://" in p:
-            raise EdgepickError(f"{p}: consistency runs both models in process; give GGUF files")
+    for r in (reference, candidate):
+        if r.is_endpoint:
+            raise EdgepickError(f"{r.spec}: consistency runs both models in process; "
+                                "give GGUF files")
+    ref_path, cand_path = str(reference.path), str(candidate.path)
     prompts, skipped = load_prompts(data)
-    cand_texts, _, _ = _run(cand_path, prompts, max_tokens, threads, "candidate", progress)
-    ref_texts, ref_toks, cand_toks = _run(ref_path, prompts, max_tokens, threads, "reference",
+    cand_texts, _, _ = _run(candidate, prompts, max_tokens, threads, "candidate", progress)
+    ref_texts, ref_toks, cand_toks = _run(reference, prompts, max_tokens, threads, "reference",
                                           progress, tokenize_also=cand_texts)
     items = []
     for (pid, _), rt, ct, rtok, ctok in zip(prompts, ref_texts, cand_texts, ref_toks, cand_toks):

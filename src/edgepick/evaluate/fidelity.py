@@ -23,6 +23,7 @@ from edgepick.errors import EdgepickError
 from edgepick.evaluate.fidelity_stats import Accumulator, compare_rows, reference_rows
 from edgepick.evaluate.logits_cache import ReferenceStore, default_cache_dir
 from edgepick.records.fidelity import FidelityResult
+from edgepick.records.model_ref import ModelRef
 
 __all__ = ["fidelity", "FidelityResult", "read_text", "bundled_text", "plan_chunks"]
 
@@ -77,13 +78,13 @@ def _check_ctx(ctx: int) -> None:
         raise EdgepickError(f"--ctx must be at least 4 (got {ctx})")
 
 
-def _load(path: str, ctx: int, threads: int):
+def _load(ref: ModelRef, ctx: int, threads: int):
     from edgepick.backends import LoadOptions, get_backend
     from edgepick.records.candidate import Candidate, RuntimeSettings
 
     backend = get_backend("llama_cpp")
     settings = RuntimeSettings(threads=threads, n_ctx=ctx, n_batch=ctx, n_ubatch=min(ctx, 512))
-    backend.load(Candidate(model=path, settings=settings), LoadOptions(need_logits=True))
+    backend.load(Candidate(ref=ref, settings=settings), LoadOptions(need_logits=True))
     return backend
 
 
@@ -116,18 +117,17 @@ def reference_key(ref_path: str, source_key: str, ctx: int) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
-def fidelity(reference: str, candidate: str, text: str | Path | list[int], ctx: int = 512,
+def fidelity(reference: ModelRef, candidate: ModelRef, text: str | Path | list[int], ctx: int = 512,
              threads: int = 2, max_chunks: int | None = None, progress: Progress | None = None,
              cache: bool = True, cache_dir: str | Path | None = None) -> FidelityResult:
     """Compare `candidate` with `reference` on `text`.
 
-    reference, candidate: GGUF paths or bundled names (both run by the llama_cpp backend).
+    reference, candidate: local models (both run by the llama_cpp backend).
     text: the text itself (str), a file (pathlib.Path; read like llama-perplexity's -f), or token
       ids already (list[int], used as they are: BOS must already be there if the model wants it).
     cache: keep the reference's scored log-probs on disk (see logits_cache) so that the next
       candidate compared with the same reference, text and ctx skips the reference entirely.
     """
-    from edgepick.assets.bundled import resolve_model
     from edgepick.backends.llama_cpp import engine_version
 
     _check_ctx(ctx)
@@ -135,11 +135,11 @@ def fidelity(reference: str, candidate: str, text: str | Path | list[int], ctx: 
         raise EdgepickError(f"--chunks must be ≥ 1 (got {max_chunks})")
     if threads < 1:
         raise EdgepickError(f"--threads must be ≥ 1 (got {threads})")
-    ref_path, cand_path = resolve_model(reference), resolve_model(candidate)
-    for p in (ref_path, cand_path):
-        if "://" in p:
-            raise EdgepickError(f"{p}: fidelity needs full logits, so both models must be local "
-                                f"GGUF files")
+    for r in (reference, candidate):
+        if r.is_endpoint:
+            raise EdgepickError(f"{r.spec}: fidelity needs full logits, so both models must be "
+                                "local GGUF files")
+    ref_path, cand_path = str(reference.path), str(candidate.path)
     src_key, source = _source_key(text)
     folder = (Path(cache_dir) if cache_dir else default_cache_dir()) if cache else None
     store = ReferenceStore(reference_key(ref_path, src_key, ctx), folder)
@@ -149,7 +149,7 @@ def fidelity(reference: str, candidate: str, text: str | Path | list[int], ctx: 
     try:
         meta = store.meta()
         if meta is None:
-            ref_backend = _load(ref_path, ctx, threads)
+            ref_backend = _load(reference, ctx, threads)
             info = _vocab(ref_backend)
             tokens = _tokenize(ref_backend, source) if isinstance(source, str) else source
             if tokens and max(tokens) >= info["n_vocab"]:
@@ -164,7 +164,7 @@ def fidelity(reference: str, candidate: str, text: str | Path | list[int], ctx: 
         total = len(chunks) + (len(missing) if store.persistent else 0)
         done = 0
 
-        cand_backend = _load(cand_path, ctx, threads)
+        cand_backend = _load(candidate, ctx, threads)
         cinfo = _vocab(cand_backend)
         if cinfo["fingerprint"] != meta["fingerprint"] or cinfo["n_vocab"] != meta["n_vocab"]:
             raise EdgepickError(
@@ -174,7 +174,7 @@ def fidelity(reference: str, candidate: str, text: str | Path | list[int], ctx: 
 
         if store.persistent and missing:
             # Fill the cache first, then free the reference before the candidate runs.
-            ref_backend = ref_backend or _load(ref_path, ctx, threads)
+            ref_backend = ref_backend or _load(reference, ctx, threads)
             for i in missing:
                 _reference_chunk(store, ref_backend, chunks[i], i, first)
                 done += 1
@@ -188,7 +188,7 @@ def fidelity(reference: str, candidate: str, text: str | Path | list[int], ctx: 
             if store.persistent:
                 ref_rows = store.get(i)
             else:
-                ref_backend = ref_backend or _load(ref_path, ctx, threads)
+                ref_backend = ref_backend or _load(reference, ctx, threads)
                 ref_rows = _reference_chunk(store, ref_backend, chunk, i, first)
             logits = cand_backend.logits(chunk.tolist())[first:ctx - 1]
             acc.add(compare_rows(*ref_rows, logits, chunk[first + 1:]), ref_rows[1])

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from typing import Callable
 
 from edgepick.errors import EdgepickError
@@ -27,22 +26,6 @@ DEFAULT_MAX_TOKENS = {
     "classification": 32, "yes_no": 32, "math": 96, "qa": 48, "extraction": 160,
     "summary": 128, "multi_turn": 128, "generation": 256, "code": 320, "tool_call": 96,
 }
-
-
-def candidate_from_spec(spec: str, settings=None) -> Candidate:
-    """A GGUF path, a bundled model name, or `http(s)://host:port/v1#model-name`."""
-    from edgepick.assets.bundled import BUNDLED, resolve_model
-    from edgepick.records.candidate import RuntimeSettings
-
-    settings = settings or RuntimeSettings()
-    if "://" in spec:
-        if not spec.startswith(("http://", "https://")):
-            raise EdgepickError(f"{spec}: only http(s) endpoints are supported")
-        label = spec.split("#", 1)[1] if "#" in spec else spec
-        return Candidate(model=spec, backend="openai_http", settings=settings, label=label)
-    path = resolve_model(spec)
-    label = spec if spec in BUNDLED and not os.path.exists(spec) else os.path.basename(path)
-    return Candidate(model=path, backend="llama_cpp", settings=settings, label=label)
 
 
 def budget(item: EvalItem, budgets: dict[str, int]) -> int:

@@ -1,21 +1,37 @@
-"""One entry point: a ModelSpec from a GGUF file, a config.json, or a bundled model name."""
+"""One entry point: a ModelSpec from a resolved model (a GGUF file or a config.json)."""
 
 from __future__ import annotations
 
+import os
+from functools import lru_cache
+
 from edgepick.errors import EdgepickError
 from edgepick.records.model import ModelSpec
+from edgepick.records.model_ref import ModelRef
 
 
-def load_spec(model: str) -> ModelSpec:
-    from edgepick.assets import resolve_model
-
-    path = resolve_model(model)
-    if "://" in path:
-        raise EdgepickError(f"{path}: a served model has no readable file; give a GGUF or config.json")
-    if path.endswith(".json"):
+def load_spec(model: ModelRef | str) -> ModelSpec:
+    """`model`: a ModelRef, or a path the program already holds (never a name to resolve)."""
+    if isinstance(model, ModelRef):
+        if model.is_endpoint:
+            raise EdgepickError(f"{model.spec}: a served model has no readable file; give a GGUF "
+                                "or config.json")
+        model = str(model.path)
+    if model.endswith(".json"):
         from edgepick.models.hf_config import hf_config_spec
 
-        return hf_config_spec(path)
+        return hf_config_spec(model)
     from edgepick.models.gguf_info import gguf_spec
 
-    return gguf_spec(path)
+    return gguf_spec(model)
+
+
+@lru_cache(maxsize=64)
+def _spec_at(path: str, size: int, mtime_ns: int) -> ModelSpec:
+    return load_spec(path)
+
+
+def spec_of(path: str) -> ModelSpec:
+    """The file's ModelSpec, read once per process per file version (header reads are slow)."""
+    st = os.stat(path)
+    return _spec_at(os.path.realpath(path), st.st_size, st.st_mtime_ns)

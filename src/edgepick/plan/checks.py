@@ -10,15 +10,13 @@ from edgepick.errors import EdgepickError, InputError
 LineOf = Callable[[tuple], int | None]
 
 
-def _model_ok(value: str, resolved: str) -> str | None:
-    """None when usable, else the problem."""
-    from edgepick.assets.bundled import BUNDLED
-
-    if "://" in value:
-        return None if value.startswith(("http://", "https://")) else "only http(s) URLs"
-    if os.path.isfile(resolved) or value in BUNDLED:
-        return None
-    return f"'{value}': no such file, and not a bundled model (bundled: {', '.join(BUNDLED)})"
+def _model_ok(lp, value: str, backend: str | None = None) -> str | None:
+    """None when the model resolves (and is then held by the plan), else the problem."""
+    try:
+        lp.ref(value, backend)
+    except EdgepickError as exc:
+        return str(exc)
+    return None
 
 
 def check_plan(lp, line_of: LineOf) -> None:
@@ -34,17 +32,22 @@ def check_plan(lp, line_of: LineOf) -> None:
     if not plan.candidates and not plan.quantize:
         fail(("candidates",), "the plan names no candidates (give candidates or quantize)")
     _check_device(plan.device, lp, fail)
+    from edgepick.cluster.config import check_fleet
+
+    check_fleet(plan, fail)
     for i, c in enumerate(plan.candidates):
-        if (p := _model_ok(c.model, lp.resolve(c.model))):
-            fail(("candidates", i, "model"), p)
-        if c.reference and (p := _model_ok(c.reference, lp.resolve(c.reference))):
-            fail(("candidates", i, "reference"), p)
         if c.backend and c.backend not in backend_names():
             fail(("candidates", i, "backend"),
                  f"unknown backend '{c.backend}' (known: {', '.join(backend_names())})")
+        if (p := _model_ok(lp, c.model, c.backend)):
+            fail(("candidates", i, "model"), p)
+        if c.reference and (p := _model_ok(lp, c.reference)):
+            fail(("candidates", i, "reference"), p)
     for i, q in enumerate(plan.quantize):
-        if (p := _model_ok(q.source, lp.resolve(q.source))) or "://" in q.source:
+        if (p := _model_ok(lp, q.source)) or lp.ref(q.source).is_endpoint:
             fail(("quantize", i, "source"), p or "a quantization source must be a local GGUF")
+        if q.reference and (p := _model_ok(lp, q.reference)):
+            fail(("quantize", i, "reference"), p)
         for j, t in enumerate(q.types):
             try:
                 normalize_ftype(t)
@@ -61,7 +64,7 @@ def check_plan(lp, line_of: LineOf) -> None:
             fail(("eval", "data"), f"'{plan.eval.data}': no such eval set (or 'demo', 'demo-tools')")
         if not plan.eval.reference:
             fail(("eval", "reference"), "missing: quality gaps need a reference model or endpoint")
-        if (p := _model_ok(plan.eval.reference, lp.resolve(plan.eval.reference))):
+        if (p := _model_ok(lp, plan.eval.reference)):
             fail(("eval", "reference"), p)
     if plan.fidelity.enabled and not os.path.isfile(lp.fidelity_text()):
         fail(("fidelity", "text"), f"'{plan.fidelity.text}': no such text file (or 'bundled')")

@@ -5,7 +5,7 @@ line and the field path, in one line."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 
@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from edgepick.errors import InputError
 from edgepick.plan.model import Plan
+from edgepick.records.model_ref import ModelRef
 from edgepick.yaml_input import parse_yaml, read_user_text
 
 
@@ -22,17 +23,18 @@ class LoadedPlan:
     plan: Plan
     path: Path
     base: Path  # relative paths in the plan are relative to the plan's folder
+    _refs: dict = field(default_factory=dict, repr=False)
 
     def resolve(self, p: str) -> str:
-        """A path as given, made absolute against the plan's folder; names and URLs unchanged."""
-        if "://" in p or os.path.isabs(p):
-            return p
-        from edgepick.assets.bundled import BUNDLED
+        """A file path as given, made absolute against the plan's folder."""
+        return p if os.path.isabs(p) else str(self.base / p)
 
-        cand = self.base / p
-        if p in BUNDLED and not cand.exists():
-            return p
-        return str(cand)
+    def ref(self, spec: str, backend: str | None = None, label: str | None = None) -> ModelRef:
+        """A model the plan names, resolved once (the checks resolve every one first)."""
+        key = (spec, backend, label)
+        if key not in self._refs:
+            self._refs[key] = ModelRef.parse(spec, backend=backend, label=label, base_dir=self.base)
+        return self._refs[key]
 
     @property
     def output(self) -> Path:

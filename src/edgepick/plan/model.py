@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from edgepick.cluster.config import ClusterSection
 from edgepick.records.candidate import RuntimeSettings
 
 
@@ -17,6 +18,7 @@ class CandidateEntry(_Strict):
     backend: str | None = None  # default: llama_cpp for files, openai_http for URLs
     # Same-tokenizer reference for fidelity (KLD, perplexity ratio); none = fidelity skipped.
     reference: str | None = None
+    device: str | None = None  # measured on this one of the plan's devices only (a phone's server)
 
 
 class QuantizeEntry(_Strict):
@@ -27,19 +29,6 @@ class QuantizeEntry(_Strict):
     imatrix: str | None = None
     label: str | None = None  # prefix of the candidates' names; default: the source's stem
     reference: str | None = None  # fidelity reference; default: the source itself
-
-
-class Runtime(_Strict):
-    threads: int = Field(2, ge=1)
-    n_ctx: int = Field(2048, ge=64)
-    n_batch: int = Field(512, ge=1)
-    n_ubatch: int = Field(512, ge=1)
-    kv_type: str = "f16"
-    flash_attn: bool = True
-    seed: int = 42
-
-    def settings(self) -> RuntimeSettings:
-        return RuntimeSettings(**self.model_dump())
 
 
 class BenchSection(_Strict):
@@ -102,11 +91,13 @@ class ReportSection(_Strict):
 class Plan(_Strict):
     name: str = "plan"
     device: str = "local"  # catalog name, a profile YAML file, or local (probe this machine)
+    devices: list[str] = Field(default_factory=list)  # a fleet: node tags or profiles (docs/scale.md)
+    cluster: ClusterSection = Field(default_factory=ClusterSection)
     output: str = "edgepick-out"  # relative to the plan file's folder
     store: str | None = None  # default: <output>/results.sqlite
     candidates: list[CandidateEntry] = Field(default_factory=list)
     quantize: list[QuantizeEntry] = Field(default_factory=list)
-    runtime: Runtime = Field(default_factory=Runtime)
+    runtime: RuntimeSettings = Field(default_factory=RuntimeSettings)  # records/candidate.py
     fit: FitSection = Field(default_factory=FitSection)
     bench: BenchSection = Field(default_factory=BenchSection)
     eval: EvalSection = Field(default_factory=EvalSection)

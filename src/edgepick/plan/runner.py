@@ -24,37 +24,32 @@ class RunResult:
     reports: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     store: Path | None = None
-
-
-def _stem(path: str) -> str:
-    name = os.path.basename(path)
-    return name[:-5] if name.endswith(".gguf") else name
+    run_id: int | None = None
 
 
 def plan_candidates(lp: LoadedPlan) -> list[RunCandidate]:
-    """The plan's candidates with bundled names resolved and quant builds given target paths."""
-    from edgepick.assets.bundled import BUNDLED, resolve_model
+    """The plan's candidates (models resolved once, by the loader) and its quant builds, each
+    given the path it will be written to."""
+    from edgepick.models.quant_types import normalize_ftype
+    from edgepick.quantize.ladder import output_path
+    from edgepick.records.model_ref import ModelRef
 
     plan = lp.plan
     out: list[RunCandidate] = []
     for c in plan.candidates:
-        path = resolve_model(lp.resolve(c.model))
-        backend = c.backend or ("openai_http" if "://" in path else "llama_cpp")
-        name = c.label or (c.model if c.model in BUNDLED else _stem(path))
-        ref = lp.resolve(c.reference) if c.reference else None
-        out.append(RunCandidate(name=name, model=path, backend=backend, reference=ref))
+        ref = lp.ref(c.model, c.backend)
+        out.append(RunCandidate(name=c.label or ref.label, ref=ref,
+                                reference=lp.ref(c.reference) if c.reference else None))
     models_dir = lp.output / "models"
     for q in plan.quantize:
-        from edgepick.models.quant_types import normalize_ftype
-        from edgepick.quantize.ladder import output_path
-
-        src = resolve_model(lp.resolve(q.source))
-        prefix = q.label or (q.source if q.source in BUNDLED else _stem(src))
+        src = lp.ref(q.source)
+        prefix = q.label or src.label
         for t in q.types:
             ftype = normalize_ftype(t)
+            name = f"{prefix}-{ftype}"
+            target = ModelRef.file(output_path(str(src.path), ftype, models_dir), label=name)
             out.append(RunCandidate(
-                name=f"{prefix}-{ftype}", model=str(output_path(src, ftype, models_dir)),
-                backend="llama_cpp", reference=lp.resolve(q.reference) if q.reference else src,
+                name=name, ref=target, reference=lp.ref(q.reference) if q.reference else src,
                 source=src, qtype=ftype, imatrix=lp.resolve(q.imatrix) if q.imatrix else None))
     seen: dict[str, int] = {}
     for c in out:  # two entries with one name would merge in the report: keep them apart
@@ -74,6 +69,7 @@ def _available(module: str) -> bool:
 def run_plan(lp: LoadedPlan, console: Console | None = None) -> RunResult:
     from edgepick.decide.decision import decide
     from edgepick.decide.scenarios import load_scenario, preset_names
+    from edgepick.decide.selection import select
     from edgepick.decide.summary import build_summaries
     from edgepick.devices.catalog import load_device
     from edgepick.store import ResultStore
@@ -90,6 +86,8 @@ def run_plan(lp: LoadedPlan, console: Console | None = None) -> RunResult:
                           else lp.resolve(plan.device)))
     lp.output.mkdir(parents=True, exist_ok=True)
     store = ResultStore(lp.store_path)
+    run_id = store.begin_run(f"edgepick run {lp.path}", plan.model_dump(mode="json"),
+                             data_sha256=_data_sha(lp))
     st = RunState(lp=lp, store=store, device=device, candidates=plan_candidates(lp))
     enabled = {"fit": True, "quantize": bool(plan.quantize), "bench": plan.bench.enabled,
                "eval": plan.eval.enabled, "fidelity": plan.fidelity.enabled}
@@ -116,9 +114,9 @@ def run_plan(lp: LoadedPlan, console: Console | None = None) -> RunResult:
                 fn(st, tick)
                 prog.advance(overall)
             prog.update(overall, description="decide")
-            names = {c.model: c.name for c in st.candidates}
-            summaries = build_summaries(store, models=[c.model for c in st.candidates],
-                                        names=names, keys=st.keys)
+            names = {c.ref.locator: c.name for c in st.candidates}
+            summaries = build_summaries(store, models=[c.ref.locator for c in st.candidates],
+                                        names=names, selection=select(store, [run_id]))
             for s, c in zip(summaries, st.candidates):
                 s.skipped = c.skipped
             decision = decide(summaries, scenario, device.model_budget_bytes)
@@ -135,4 +133,10 @@ def run_plan(lp: LoadedPlan, console: Console | None = None) -> RunResult:
     finally:
         store.close()
     return RunResult(decision=decision, summaries=summaries, reports=reports, notes=st.notes,
-                     store=lp.store_path)
+                     store=lp.store_path, run_id=run_id)
+
+
+def _data_sha(lp: LoadedPlan) -> str | None:
+    from edgepick.store.identity import file_sha256
+
+    return file_sha256(lp.eval_data()) if lp.plan.eval.enabled else None

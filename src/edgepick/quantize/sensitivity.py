@@ -46,8 +46,9 @@ def _key(parts: dict) -> str:
 
 def _measure(src: str, path: str, text: str, ctx: int, chunks: int | None, threads: int) -> dict:
     from edgepick.evaluate.fidelity import fidelity
+    from edgepick.records.model_ref import ModelRef
 
-    r = fidelity(src, path, Path(text), ctx=ctx, threads=threads, max_chunks=chunks)
+    r = fidelity(ModelRef.file(src), ModelRef.file(path), Path(text), ctx=ctx, threads=threads, max_chunks=chunks)
     return {"kld_mean": r.kld_mean, "kld_p99": r.kld_p99, "same_top1": r.same_top1,
             "n_scored": r.n_scored}
 

@@ -1,18 +1,28 @@
-"""A candidate: one model file run by one backend with fixed runtime settings."""
+"""A candidate: one model (a `ModelRef`, which names its engine) run with fixed runtime settings.
+
+`RuntimeSettings` is the one record of engine settings: the plan's `runtime:` section, the CLI's
+runtime flags (their defaults are read from here), bench, eval, fidelity and the server all use it
+(seed 000 §6.4: a configuration is model × quantization × engine × settings).
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
+
+from edgepick.records.model_ref import ModelRef
 
 
 class RuntimeSettings(BaseModel):
-    threads: int = 2
-    n_ctx: int = 2048
-    n_batch: int = 512
-    n_ubatch: int = 512
+    model_config = ConfigDict(extra="forbid")
+
+    threads: int = Field(2, ge=1)
+    n_ctx: int = Field(2048, ge=4)
+    n_batch: int = Field(512, ge=1)
+    n_ubatch: int = Field(512, ge=1)
     kv_type: str = "f16"  # f16 | q8_0 | q4_0 (llama.cpp cache types)
     flash_attn: bool = True
     # Sliding-window layers keep only their window (as llama-server does), not the full context.
@@ -24,24 +34,49 @@ class RuntimeSettings(BaseModel):
         return self.model_dump()
 
 
-class Candidate(BaseModel):
-    """`model` is a file path for in-process engines, or a URL (`http://host:port/v1#name`)."""
+DEFAULTS = RuntimeSettings()  # the CLI's runtime flags take their defaults from here
 
-    model: str
-    backend: str = "llama_cpp"
+
+class Candidate(BaseModel):
+    """`ref` says which model and engine; `model` and `backend` are derived from it and kept in
+    the serialized form because stored payloads are read by model path."""
+
+    ref: ModelRef
     settings: RuntimeSettings = Field(default_factory=RuntimeSettings)
     label: str | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_spec(cls, data: Any) -> Any:
+        # Serialized candidates carry the derived fields; a bare `model` string (tests, scripts)
+        # is resolved here, once, by ModelRef.parse.
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        model, backend = data.pop("model", None), data.pop("backend", None)
+        if "ref" not in data and model is not None:
+            data["ref"] = ModelRef.parse(model, backend=backend)
+        return data
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def model(self) -> str:
+        """The locator the engine is given: a file path, or `url#served_name`."""
+        return self.ref.locator
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def backend(self) -> str:
+        return self.ref.backend
+
     @property
     def name(self) -> str:
-        return self.label or self.model.rsplit("/", 1)[-1]
+        return self.label or self.ref.label
 
     def content_key(self, *extra: object) -> str:
         """Hash of the model's content identity, the settings and whatever else is named."""
-        from edgepick.store.identity import model_identity
-
         payload = {
-            "model": model_identity(self.model),
+            "model": self.ref.identity(),
             "backend": self.backend,
             "settings": self.settings.key_dict(),
             "extra": [e.model_dump() if isinstance(e, BaseModel) else e for e in extra],

@@ -32,6 +32,13 @@ def parse_endpoint(url: str) -> tuple[str, str | None]:
     return base, name or None
 
 
+def _engine_of(path: str) -> str:
+    """The engine a model on disk is in: an onnxruntime-genai folder (its genai_config.json,
+    docs/engines.md) or, otherwise, a GGUF for llama.cpp."""
+    return "onnxruntime_genai" if os.path.isfile(os.path.join(path, "genai_config.json")) \
+        else "llama_cpp"
+
+
 class ModelRef(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -62,14 +69,23 @@ class ModelRef(BaseModel):
             path = os.path.realpath(candidate)
             stem = os.path.basename(path.rstrip("/"))
             stem = stem[:-5] if stem.endswith(".gguf") else stem
-            return cls(kind="file", spec=spec, path=path, backend=backend or "llama_cpp",
+            return cls(kind="file", spec=spec, path=path, backend=backend or _engine_of(path),
                        label=label or stem)
         if spec in BUNDLED:
             path = os.path.realpath(BUNDLED[spec]())
-            return cls(kind="bundled", spec=spec, path=path, backend=backend or "llama_cpp",
+            return cls(kind="bundled", spec=spec, path=path, backend=backend or _engine_of(path),
                        label=label or spec)
         raise EdgepickError(f"{spec}: no such file, and not a bundled model "
                             f"(bundled: {', '.join(BUNDLED)})")
+
+    @classmethod
+    def file(cls, path: str | Path, *, label: str | None = None,
+             backend: str = "llama_cpp") -> "ModelRef":
+        """A file the program names itself, such as a quantized build that may not exist yet."""
+        real = os.path.realpath(path)
+        stem = os.path.basename(real)
+        return cls(kind="file", spec=str(path), path=real, backend=backend,
+                   label=label or (stem[:-5] if stem.endswith(".gguf") else stem))
 
     @property
     def is_endpoint(self) -> bool:

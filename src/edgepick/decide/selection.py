@@ -1,0 +1,144 @@
+"""Which stored rows a decision reads: the latest run by default, or the runs named with --run.
+
+By default the candidates are those of the latest run that measured any, and each of their
+figures comes from the latest run that measured it (so `fit`, `bench`, `eval` and `fidelity` run
+one by one combine, and a re-run replaces, never mixes with, an earlier one). Named runs are
+combined on purpose, and rows for one candidate measured under different settings in two of
+them are an error naming both runs (SPEC §5; seed 004 §2.3: a gap is only as good as its setup).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from edgepick.decide import adapters
+from edgepick.errors import EdgepickError
+from edgepick.records.decision import CandidateSummary
+
+
+def model_key(model: str) -> str:
+    return model if "://" in model else os.path.realpath(model)
+
+
+@dataclass
+class Row:
+    kind: str
+    key: str
+    payload: dict[str, Any]
+    runs: list[int]
+    models: dict[str, str] = field(default_factory=dict)  # model key -> the name it was given
+
+
+@dataclass
+class Selection:
+    rows: list[Row]  # in the order they were stored
+    allowed: dict[tuple[str, str], set[str]]  # (kind, row key) -> model keys it may fill
+    runs: dict[str, list[int]]  # kind -> runs the figures come from
+
+    def permits(self, row: Row, model: str) -> bool:
+        return model_key(model) in self.allowed.get((row.kind, row.key), set())
+
+
+def _models_of(kind: str, payload: dict) -> dict[str, str]:
+    """The candidates a payload holds figures for, found by the kind's own adapter."""
+    seen: dict[str, str] = {}
+
+    def get(model: str, name: str | None = None, backend: str | None = None):
+        seen.setdefault(model_key(model), name or "")
+        return CandidateSummary(candidate=name or model, model=model)
+
+    adapters.ADAPTERS[kind](payload, get)
+    return seen
+
+
+def _eval_settings(payload: dict, model: str) -> dict:
+    for ce in payload.get("candidates") or []:
+        c = ce.get("candidate") or {}
+        if c.get("model") and model_key(c["model"]) == model:
+            return c.get("settings") or {}
+    return {}
+
+
+def signature(kind: str, payload: dict, model: str) -> dict:
+    """The settings a figure depends on; two rows of one candidate that differ here measured
+    different things."""
+    if kind == "bench":
+        st = payload.get("settings") or {}
+        return {k: st.get(k) for k in ("n_ctx", "threads", "kv_type", "n_batch", "n_ubatch",
+                                       "flash_attn", "backend")}
+    if kind == "eval":
+        ref = (payload.get("reference") or {}).get("candidate") or {}
+        return {"data": payload.get("data_sha256"), "items": payload.get("n_items"),
+                "reference": ref.get("model"), "max_tokens": payload.get("max_tokens"),
+                "settings": _eval_settings(payload, model)}
+    if kind == "fidelity":
+        return {k: payload.get(k) for k in ("reference", "text_sha256", "ctx", "n_chunks")}
+    if kind == "fit":
+        return {k: payload.get(k) for k in ("ctx", "kv_type", "device", "margin", "quant")}
+    return {k: payload.get(k) for k in ("type", "source_sha256", "imatrix")}
+
+
+def _differences(a: dict, b: dict) -> str:
+    parts = [f"{k} {a.get(k)!r} vs {b.get(k)!r}" for k in a if a.get(k) != b.get(k)]
+    return ", ".join(parts)[:200]
+
+
+def _check_combined(rows: list[Row], runs: list[int]) -> None:
+    sigs: dict[tuple[str, str], dict[int, list[dict]]] = {}
+    for r in rows:
+        for m in r.models:
+            for rid in r.runs:
+                if rid in runs:
+                    sig = signature(r.kind, r.payload, m)
+                    per = sigs.setdefault((r.kind, m), {}).setdefault(rid, [])
+                    if sig not in per:
+                        per.append(sig)
+    for (kind, model), per_run in sigs.items():
+        ids = sorted(per_run)
+        for i, r1 in enumerate(ids):
+            for r2 in ids[i + 1:]:
+                a, b = per_run[r1], per_run[r2]
+                if sorted(map(repr, a)) != sorted(map(repr, b)):
+                    diff = _differences(a[0], b[0]) or "a different set of settings"
+                    raise EdgepickError(
+                        f"{kind} of {os.path.basename(model)}: run {r1} and run {r2} measured it "
+                        f"under different settings ({diff}); combine only runs measured alike, "
+                        f"or pick one with --run")
+
+
+def select(store, runs: list[int] | None = None) -> Selection:
+    """The rows to decide on; `runs` None means the latest run (see the module's text)."""
+    rows: list[Row] = []
+    for kind in adapters.ADAPTERS:
+        for key, payload, owners in store.rows_with_runs(kind):
+            rows.append(Row(kind, key, payload, owners, _models_of(kind, payload)))
+    allowed: dict[tuple[str, str], set[str]] = {}
+    used: dict[str, set[int]] = {}
+    if runs:
+        unknown = sorted(set(runs) - store.run_ids())
+        if unknown:
+            raise EdgepickError(f"{store.path}: no run {unknown[0]} (see `edgepick runs`)")
+        chosen = [r for r in rows if set(r.runs) & set(runs)]
+        _check_combined(chosen, runs)
+        for r in chosen:
+            allowed[(r.kind, r.key)] = set(r.models)
+            used.setdefault(r.kind, set()).update(set(r.runs) & set(runs))
+        return Selection(chosen, allowed, {k: sorted(v) for k, v in used.items()})
+    latest = max((rid for r in rows if r.models for rid in r.runs), default=None)
+    if latest is None:
+        return Selection([], {}, {})
+    wanted = {m for r in rows if latest in r.runs for m in r.models}
+    newest: dict[tuple[str, str], int] = {}  # (kind, model) -> the latest run that measured it
+    for r in rows:
+        for m in set(r.models) & wanted:
+            newest[(r.kind, m)] = max([newest.get((r.kind, m), 0), *r.runs])
+    chosen = []
+    for r in rows:
+        ok = {m for m in set(r.models) & wanted if newest[(r.kind, m)] in r.runs}
+        if ok:
+            chosen.append(r)
+            allowed[(r.kind, r.key)] = ok
+            used.setdefault(r.kind, set()).update(newest[(r.kind, m)] for m in ok)
+    return Selection(chosen, allowed, {k: sorted(v) for k, v in used.items()})

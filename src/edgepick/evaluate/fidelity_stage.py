@@ -1,0 +1,59 @@
+"""The fidelity stage's entry point: one candidate against its same-tokenizer reference, stored
+(seed 000 §4.2: KL divergence and top-1 agreement say how far quantization moved the model)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from edgepick.progress import Tick, silent
+from edgepick.records.fidelity import FidelityResult
+from edgepick.records.model_ref import ModelRef
+
+KIND = "fidelity"
+
+
+class FidelityRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reference: ModelRef
+    candidate: ModelRef
+    text: str  # a UTF-8 file (read like llama-perplexity's -f)
+    ctx: int = Field(512, ge=4)
+    max_chunks: int | None = Field(None, ge=1)
+    threads: int = Field(2, ge=1)
+    cache: bool = True  # keep the reference's log-probs on disk for the next candidate
+    label: str | None = None
+
+
+def store_key(req: FidelityRequest) -> str:
+    from edgepick.store.identity import file_sha256
+
+    blob = json.dumps(["fidelity", req.reference.identity(), req.candidate.identity(),
+                       file_sha256(req.text), req.ctx, req.max_chunks])
+    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+
+def run(req: FidelityRequest, store, progress: Tick = silent) -> FidelityResult:
+    """The stored result when this comparison was made before, else measured and stored under
+    kind "fidelity"."""
+    from edgepick.evaluate.fidelity import fidelity
+
+    key = store_key(req)
+    name = req.label or req.candidate.label
+    held = store.get(KIND, key) if store is not None else None
+    if held is not None:
+        return FidelityResult.model_validate({k: v for k, v in held.items() if k != "name"})
+
+    def on_step(what: str, done: int, total: int) -> None:
+        progress(done, total, f"{name}: {what}")
+
+    res = fidelity(req.reference, req.candidate, Path(req.text), ctx=req.ctx,
+                   threads=req.threads, max_chunks=req.max_chunks, progress=on_step,
+                   cache=req.cache)
+    if store is not None:
+        store.put(KIND, key, dict(res.model_dump(mode="json"), name=name), label=name)
+    return res

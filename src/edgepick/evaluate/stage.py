@@ -1,0 +1,81 @@
+"""The eval stage's entry point: candidates and a reference over an eval set, one stored
+EvalResult (seed 004 §2.3: the gap on your own data, per task, with its interval)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from edgepick.progress import Tick, silent
+from edgepick.records.candidate import Candidate
+from edgepick.records.evaluation import EvalResult
+
+
+class EvalRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    data: str  # a JSONL file (the CLI and the plan turn "demo" into the bundled set's path)
+    reference: Candidate
+    candidates: list[Candidate] = Field(..., min_length=1)
+    limit: int | None = Field(None, ge=1)  # items to use, spread over the tasks; None: all
+    max_tokens: dict[str, int] = Field(default_factory=dict)  # per-task generation budgets
+
+
+def spread(items: list, limit: int | None) -> list:
+    """The first `limit` items taken round-robin over tasks, so every task stays represented."""
+    if limit is None or limit >= len(items):
+        return items
+    by_task: dict[str, list] = {}
+    for it in items:
+        by_task.setdefault(it.task, []).append(it)
+    out, queues = [], list(by_task.values())
+    while len(out) < limit:
+        for q in queues:
+            if q and len(out) < limit:
+                out.append(q.pop(0))
+    return out
+
+
+def distinct_names(cands: list[Candidate]) -> None:
+    """Two files with one name must stay apart in the tables and the report."""
+    seen: dict[str, int] = {}
+    for c in cands:
+        seen[c.name] = seen.get(c.name, 0) + 1
+        if seen[c.name] > 1:
+            c.label = f"{c.name}#{seen[c.name]}"
+
+
+def run(req: EvalRequest, store, progress: Tick = silent) -> EvalResult:
+    """Outputs are stored one by one (an interrupted eval resumes), then scored; the result is
+    stored under kind "eval". Bad lines of the data file are skipped and listed in the result."""
+    from edgepick.errors import EdgepickError
+    from edgepick.evaluate.dataset import file_sha256, load_eval_set
+    from edgepick.evaluate.pipeline import run_eval
+
+    items, problems = load_eval_set(req.data)
+    if not items:
+        raise EdgepickError(f"{req.data}: no valid items to evaluate")
+    items = spread(items, req.limit)
+    total = len(items) * (1 + len(req.candidates))
+    state = {"done": 0, "who": "", "model": -1}
+
+    def on_start(name: str, missing: int) -> None:  # once per model; only missing items run
+        state["model"] += 1
+        state["who"] = name
+        state["done"] = state["model"] * len(items) + len(items) - missing
+        progress(state["done"], total, name)
+
+    def on_item() -> None:
+        state["done"] += 1
+        progress(state["done"], total, state["who"])
+
+    # The file and which of its items were used: a --limit slice is a different evaluation.
+    sha = hashlib.sha256(json.dumps([file_sha256(req.data), [it.id for it in items]])
+                         .encode()).hexdigest()[:32]
+    result = run_eval(items, req.reference, req.candidates, store, data_path=req.data,
+                      data_sha=sha, problems=problems, budgets=req.max_tokens or None,
+                      on_start=on_start, on_item=on_item)
+    progress(total, total, "done")
+    return result

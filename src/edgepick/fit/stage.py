@@ -1,0 +1,83 @@
+"""The fit stage's entry point: predict memory and speed for resolved models and store each
+estimate (seed 000 §6.4: budget the whole footprint before measuring anything)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from edgepick.progress import Tick, silent
+from edgepick.records.device import DeviceProfile
+from edgepick.records.fit import FitEstimate
+from edgepick.records.model_ref import ModelRef
+
+KIND = "fit"
+
+
+class FitTarget(BaseModel):
+    """`model` is read for its shape; `quant` None means the file's own tensor types. `file` is
+    the file the estimate describes (the model itself, or a build's target path); None for a
+    hypothetical type, which is shown but describes no candidate."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: ModelRef
+    quant: str | None = None
+    file: str | None = None
+    label: str | None = None
+
+
+class FitRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    targets: list[FitTarget] = Field(..., min_length=1)
+    ctxs: list[int] = Field(default_factory=lambda: [2048])
+    device: DeviceProfile
+    kv_type: str = "f16"
+    margin: float = 0.20
+    efficiency: float | None = None
+    fill: int | None = None
+    n_ubatch: int = 512
+    swa_full: bool = False
+
+    @classmethod
+    def for_models(cls, models: list[ModelRef], quants: list[str], **kw) -> "FitRequest":
+        """Each model at each type: 'native' describes the file itself."""
+        targets = [FitTarget(model=m, quant=None if q == "native" else q,
+                             file=m.path if q == "native" and not m.is_endpoint else None)
+                   for m in models for q in quants]
+        return cls(targets=targets, **kw)
+
+
+def _key(payload: dict, device: DeviceProfile) -> str:
+    blob = json.dumps(["fit", payload, device.model_dump(mode="json")], sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+
+def run(req: FitRequest, store, progress: Tick = silent) -> list[FitEstimate]:
+    """One estimate per target and context, stored under kind "fit" (rows already held are
+    linked to this run, not rewritten)."""
+    from edgepick.fit.planner import fit_one
+    from edgepick.models.spec import spec_of
+
+    out: list[FitEstimate] = []
+    total = len(req.targets) * len(req.ctxs)
+    for t in req.targets:
+        spec = spec_of(str(t.model.path))
+        for ctx in req.ctxs:
+            progress(len(out), total, t.label or t.model.label)
+            est = fit_one(spec, t.quant, ctx, req.device, kv_type=req.kv_type, margin=req.margin,
+                          efficiency=req.efficiency, n_ubatch=req.n_ubatch, fill=req.fill,
+                          swa_full=req.swa_full)
+            out.append(est)
+            payload = est.model_dump(mode="json")
+            payload["model"] = t.file  # the file the estimate is for; None: no candidate
+            payload["source"] = t.model.path
+            payload["label"] = t.label
+            key = _key(payload, req.device)
+            if store is not None and not store.has(KIND, key):
+                store.put(KIND, key, payload, label=t.label or t.model.label)
+    progress(total, total, "done")
+    return out
