@@ -43,8 +43,9 @@ def test_probe_decodes_each_file_and_records_what_it_measured(calibrated):
         {"Q4_K", "F32"}, {"Q4_0", "F32"}, {"Q8_0", "F32"}]
     if cal.method == "per term":
         assert set(cal.compute_scales) == set(ep.PROBE_TYPES)
-    short, mid, long = [t for t in cal.timings if t["model"] == files[5][0].name]
-    assert long["measured_ms"] > short["measured_ms"]  # 1024 cached positions cost attention
+    # every decode was timed (no comparison of times: the tests assert behaviour, not speed)
+    assert all(t["measured_ms"] > 0 and t["predicted_ms"] > 0 for t in cal.timings)
+    assert len([t for t in cal.timings if t["model"] == files[5][0].name]) == 3
     json.loads(dev.model_dump_json())  # the profile stays serialisable, as --json prints it
 
 
@@ -203,8 +204,8 @@ def test_a_saved_probe_is_a_device_profile_and_fit_says_what_its_estimate_rests_
     assert json.loads(p.stdout)[0]["decode_basis"] in ("AVX2 constants", "efficiency 0.65")
 
 
-def test_probe_cli_without_the_engine(cli):
-    p = cli("probe", "--no-engine", "--json")
+def test_probe_cli_without_the_engine(cli, tmp_path):
+    p = cli("probe", "--json", env={"EDGEPICK_HOME": str(tmp_path)})
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["decode_calibration"] is None
 
@@ -214,6 +215,6 @@ def test_a_failed_engine_probe_keeps_the_rest_of_the_probe(monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(ep, "probe_files", broken)
-    dev = probe(bandwidth_bytes=32 * 1024**2)
+    dev = probe(bandwidth_bytes=32 * 1024**2, engine=True)
     assert dev.decode_calibration is None and dev.bandwidth_gbps > 0
     assert "could not build its models: disk full" in dev.extra["engine_probe_error"]

@@ -23,17 +23,17 @@ def register(app: typer.Typer) -> None:
         """Probe this machine, fit the models, then measure the first one: predicted vs measured."""
         from edgepick.bench.measure import measure_point
         from edgepick.launch import run_isolated
-        from edgepick.devices.probe import probe
+        from edgepick.devices.local import describe, local_device
         from edgepick.fit.planner import fit_one
         from edgepick.models.spec import load_spec
         from edgepick.records import Candidate, RuntimeSettings
         from edgepick.records.model_ref import ModelRef
 
-        with console.status("probing this machine (bandwidth, compute, engine decode)…"):
-            device = probe()
+        with console.status("reading this machine's probe…"):
+            device = local_device(notify=console.print)
         console.print(f"this machine: {device.cores} cores, {human_bytes(device.total_ram_bytes)} RAM "
                       f"({human_bytes(device.model_budget_bytes)} available), "
-                      f"{device.bandwidth_gbps:.1f} GB/s read bandwidth")
+                      f"{device.bandwidth_gbps:.1f} GB/s read bandwidth ({describe(device)})")
         refs = [ModelRef.parse(m) for m in model]
         paths = [str(r.path) for r in refs]
         prompt, gen = ctx // 2, 64

@@ -6,7 +6,7 @@ import typer
 from rich.table import Table
 
 from edgepick.cli.options import STORE_HELP, int_list, merged, open_store, split_list
-from edgepick.cli.output import console, human_bytes, print_json
+from edgepick.cli.output import console, err_console, human_bytes, print_json
 from edgepick.errors import EdgepickError
 from edgepick.records.candidate import DEFAULTS
 
@@ -32,6 +32,10 @@ def register(app: typer.Typer) -> None:
                                    help="prompt micro-batch size of the engine (n_ubatch)"),
         n_ubatch: int = typer.Option(None, "--n-ubatch", hidden=True),
         swa_full: bool = typer.Option(False, help="keep full-size KV on sliding-window layers"),
+        calibrate: bool = typer.Option(False, "--calibrate", help="with --device local: also "
+                                       "measure the engine's decode speed here (20-30 s), cached"),
+        refresh: bool = typer.Option(False, "--refresh", help="with --device local: measure "
+                                     "this machine again instead of reading its cached probe"),
         store: str = typer.Option(None, "--store", help=STORE_HELP),
         json_out: bool = typer.Option(False, "--json", help="print a JSON list"),
     ) -> None:
@@ -52,9 +56,14 @@ def register(app: typer.Typer) -> None:
         ctxs = int_list(ctx, "--ctx")
         quants = split_list(quant) or ["native"]
         refs = [ModelRef.parse(m) for m in split_list(model)]
-        if device == "local" and not json_out:
-            with console.status("probing this machine (bandwidth, compute, engine decode)…"):
-                dev = load_device(device)
+        if device == "local":
+            from edgepick.devices.local import describe, local_device
+
+            dev = local_device(calibrate=calibrate, refresh=refresh,
+                               notify=lambda m: err_console.print(f"[dim]{m}…[/]"))
+            err_console.print(f"[dim]device local: {describe(dev)}[/]")
+        elif calibrate or refresh:
+            raise EdgepickError("--calibrate and --refresh measure this machine: use --device local")
         else:
             dev = load_device(device)
         req = FitRequest.for_models(refs, quants, ctxs=ctxs, device=dev, kv_type=kv_type,
@@ -65,33 +74,53 @@ def register(app: typer.Typer) -> None:
         if json_out:
             print_json(rows)
             return
-        t = Table(title=f"fit on {dev.name}: budget {human_bytes(dev.model_budget_bytes)}, "
-                        f"{dev.bandwidth_gbps:g} GB/s, margin {margin:.0%}")
-        for col in ("model", "quant", "ctx", "weights", "KV", "overhead", "total", "verdict",
-                    "decode bound", "decode est.", "prefill est."):
-            t.add_column(col, justify="left" if col in ("model", "quant", "verdict") else "right")
-        for r in rows:
-            t.add_row(r.model.rsplit("/", 1)[-1], r.quant + ("" if r.weights_exact else "*"),
-                      str(r.ctx), human_bytes(r.weights_bytes), human_bytes(r.kv_cache_bytes),
-                      human_bytes(r.overhead_bytes), human_bytes(r.total_bytes),
-                      f"[{VERDICT_STYLE[r.verdict]}]{r.verdict}[/]",
-                      f"{r.decode_tps_bound:.0f} tok/s", f"{r.decode_tps_estimate:.0f} tok/s",
-                      f"{r.prefill_tps_estimate:.0f} tok/s" if r.prefill_tps_estimate else "-")
-        console.print(t)
-        console.print("* predicted from llama.cpp's per-tensor type rules; others read from the "
-                      f"file. Decode at {rows[0].kv_fill_tokens if len(set(r.kv_fill_tokens for r in rows)) == 1 else 'half-context'} "
-                      "tokens of KV fill.", style="dim")
-        console.print(f"decode estimate: {_basis_text(dev, rows[0].decode_basis)}", style="dim")
+        per_model = len(rows) // max(1, len(refs))
+        names = [refs[i // per_model].label if per_model else r.model for i, r in enumerate(rows)]
+        _print_tables(rows, names, dev, margin)
         for r in rows:
             for note in r.fallbacks[:3]:
                 console.print(f"[dim]{r.quant}: fallback {note}[/]")
             if len(r.fallbacks) > 3:
-                console.print(f"[dim]{r.quant}: … {len(r.fallbacks) - 3} more fallbacks (see --json)[/]")
+                console.print(f"[dim]{r.quant}: and {len(r.fallbacks) - 3} more fallbacks (see --json)[/]")
         risks = sorted({risk for r in rows for risk in r.risks})
         if risks:
             console.print("[bold]task priors[/] (seed 000 §3.3, seed 004 §2.3):")
             for risk in risks:
                 console.print(f"  [yellow]•[/] {risk}")
+
+
+def _print_tables(rows, names: list[str], dev, margin: float) -> None:
+    """Memory, then speed: two narrow tables, so that both read at 80 columns."""
+    from rich import box
+
+    from edgepick.fit.speed import band_text
+
+    mib = lambda n: f"{n / 2**20:.1f}"  # noqa: E731
+    mem = Table(title=f"memory on {dev.name}, MiB: budget {mib(dev.model_budget_bytes)}, "
+                      f"margin {margin:.0%}", box=box.SIMPLE_HEAD)
+    speed = Table(title=f"decode speed, tok/s ({dev.bandwidth_gbps:g} GB/s)", box=box.SIMPLE_HEAD)
+    for t, cols in ((mem, ("model", "quant", "ctx", "weights", "KV", "other", "total", "verdict")),
+                    (speed, ("model", "quant", "ctx", "KV fill", "bound", "estimate", "band",
+                             "prefill"))):
+        for col in cols:
+            t.add_column(col, justify="left" if col in ("model", "quant", "verdict") else "right")
+    for name, r in zip(names, rows):
+        quant = r.quant + ("" if r.weights_exact else "*")
+        mem.add_row(name, quant, str(r.ctx), mib(r.weights_bytes), mib(r.kv_cache_bytes),
+                    mib(r.overhead_bytes), mib(r.total_bytes),
+                    f"[{VERDICT_STYLE[r.verdict]}]{r.verdict}[/]")
+        band = r.decode_tps_band
+        speed.add_row(name, quant, str(r.ctx), str(r.kv_fill_tokens), f"{r.decode_tps_bound:.0f}",
+                      f"{r.decode_tps_estimate:.0f}",
+                      f"{band[0]:.0f}-{band[1]:.0f}" if band else "none",
+                      f"{r.prefill_tps_estimate:.0f}" if r.prefill_tps_estimate else "-")
+    console.print(mem)
+    console.print("* types predicted from llama.cpp's per-tensor rules; others read from the file",
+                  style="dim")
+    console.print(speed)
+    console.print(f"estimate: {_basis_text(dev, rows[0].decode_basis)}", style="dim")
+    console.print(f"{band_text(rows[0].decode_basis)}; bound and estimate at the same KV fill; "
+                  "prefill is coarse and not validated", style="dim")
 
 
 def attention_text(cal) -> str:
@@ -113,8 +142,8 @@ def _basis_text(dev, basis: str) -> str:
                 f"{attention_text(cal)} the AVX2 constants (edgepick probe shows the decodes)")
     if basis == "AVX2 constants":
         return ("per-type efficiencies and attention costs measured on an x86-64 AVX2 CPU "
-                "(docs/fit.md); run with --device local on the target to calibrate them there")
+                "(docs/fit.md); fit --device local --calibrate on the target calibrates them there")
     if basis == "--efficiency":
         return "bound × the --efficiency given"
     return (f"bound × {basis.split()[-1]} (the seeds' default; this CPU has no calibration: "
-            "run with --device local on the target to measure one)")
+            "fit --device local --calibrate on the target measures one)")

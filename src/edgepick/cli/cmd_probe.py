@@ -5,24 +5,33 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from edgepick.cli.output import console, human_bytes, print_json
+from edgepick.cli.output import console, err_console, human_bytes, print_json
 
 
 def register(app: typer.Typer) -> None:
     @app.command()
     def probe(
         json_out: bool = typer.Option(False, "--json", help="print JSON"),
-        engine: bool = typer.Option(True, "--engine/--no-engine",
+        engine: bool = typer.Option(False, "--engine/--no-engine",
                                     help="also decode small synthetic models with the engine "
-                                         "(15-25 s) to calibrate the decode-speed estimate"),
+                                         "(20-30 s) to calibrate the decode-speed estimate"),
     ) -> None:
-        """Measure this machine: cores, RAM, memory read bandwidth, compute, CPU features, sensors,
-        and how fast the engine decodes here (the calibration `fit --device local` uses)."""
+        """Measure this machine now: cores, RAM, memory read bandwidth, compute, CPU features,
+        sensors; with --engine, how fast the engine decodes here. Cached per machine and engine
+        version for `--device local` (fit, check, plans)."""
+        from edgepick.devices import local
         from edgepick.devices.probe import probe as run_probe
 
         what = "bandwidth, compute and engine decode speed" if engine else "bandwidth and compute"
         with console.status(f"measuring memory {what}…"):
             dev = run_probe(engine=engine)
+        previous = local.read_cached()
+        if not engine and previous is not None and previous.calibrated_at is not None:
+            # its scales were solved against the bandwidth measured beside them, not this one
+            err_console.print("[yellow]the cached engine calibration is replaced by this probe "
+                              "without one; probe --engine measures a new one[/]")
+        entry = local.save(dev, local.now() if dev.decode_calibration is not None else None)
+        err_console.print(f"[dim]saved for --device local: {local.cache_path(entry.machine)}[/]")
         if json_out:
             print_json(dev)
             return

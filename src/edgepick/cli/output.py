@@ -2,15 +2,59 @@
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from typing import Any
 
 from pydantic import BaseModel
-from rich.console import Console
+from rich.console import Console, Group
+from rich.measure import Measurement
+from rich.table import Table
+from rich.text import Text
 
-console = Console()
-err_console = Console(stderr=True)
+
+def fit_table(table: Table, width: int) -> Table | Group:
+    """`table` as it reads best in `width` columns, never with a cell cut to "…": as it is when
+    it fits; else one small key/value table per row (the vertical layout). A key/value table
+    (two columns, or no header) stays as it is, its values wrapped at spaces."""
+    for col in table.columns:
+        col.overflow = "fold"
+    probe = _probe_console(10_000)  # a table's measure is clamped to the width it is given
+    if Measurement.get(probe, probe.options, table).maximum <= width:
+        return table
+    if len(table.columns) <= 2 or not table.show_header:
+        for col in table.columns:
+            col.no_wrap = False
+        return table
+    headers = [str(c.header) for c in table.columns]
+    parts: list[Any] = [Text(str(table.title), style="italic")] if table.title else []
+    for cells in zip(*(list(c.cells) for c in table.columns)):
+        block = Table(show_header=False, box=None, title=cells[0], title_justify="left",
+                      title_style="bold")
+        block.add_column(style="dim", overflow="fold")
+        block.add_column(overflow="fold")
+        for head, cell in zip(headers[1:], cells[1:]):
+            block.add_row(head, cell)
+        parts.append(block)
+    return Group(*parts)
+
+
+def _probe_console(width: int) -> Console:
+    return Console(width=width, file=io.StringIO(), color_system=None)
+
+
+class _FittingConsole(Console):
+    """A console whose tables always read at its width (see fit_table): every command's table
+    goes through here, so none is cut at 80 columns."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        super().print(*[fit_table(o, self.width) if isinstance(o, Table) else o
+                        for o in objects], **kwargs)
+
+
+console = _FittingConsole()
+err_console = _FittingConsole(stderr=True)
 
 
 def to_jsonable(obj: Any) -> Any:

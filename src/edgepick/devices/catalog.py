@@ -43,11 +43,12 @@ def catalog() -> dict[str, DeviceProfile]:
 
 
 def load_device(name_or_path: str) -> DeviceProfile:
-    """`local` probes this machine; a catalog name; or a YAML file with one profile (or a list)."""
+    """`local` is this machine (its cached probe, or measured and cached: devices/local.py); a
+    catalog name; or a YAML file with one profile (or a list)."""
     if name_or_path == "local":
-        from edgepick.devices.probe import probe
+        from edgepick.devices.local import local_device
 
-        return probe()
+        return local_device()
     if name_or_path in catalog():
         return catalog()[name_or_path]
     if os.path.isfile(name_or_path):

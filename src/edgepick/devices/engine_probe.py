@@ -169,4 +169,5 @@ def engine_probe(device: DeviceProfile, threads: int | None = None) -> DevicePro
             terms, row_bytes = terms_for(spec, fill, device.bandwidth_gbps)
             timings.append({"model": path.name, "fill": fill, "seconds": measured[fill],
                             "terms": tuple(terms), "row_bytes": row_bytes})
-    return device.model_copy(update={"decode_calibration": solve(device, timings)})
+    cal = solve(device, timings).model_copy(update={"threads": threads})
+    return device.model_copy(update={"decode_calibration": cal})

@@ -101,9 +101,10 @@ def sensors() -> dict:
     return out
 
 
-def probe(bandwidth_bytes: int = 512 * 1024**2, engine: bool = True) -> DeviceProfile:
-    """This machine measured; with `engine`, also its decode calibration (15-25 s of decoding
-    small synthetic models, devices/engine_probe.py), which the speed estimate then uses."""
+def probe(bandwidth_bytes: int = 512 * 1024**2, engine: bool = False) -> DeviceProfile:
+    """This machine measured now; with `engine`, also its decode calibration (20-30 s of decoding
+    small synthetic models, devices/engine_probe.py), which the speed estimate then uses.
+    `--device local` reads the cached probe instead (devices/local.py)."""
     vm = psutil.virtual_memory()
     bw = measure_bandwidth(bandwidth_bytes)
     gflops = measure_compute()

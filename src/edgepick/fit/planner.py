@@ -9,8 +9,8 @@ import yaml
 
 from edgepick.fit.memory import attention_load, kv_cache_bytes, kv_read_bytes
 from edgepick.fit.overhead import RUNTIME_BASELINE_BYTES, overhead_parts
-from edgepick.fit.speed import (decode_basis, decode_time_s, prefill_estimate,
-                               weights_read_per_token)
+from edgepick.fit.speed import (CONSTANTS_THREADS, bound_bandwidth_gbps, decode_band, decode_basis,
+                               decode_time_s, prefill_estimate, weights_read_per_token)
 from edgepick.models.quant_types import PlannedTensor, normalize_ftype, planned_tensor_types
 from edgepick.records.device import DeviceProfile
 from edgepick.records.fit import FitEstimate
@@ -80,10 +80,23 @@ def fit_one(spec: ModelSpec, quant: str | None, ctx: int, device: DeviceProfile,
 
     fill = ctx // 2 if fill is None else min(fill, ctx)
     read = weights_read_per_token(tensors)
-    per_token = sum(t.n_bytes for t in read) + kv_read_bytes(kv_spec, ctx, fill, kv_type, n_ubatch)
-    bound = device.bandwidth_gbps * 1e9 / per_token
-    attention = attention_load(kv_spec, ctx, fill, n_ubatch)
-    estimate = 1.0 / decode_time_s(read, device, attention, efficiency)
+    weights_read = sum(t.n_bytes for t in read)
+    bound_bw = bound_bandwidth_gbps(device) * 1e9
+
+    def speeds(at: int) -> tuple[int, float, float]:
+        """Bytes read per token, bound and estimate at `at` cached tokens: one KV fill for both,
+        and the estimate never above the bound it sits under."""
+        kv = kv_read_bytes(kv_spec, ctx, at, kv_type, n_ubatch)
+        bound = bound_bw / (weights_read + kv)
+        t = decode_time_s(read, device, attention_load(kv_spec, ctx, at, n_ubatch), efficiency, kv)
+        return weights_read + kv, bound, min(bound, 1.0 / t)
+
+    per_token, bound, estimate = speeds(fill)
+    basis = decode_basis(device, efficiency)
+    band = decode_band(estimate, bound, basis)
+    cal = device.decode_calibration
+    threads = (cal.threads if cal is not None else
+               CONSTANTS_THREADS if basis == "AVX2 constants" else None)
     attn_flops = 4.0 * spec.n_layers * spec.n_heads * spec.head_dim_k * fill
     quant_bits = 8.0 * sum(t.n_bytes for t in read) / max(1, sum(
         _elements(t) for t in read))
@@ -94,10 +107,22 @@ def fit_one(spec: ModelSpec, quant: str | None, ctx: int, device: DeviceProfile,
         overhead_parts=parts, total_bytes=total, budget_bytes=budget, margin=margin,
         verdict=verdict, kv_fill_tokens=fill, bytes_per_token=per_token,
         decode_tps_bound=round(bound, 2), decode_tps_estimate=round(estimate, 2),
-        efficiency=round(estimate / bound, 3), decode_basis=decode_basis(device, efficiency),
+        decode_tps_band=band, decode_curve={f: round(speeds(f)[2], 2) for f in _curve_fills(ctx)},
+        decode_threads=threads, n_ubatch=n_ubatch,
+        efficiency=round(estimate / bound, 3), decode_basis=basis,
         prefill_tps_estimate=_round(prefill_estimate(read, device, attn_flops)),
         higher_precision=hp, fallbacks=fallbacks, risks=_risks(spec.n_params, quant_bits),
     )
+
+
+def _curve_fills(ctx: int) -> list[int]:
+    """Fills at which the estimate is kept, so that a later stage can read it at the fill its own
+    measurement ran at (bench decodes after its prompt): 0, powers of two, and the context."""
+    fills, f = [0], 16
+    while f < ctx:
+        fills.append(f)
+        f *= 2
+    return fills + [ctx]
 
 
 def _elements(t: PlannedTensor) -> int:

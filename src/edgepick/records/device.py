@@ -21,6 +21,7 @@ class DecodeCalibration(BaseModel):
     compute_scales: dict[str, float] = Field(default_factory=dict)  # weight type -> scale
     attention_scales: dict[int, float] = Field(min_length=1)  # K+V row bytes -> scale
     method: str = "per term"  # or "one scale" when the per-term solve was not trustworthy
+    threads: int | None = None  # the engine's thread count in the probe decodes
     timings: list[dict] = Field(default_factory=list)  # the probe decodes behind the scales
 
     @field_validator("compute_scales")

@@ -24,6 +24,14 @@ class FitEstimate(BaseModel):
     bytes_per_token: int  # weights + KV read to decode one token at that fill
     decode_tps_bound: float
     decode_tps_estimate: float
+    # the measured speed to expect: the estimate spread by the held-out check's predicted ÷
+    # measured range for its basis (fit/speed.py HELDOUT_RATIOS); None when never validated
+    decode_tps_band: tuple[float, float] | None = None
+    # estimate at other KV fills (cached tokens -> tok/s), to compare with a measurement made at
+    # another fill; threads and n_ubatch are the conditions the estimate holds for
+    decode_curve: dict[int, float] = Field(default_factory=dict)
+    decode_threads: int | None = None  # None: not tied to a thread count (bandwidth alone)
+    n_ubatch: int = 512
     efficiency: float
     # what the estimate rests on: "engine probe" (this device's decode calibration), "AVX2
     # constants", "efficiency 0.65" (weights only, no calibration for this CPU) or "--efficiency"
@@ -32,3 +40,18 @@ class FitEstimate(BaseModel):
     higher_precision: dict[str, str] = Field(default_factory=dict)  # tensor class -> type kept
     fallbacks: list[str] = Field(default_factory=list)  # tensors whose rows forced another type
     risks: list[str] = Field(default_factory=list)  # task-prior warnings (seed 000 §3.3)
+
+
+def decode_tps_at(curve: dict, fill: float) -> float | None:
+    """A stored estimate read at `fill` cached tokens: linear in seconds per token between the
+    two nearest kept fills (exact where no sliding-window cap falls between them)."""
+    points = sorted((int(f), float(v)) for f, v in (curve or {}).items() if v)
+    if not points:
+        return None
+    if fill <= points[0][0]:
+        return points[0][1]
+    for (f0, v0), (f1, v1) in zip(points, points[1:]):
+        if fill <= f1:
+            lam = (fill - f0) / (f1 - f0)
+            return 1.0 / ((1 - lam) / v0 + lam / v1)
+    return points[-1][1]

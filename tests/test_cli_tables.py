@@ -1,0 +1,69 @@
+"""Every table the CLI prints reads at 80 columns: as it is when it fits, else one key/value
+block per row; never a cell cut to "…" (cli/output.py)."""
+
+import io
+
+import pytest
+from rich.table import Table
+
+from edgepick.cli.output import _FittingConsole
+
+ENV = {"COLUMNS": "80"}
+
+
+def _render(table: Table, width: int = 80) -> str:
+    buf = io.StringIO()
+    _FittingConsole(width=width, file=buf, color_system=None).print(table)
+    return buf.getvalue()
+
+
+def _readable(text: str) -> None:
+    assert "…" not in text, text
+    assert max(len(line) for line in text.splitlines()) <= 80, text
+
+
+def test_a_table_that_fits_stays_a_table():
+    t = Table("model", "tok/s")
+    t.add_row("smollm2", "92")
+    out = _render(t)
+    _readable(out)
+    assert "model" in out.splitlines()[1] and "tok/s" in out.splitlines()[1]
+
+
+def test_a_wide_table_becomes_one_block_per_row_with_every_value_whole():
+    t = Table("model", "quantization type", "context tokens", "weights bytes", "KV cache bytes",
+              "runtime overhead", "verdict", title="wide")
+    values = ["SmolLM2-135M-Instruct-Q4_1", "Q4_K_M", "32768", "96,536,576", "754,974,720",
+              "96,153,600", "fits"]
+    t.add_row(*values)
+    out = _render(t)
+    _readable(out)
+    for v in values + ["runtime overhead", "KV cache bytes"]:
+        assert v in out
+
+
+def test_a_key_value_table_wraps_long_values_instead_of_cutting_them():
+    t = Table(show_header=False)
+    t.add_row("description", "word " * 40)
+    out = _render(t)
+    _readable(out)
+    assert out.count("word") == 40
+
+
+@pytest.mark.parametrize("args", [
+    ("fit", "-m", "smollm2", "-m", "gemma3-270m", "--quant", "native,Q8_0,Q4_K_M",
+     "--ctx", "2048,32768", "--device", "raspberry-pi-5"),
+    ("fit", "-m", "tiny", "--device", "laptop-16gb-cpu"),
+    ("devices",),
+    ("inspect", "-m", "tiny", "--tensors"),
+])
+def test_command_tables_read_at_80_columns(cli, args):
+    r = cli(*args, env=ENV)
+    assert r.returncode == 0, r.stderr
+    _readable(r.stdout)
+
+
+def test_probe_reads_at_80_columns(cli, tmp_path):
+    r = cli("probe", env={**ENV, "EDGEPICK_HOME": str(tmp_path)})
+    assert r.returncode == 0, r.stderr
+    _readable(r.stdout)

@@ -1,0 +1,67 @@
+"""Every stage is called the same way, `run(request, store, progress) -> record`, stores what it
+measured under its own kind and key, and on a second run reuses (and so owns) the same rows."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+
+import pytest
+
+from edgepick.records.candidate import Candidate, RuntimeSettings
+from edgepick.records.model_ref import ModelRef
+from edgepick.store import ResultStore
+
+STAGES = ["edgepick.fit.stage", "edgepick.quantize.stage", "edgepick.bench.runner",
+          "edgepick.evaluate.stage", "edgepick.evaluate.fidelity_stage"]
+
+
+@pytest.mark.parametrize("module", STAGES)
+def test_one_entry_point_of_one_shape(module):
+    params = list(inspect.signature(importlib.import_module(module).run).parameters)
+    assert params[:3] == ["req", "store", "progress"]
+
+
+def _requests(tiny: ModelRef):
+    from edgepick.bench.sweeps import BenchRequest
+    from edgepick.cli.cmd_eval import demo_eval_path
+    from edgepick.devices.catalog import load_device
+    from edgepick.evaluate.fidelity import bundled_text
+    from edgepick.evaluate.fidelity_stage import FidelityRequest
+    from edgepick.evaluate.stage import EvalRequest
+    from edgepick.fit.stage import FitRequest
+
+    rt = RuntimeSettings(threads=1, n_ctx=256)
+    cand = Candidate(ref=tiny, settings=rt)
+    return [
+        ("edgepick.fit.stage", "fit",
+         FitRequest.for_models([tiny], ["native"], ctxs=[256],
+                               device=load_device("raspberry-pi-5"))),
+        ("edgepick.bench.runner", "bench",
+         BenchRequest(models=[tiny], settings=rt, prompt_lengths=[8], gen_tokens=2, warmup=0,
+                      repeats=1)),
+        # eval re-scores on every run (cheap); what it must not redo is inference
+        ("edgepick.evaluate.stage", "eval_output",
+         EvalRequest(data=demo_eval_path(), reference=cand, candidates=[cand], limit=1)),
+        ("edgepick.evaluate.fidelity_stage", "fidelity",
+         FidelityRequest(reference=tiny, candidate=tiny, text=str(bundled_text("fidelity")),
+                         ctx=32, max_chunks=1, threads=1, cache=False)),
+    ]
+
+
+def test_stages_store_their_rows_and_a_rerun_owns_them_without_measuring(store_path):
+    tiny = ModelRef.parse("tiny")
+    for module, kind, req in _requests(tiny):
+        run = importlib.import_module(module).run
+        ticks: list[tuple[int, int, str]] = []
+        with ResultStore(store_path) as st:
+            first = st.begin_run(f"first {kind}")
+            run(req, st, lambda d, n, w: ticks.append((d, n, w)))
+            rows = {k: p for k, p, _ in st.rows_with_runs(kind)}
+        assert rows and ticks, kind
+        with ResultStore(store_path) as st:
+            second = st.begin_run(f"second {kind}")
+            run(req, st, lambda d, n, w: None)
+            again = list(st.rows_with_runs(kind))
+        assert {k: p for k, p, _ in again} == rows, f"{kind}: a rerun measured again"
+        assert all(owners[-2:] == [first, second] for _, _, owners in again), kind
