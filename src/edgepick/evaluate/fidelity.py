@@ -82,7 +82,7 @@ def _load(ref: ModelRef, ctx: int, threads: int):
     from edgepick.backends import LoadOptions, get_backend
     from edgepick.records.candidate import Candidate, RuntimeSettings
 
-    backend = get_backend("llama_cpp")
+    backend = get_backend(ref.backend)  # any engine declaring LOGITS (docs/engines.md)
     settings = RuntimeSettings(threads=threads, n_ctx=ctx, n_batch=ctx, n_ubatch=min(ctx, 512))
     backend.load(Candidate(ref=ref, settings=settings), LoadOptions(need_logits=True))
     return backend

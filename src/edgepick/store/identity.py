@@ -10,6 +10,12 @@ from functools import lru_cache
 def model_identity(model: str) -> str:
     if "://" in model:
         return model
+    if os.path.isdir(model):  # an engine's model folder (onnxruntime-genai): all its files
+        digest = hashlib.sha256()
+        for name in sorted(os.listdir(model)):
+            if os.path.isfile(os.path.join(model, name)):
+                digest.update(f"{name}\0{file_sha256(os.path.join(model, name))}\0".encode())
+        return digest.hexdigest()
     st = os.stat(model)
     return _sha256(os.path.realpath(model), st.st_size, st.st_mtime_ns)
 
