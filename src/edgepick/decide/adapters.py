@@ -164,6 +164,12 @@ def bench_adapter(payload: dict, get: Get) -> None:
         for field, metric in (("ttft_p50_ms", "ttft_ms"), ("decode_tps", "decode_tps")):
             if (f := _median_figure(m.get(metric))) is not None:
                 s.figures[field] = f
+        gen = _setting(payload, "gen_tokens")
+        if ptoks is not None and gen is not None:
+            s.bench_decode_conditions = {"fill": float(ptoks) + float(gen) / 2,
+                                         "threads": _setting(payload, "threads"),
+                                         "n_ubatch": _setting(payload, "n_ubatch")}
+            align_prediction(s)
 
 
 def _median_figure(stats: Any) -> Figure | None:
@@ -199,8 +205,27 @@ def fit_adapter(payload: dict, get: Get) -> None:
         return
     s.predicted_peak_bytes = payload.get("total_bytes")
     s.predicted_decode_tps = _num(payload.get("decode_tps_estimate"))
+    s.predicted_decode_curve = {int(k): float(v) for k, v in
+                                (payload.get("decode_curve") or {}).items()}
+    s.predicted_decode_conditions = {"threads": payload.get("decode_threads"),
+                                     "n_ubatch": payload.get("n_ubatch")}
     s.fit_verdict = payload.get("verdict")
     s.fallbacks = sorted(set(s.fallbacks) | set(payload.get("fallbacks") or []))
+    align_prediction(s)
+
+
+def align_prediction(s: CandidateSummary) -> None:
+    """Predicted decode read at the KV fill the bench decoded at (its prompt plus half its
+    generated tokens), never at the fit's half-context. A fit tied to another thread count or
+    micro-batch than the bench's predicts something else: then there is no prediction to show."""
+    bench, fit = s.bench_decode_conditions, s.predicted_decode_conditions
+    if not bench or not s.predicted_decode_curve:
+        return
+    from edgepick.records.fit import decode_tps_at
+
+    same = all(fit.get(k) in (None, bench.get(k)) for k in ("threads", "n_ubatch"))
+    s.predicted_decode_tps = (round(decode_tps_at(s.predicted_decode_curve, bench["fill"]), 2)
+                              if same else None)
 
 
 def quantize_adapter(payload: dict, get: Get) -> None:

@@ -59,7 +59,12 @@ class CandidateSummary(BaseModel):
     # efficiency (bench)
     peak_rss_bytes: int | None = None
     predicted_peak_bytes: int | None = None  # fit planner
-    predicted_decode_tps: float | None = None
+    predicted_decode_tps: float | None = None  # at the bench's own KV fill when benched
+    # the fit's estimate per KV fill and the conditions it holds for (records/fit.py), and the
+    # conditions of the bench decode it is compared with: see decide/adapters.align_prediction
+    predicted_decode_curve: dict[int, float] = Field(default_factory=dict)
+    predicted_decode_conditions: dict = Field(default_factory=dict)  # threads, n_ubatch
+    bench_decode_conditions: dict = Field(default_factory=dict)  # fill, threads, n_ubatch
     fit_verdict: str | None = None
     ttft_p50_ms: float | None = None
     ttft_p99_ms: float | None = None
