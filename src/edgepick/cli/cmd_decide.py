@@ -95,8 +95,10 @@ def register(app: typer.Typer) -> None:
     def report(store: str = typer.Option(None, "--store", help=STORE_HELP),
                run_ids: list[int] = typer.Option(None, "--run", help=RUN_HELP),
                out: str = typer.Option("edgepick-report", "--out", help="output directory"),
-               scenario: str = typer.Option("realtime_chat", "--scenario"),
-               device: str = typer.Option(None, "--device"),
+               scenario: str = typer.Option("realtime_chat", "--scenario",
+                                            help="preset name or scenario YAML file"),
+               device: str = typer.Option(None, "--device", help="catalog name, profile file or "
+                                          "'local': its model budget is the peak-memory limit"),
                lang: str = typer.Option("both", "--lang", help="en | zh | both")) -> None:
         """Write the Markdown and self-contained HTML report plus CSV/JSON of every figure."""
         from edgepick.decide.decision import decide as run_decide

@@ -45,7 +45,7 @@ def register(app: typer.Typer) -> None:
             None, "--text", help="UTF-8 text file (default: the bundled fidelity text)"),
         ctx: int = typer.Option(512, "--ctx", help="tokens per chunk; the second half is scored"),
         chunks: Optional[int] = typer.Option(None, "--chunks", help="score at most N chunks"),
-        threads: int = typer.Option(DEFAULTS.threads, "--threads"),
+        threads: int = typer.Option(DEFAULTS.threads, "--threads", help="inference threads"),
         no_cache: bool = typer.Option(False, "--no-cache",
                                       help="do not keep the reference's log-probs on disk"),
         store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
@@ -98,7 +98,7 @@ def register(app: typer.Typer) -> None:
         max_tokens: int = typer.Option(64, "--max-tokens", help="greedy tokens per answer"),
         threshold: float = typer.Option(0.9, "--threshold",
                                         help="exit 1 when the identical share is below this"),
-        threads: int = typer.Option(DEFAULTS.threads, "--threads"),
+        threads: int = typer.Option(DEFAULTS.threads, "--threads", help="inference threads"),
         json_out: bool = typer.Option(False, "--json", help="print JSON"),
         show: int = typer.Option(10, "--show", help="diverging items to list"),
     ) -> int:
