@@ -25,7 +25,8 @@ def head():
     old = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = TESTS + (os.pathsep + old if old else "")
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-    ray.init(num_cpus=2, resources={"device:a": 1, "device:b": 1}, include_dashboard=False,
+    ray.init(address="local", num_cpus=2, resources={"device:a": 1, "device:b": 1},
+             include_dashboard=False,
              namespace="edgepick", log_to_driver=False, _node_ip_address="127.0.0.1")
     try:
         yield

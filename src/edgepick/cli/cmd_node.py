@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -89,17 +90,24 @@ def start(device: str = typer.Option(..., "--device", help="this machine's devic
           block: bool = typer.Option(False, "--block",
                                      help="stay in the foreground; Ctrl-C stops the node")) -> None:
     """Start Ray here with the resource device:<tag>, probe this machine and publish its profile."""
-    from edgepick.cluster.nodes import publish_profile, require_ray
+    from edgepick.cluster.nodes import has_token, publish_profile, require_ray
     from edgepick.devices.probe import probe
 
     ray = require_ray()
 
     args = _ray_start_args(device, address, head, port, node_ip, num_cpus, block)
+    if head:  # the cluster's token: every node and driver joins with a copy of it
+        subprocess.run([args[0], "get-auth-token", "--generate"], capture_output=True, check=False)
+    elif not has_token():
+        raise EdgepickError("no Ray token on this machine: copy the head's ~/.ray/auth_token "
+                            "here (`ray get-auth-token` prints it there), or set RAY_AUTH_TOKEN")
     with console.status("probing this machine (bandwidth, compute)…"):
         profile = probe(engine=engine).model_copy(update={"name": device})
     target = address or f"{node_ip or '127.0.0.1'}:{port}"
     proc = None
     if block:
+        # A service manager stops us with SIGTERM: take the node down with us, not orphaned.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         proc = subprocess.Popen(args)
     else:
         done = subprocess.run(args, capture_output=True, text=True)

@@ -32,12 +32,20 @@ def check_tag(tag: str) -> str:
 
 def require_ray():
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    # A Ray cluster runs whatever code it is sent: every edgepick process, head, node or driver,
+    # speaks with the cluster's token (~/.ray/auth_token), as Ray itself will by default.
+    os.environ.setdefault("RAY_AUTH_MODE", "token")
     try:
         import ray
     except ImportError:
         raise EdgepickError("Ray is not installed; install the extra: pip install 'edgepick[ray]'") \
             from None
     return ray
+
+
+def has_token() -> bool:
+    path = os.environ.get("RAY_AUTH_TOKEN_PATH") or os.path.expanduser("~/.ray/auth_token")
+    return bool(os.environ.get("RAY_AUTH_TOKEN")) or os.path.isfile(path)
 
 
 def connect(address: str | None = None) -> bool:
@@ -47,6 +55,10 @@ def connect(address: str | None = None) -> bool:
     if ray.is_initialized():
         return False
     common = dict(namespace=RAY_NAMESPACE, log_to_driver=False, configure_logging=False)
+    if address and os.environ.get("RAY_AUTH_MODE") == "token" and not has_token():
+        raise EdgepickError(f"no Ray token on this machine to join {address}: copy the head's "
+                            "~/.ray/auth_token here (`ray get-auth-token` prints it there), or "
+                            "set RAY_AUTH_TOKEN")
     try:
         if address:
             ray.init(address=address, **common)
