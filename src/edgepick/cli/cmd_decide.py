@@ -117,7 +117,13 @@ def register(app: typer.Typer) -> None:
     def run(plan: str = typer.Argument(..., help="plan YAML, or 'default' for the packaged main job"),
             store: str = typer.Option(None, "--store", help="results store (SQLite) "
                                       "[default: the plan's store, <output>/results.sqlite]"),
-            json_out: bool = typer.Option(False, "--json", help="print the decision as JSON")) -> None:
+            json_out: bool = typer.Option(False, "--json", help="print the decision as JSON"),
+            executor: str = typer.Option("local", "--executor",
+                                         help="local (this machine) or ray (each device's jobs on "
+                                              "the node carrying its tag; docs/scale.md)"),
+            address: str = typer.Option(None, "--address", help="with --executor ray: the Ray "
+                                        "head HOST:PORT [default: the plan's cluster.address, "
+                                        "else a private Ray on this machine]")) -> None:
         """Run a whole plan: fit → quantize → bench → eval → fidelity → decide → report."""
         from edgepick.plan.loader import load_plan
         from edgepick.plan.runner import run_plan
@@ -125,7 +131,12 @@ def register(app: typer.Typer) -> None:
         lp = load_plan(plan)
         if store:
             lp.plan.store = os.path.abspath(store)
-        result = run_plan(lp)
+        if executor != "local" or address or lp.plan.devices:
+            from edgepick.cluster.fleet import run_fleet
+
+            result = run_fleet(lp, executor, address)
+        else:
+            result = run_plan(lp)
         if json_out:
             print_json(result.decision)
             return
