@@ -4,9 +4,10 @@ Builds a few quant types of the bundled SmolLM2-135M and Gemma-3-270M with llama
 plus a synthetic 256-aligned Llama shape (src/edgepick/models/synthetic.py) at Q4_K_M and Q3_K_M,
 then for two context sizes measures each in its own worker process (peak RSS, decode tok/s at the
 KV fill the planner assumes: half the context) in two passes and prints the ratios. Targets
-(issue 2): memory within ±10%, decode within ±20%. The engine probe that `--device local` runs
-is run beside every measurement (benchmarks/_conditions.py), so each estimate sees the
-conditions its measurement saw; the last column gives the AVX2 constants alone for comparison.
+(issue 2): memory within ±10%, decode within ±20%. The estimates use this machine probed once
+with its engine calibration, as `fit --device local --calibrate` gives a user; the last column
+gives the AVX2 constants alone for comparison. research/fit_rows.py runs the same check with the
+engine probe beside every measurement and saves the rows a recalibration needs.
 """
 
 from __future__ import annotations
@@ -15,9 +16,8 @@ import os
 import statistics
 import sys
 from pathlib import Path
+from typing import Any, Callable
 
-from benchmarks._calibrate import fit, row_features, save
-from benchmarks._conditions import around, probe_now, summary
 from edgepick.models.synthetic import synthetic_llama
 from edgepick.assets import bundled
 from edgepick.bench.measure import measure_point
@@ -29,6 +29,8 @@ from edgepick.fit.speed import weights_read_per_token
 from edgepick.models.gguf_info import gguf_spec
 from edgepick.quantize.ladder import build_ladder
 from edgepick.records import Candidate, DeviceProfile, RuntimeSettings
+
+Conditions = Any  # research/conditions.ProbeBeside: before_each(device), device_at(i), summary()
 
 CONTEXTS = (2048, 8192)
 GEN = 64
@@ -61,28 +63,31 @@ def measure(path: str, ctx: int, prompt: int, threads: int):
                          "repeats": REPEATS})
 
 
-def measure_passes(configs: list[tuple[str, int, int]], device: DeviceProfile):
-    """Decode tok/s per pass (with the index of the probe taken just before it), peak RSS and
-    errors per (path, ctx, prompt tokens), and the probes; pass 2 runs in reverse order."""
+def measure_passes(configs: list[tuple[str, int, int]], device: DeviceProfile,
+                   conditions: Conditions | None = None):
+    """Decode tok/s per pass (with the index of the conditions taken just before it), peak RSS
+    and errors per (path, ctx, prompt tokens); pass 2 runs in reverse order."""
     tps: dict[tuple, list[tuple[float, int]]] = {c: [] for c in configs}
     peak: dict[tuple, int] = {}
     errors: dict[tuple, str] = {}
-    probes: list[DeviceProfile] = []
+    taken = 0
     for n in range(PASSES):
         for c in (configs if n % 2 == 0 else configs[::-1]):
             if c in errors:
                 continue
-            probes.append(probe_now(device))
+            if conditions is not None:
+                conditions.before_each(device)
+            taken += 1
             out = measure(*c, device.cores or 2)
             if not out.ok:
                 errors[c] = out.error or "failed"
                 continue
             tps[c].append((statistics.median(decode_tps(r) for r in out.value["runs"]),
-                           len(probes) - 1))
+                           taken - 1))
             peak[c] = max(peak.get(c, 0), out.peak_rss_bytes)
             print(f"  pass {n + 1}: {Path(c[0]).name} ctx {c[1]} fill {c[2]}: {tps[c][-1][0]:.1f} "
                   f"tok/s, {out.peak_rss_bytes / 2**20:.0f} MiB", flush=True)
-    return tps, peak, errors, probes
+    return tps, peak, errors
 
 
 def device_over_run(device: DeviceProfile, bandwidths: list[float]) -> DeviceProfile:
@@ -113,15 +118,16 @@ HEADER = (f"{'model':46} {'ctx':>5} {'mem pred':>9} {'mem meas':>9} {'ratio':>6}
 
 
 def check(configs: list[tuple[str, int, int]], device: DeviceProfile,
-          saved: Path | None = None) -> int:
+          conditions: Conditions | None = None,
+          on_rows: Callable[[list[dict], DeviceProfile], None] | None = None) -> int:
     """Measure (path, ctx, prompt tokens) configurations, print predicted vs measured and return
-    how many miss a target; with `saved`, keep the rows for benchmarks/_calibrate.py there.
-
-    A measurement's estimate uses the engine probes around it (benchmarks/_conditions.py); the
-    last column is the AVX2 constants alone at the run's median bandwidth, for comparison."""
-    tps, peak, errors, probes = measure_passes(configs, device)
-    print(summary(probes))
-    plain = device_over_run(device, [p.bandwidth_gbps for p in probes])
+    how many miss a target. Each estimate uses `device`, or with `conditions` the conditions
+    around its own measurement; `on_rows` gets the rows and the constants-only device."""
+    tps, peak, errors = measure_passes(configs, device, conditions)
+    plain = device.model_copy(update={"decode_calibration": None})
+    if conditions is not None:
+        print(conditions.summary())
+        plain = device_over_run(device, conditions.bandwidths())
     print(HEADER)
     misses = 0
     rows: list[dict] = []
@@ -134,34 +140,30 @@ def check(configs: list[tuple[str, int, int]], device: DeviceProfile,
             continue
         measured, at = max(tps[c])  # host interference only ever slows a pass down
         spec = gguf_spec(path)
-        est = fit_one(spec, None, ctx, around(probes, at), fill=prompt + GEN // 2)
+        here = conditions.device_at(at) if conditions is not None else device
+        est = fit_one(spec, None, ctx, here, fill=prompt + GEN // 2)
         est0 = fit_one(spec, None, ctx, plain, fill=prompt + GEN // 2)
         read = weights_read_per_token(plan_tensors(spec, None)[0])
         rows.append({"model": name, "ctx": ctx, "measured_tps": measured, "probe_at": at,
-                     "estimate_tps": est0.decode_tps_estimate,
-                     **row_features(read, attention_load(spec, ctx, est.kv_fill_tokens))})
+                     "estimate_tps": est0.decode_tps_estimate, "read": read,
+                     "attention": attention_load(spec, ctx, est.kv_fill_tokens)})
         misses += not compare(name, ctx, est, peak[c], measured, [v for v, _ in tps[c]],
                               est0.decode_tps_estimate)
     print(f"targets: memory ±{MEM_TOL:.0%}, decode ±{SPEED_TOL:.0%}; {misses} outside")
-    if saved and rows:  # the measurements behind a recalibration of fit/speed.py
-        save(rows, plain.bandwidth_gbps, saved)
-        saved.with_name(saved.stem + "_probes.json").write_text(
-            "[" + ",\n".join(p.model_dump_json() for p in probes) + "]")
-        print(f"rows saved to {saved}; constants refitted on them (in-sample): "
-              f"{fit(rows, plain.bandwidth_gbps)}")
+    if on_rows and rows:
+        on_rows(rows, plain)
     return misses
 
 
 def main() -> int:
     files = candidates()
-    print("probing this machine (bandwidth, compute)…", flush=True)
-    device = probe(engine=False)  # the engine probe runs beside each measurement
+    print("probing this machine (bandwidth, compute, engine decode)…", flush=True)
+    device = probe(engine=True)  # what `fit --device local --calibrate` gives a user
     print(f"bandwidth {device.bandwidth_gbps:.1f} GB/s, budget {device.model_budget_bytes / 2**30:.1f} GiB; "
           f"{PASSES} passes over {len(files) * len(CONTEXTS)} configurations, each pass in the "
           f"other order; decode = the faster pass's median", flush=True)
     configs = [(path, ctx, ctx // 2) for path in files for ctx in CONTEXTS]
-    misses = check(configs, device, bundled.cache_dir() / "fit_accuracy_rows.json")
-    return 1 if misses else 0
+    return 1 if check(configs, device) else 0
 
 
 if __name__ == "__main__":

@@ -4,18 +4,22 @@ depth as the cache fills.
 Synthetic F16 Llama shapes (src/edgepick/models/synthetic.py, heads of 64) with 1-16 KV heads, 4-16
 query heads and 4-24 layers, each measured at a short fill and a long one in a context of 8192,
 plus SmolLM2 and Gemma-3 (one KV head of 256). The attention terms of src/edgepick/fit/speed.py
-were fitted on these shapes (`python -m benchmarks._calibrate` on the rows it saves); fit_heldout
-is the check on a shape they were not fitted on. Same method and targets as fit_accuracy.
+were fitted on these shapes (`python -m research.calibrate` on the rows it saves); fit_heldout
+is the check on a shape they were not fitted on. Same method and targets as fit_accuracy, with
+the engine probe beside every measurement (research/conditions.py).
+
+    python -m research.attention_shapes
 """
 
 from __future__ import annotations
 
 import sys
 
-from edgepick.models.synthetic import synthetic_llama
 from benchmarks.fit_accuracy import PASSES, check
 from edgepick.assets import bundled
 from edgepick.devices.probe import probe
+from edgepick.models.synthetic import synthetic_llama
+from research.fit_rows import saver
 
 CTX = 8192
 PROMPTS = (16, 4096)
@@ -33,7 +37,8 @@ def main() -> int:
           f"{' and '.join(map(str, PROMPTS))}, ctx {CTX}; {PASSES} passes, the faster counts",
           flush=True)
     configs = [(path, CTX, prompt) for path in files for prompt in PROMPTS]
-    misses = check(configs, device, bundled.cache_dir() / "attention_shapes_rows.json")
+    on_rows, conditions = saver(bundled.cache_dir() / "attention_shapes_rows.json")
+    misses = check(configs, device, conditions, on_rows)
     return 1 if misses else 0
 
 

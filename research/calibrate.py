@@ -5,8 +5,8 @@ seconds per token = Σ_type bytes_type ÷ (bandwidth × eff_type) + matmuls × c
                     + query_position_heads × c_query_dim × head_dims
 is linear in all of them, so a least-squares fit on relative error (each row divided by its
 measured time) recovers them.
-Run `python -m benchmarks._calibrate ~/.cache/edgepick/models/fit_accuracy_rows.json` after
-`python -m benchmarks fit_accuracy`; the constants it prints are in-sample.
+Run `python -m research.calibrate ~/.cache/edgepick/models/fit_accuracy_rows.json` after
+`python -m research.fit_rows fit_accuracy`; the constants it prints are in-sample.
 """
 
 from __future__ import annotations
@@ -59,8 +59,13 @@ def fit(rows: list[dict], bandwidth_gbps: float, pull: float = 0.05) -> dict:
             "attention_s_per_query_dim": float(f"{x[-1]:.3g}")}
 
 
-def save(rows: list[dict], bandwidth_gbps: float, path: Path) -> None:
-    path.write_text(json.dumps({"bandwidth_gbps": bandwidth_gbps, "rows": rows}, indent=1))
+def save(rows: list[dict], bandwidth_gbps: float, path: Path) -> list[dict]:
+    """fit_accuracy.check's rows (with their tensors and attention load) saved as the features
+    above; returns them as saved."""
+    out = [{k: v for k, v in r.items() if k not in ("read", "attention")}
+           | row_features(r["read"], r["attention"]) for r in rows]
+    path.write_text(json.dumps({"bandwidth_gbps": bandwidth_gbps, "rows": out}, indent=1))
+    return out
 
 
 if __name__ == "__main__":

@@ -2,9 +2,10 @@
 
 This host's speed drifts by up to 40% over tens of minutes, selectively (attention and K-quant
 decoding slow down, F16 streaming barely does), and a bandwidth probe does not follow it
-(docs/fit.md). So the benchmarks run the engine probe (devices/engine_probe.py) before every
-measurement, and estimate each measurement with the median of the probes taken around it: a
-window short enough to follow the drift, wide enough to damp one noisy probe.
+(docs/fit.md). So the research runs (fit_rows.py, attention_shapes.py) take the engine probe
+(devices/engine_probe.py) before every measurement, and estimate each measurement with the median
+of the probes taken around it: a window short enough to follow the drift, wide enough to damp one
+noisy probe.
 """
 
 from __future__ import annotations
@@ -59,3 +60,22 @@ def summary(probes: list[DeviceProfile]) -> str:
             + f" (fallbacks: {sum(c.method == 'one scale' for c in cals)}), attention scale "
             + ", ".join(f"{span(c.attention_scales[w] for c in cals)} at {w} B rows"
                         for w in cals[0].attention_scales))
+
+
+class ProbeBeside:
+    """The conditions benchmarks/fit_accuracy.check takes: a probe before each measurement."""
+
+    def __init__(self) -> None:
+        self.probes: list[DeviceProfile] = []
+
+    def before_each(self, device: DeviceProfile) -> None:
+        self.probes.append(probe_now(device))
+
+    def device_at(self, i: int) -> DeviceProfile:
+        return around(self.probes, i)
+
+    def bandwidths(self) -> list[float]:
+        return [p.bandwidth_gbps for p in self.probes]
+
+    def summary(self) -> str:
+        return summary(self.probes)

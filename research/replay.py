@@ -1,6 +1,6 @@
 """Score the engine calibration offline on a saved run, without measuring again.
 
-`python -m benchmarks fit_accuracy` (and `attention_shapes`) save their rows and the engine probes
+`python -m research.fit_rows` and `python -m research.attention_shapes` save their rows and the engine probes
 taken beside them (`*_rows.json`, `*_rows_probes.json` in ~/.cache/edgepick/models). This
 re-solves every saved probe with the current `engine_probe.solve` (the terms come from the probe
 files, the times from the saved decodes), estimates each row again from the probes around its
@@ -8,7 +8,7 @@ measurement, and prints how many rows fall within ±20% for a few window sizes. 
 `solve` can be tried here in seconds before a 40-minute run claims it; the scores are in-sample
 for whatever was tuned on the same file.
 
-    python -m benchmarks._replay ~/.cache/edgepick/models/fit_accuracy_rows.json
+    python -m research.replay ~/.cache/edgepick/models/fit_accuracy_rows.json
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import statistics
 import sys
 from pathlib import Path
 
-from benchmarks import _conditions
 from benchmarks.fit_accuracy import GEN, SPEED_TOL
+from research import conditions as _conditions
 from edgepick.assets import bundled
 from edgepick.devices import engine_probe
 from edgepick.fit.planner import fit_one

@@ -18,7 +18,7 @@ from edgepick.records.device import DecodeCalibration, DeviceProfile
 
 DEFAULT_EFFICIENCY = 0.65
 # Weight streaming speed per weight type relative to the *probed* bandwidth, 2 threads, x86-64
-# AVX2, llama.cpp 0.3.36 CPU kernels. Least-squares fit (benchmarks/_calibrate.py), first over 69
+# AVX2, llama.cpp 0.3.36 CPU kernels. Least-squares fit (research/calibrate.py), first over 69
 # decode measurements (SmolLM2 and Gemma-3 files at fills 32-4128; synthetic 256-aligned Llama
 # shapes quantized --pure to each type, where each type carries the whole model), then refitted
 # with the attention terms below over 78 more, pulled towards the first fit. Below 1 where the
