@@ -195,12 +195,22 @@ def items(rows: list, lang: str) -> list[dict]:
     return out
 
 
+def spread(group: list[dict]) -> list[dict]:
+    """Calls and no-call items of one group spread evenly (the second item is a no-call one),
+    so that any prefix holds both."""
+    calls = [it for it in group if it["reference"] != "none"]
+    nones = [it for it in group if it["reference"] == "none"]
+    slots = {int(k * len(group) / len(nones)) + 1 for k in range(len(nones))} if nones else set()
+    return [nones.pop(0) if (i in slots and nones) or not calls else calls.pop(0)
+            for i in range(len(group))]
+
+
 def main() -> None:
     en, zh = items(EN, "en"), items(ZH, "zh")
-    order = [it for pair in zip_longest(en, zh) for it in pair if it is not None]
-    # Interleave difficulties too, so a prefix is a fair sample.
-    by = {d: [it for it in order if it["difficulty"] == d] for d in ("easy", "medium", "hard")}
-    mixed = [it for trio in zip_longest(*by.values()) for it in trio if it is not None]
+    # One queue per (language, difficulty), taken round-robin: a prefix is a fair sample.
+    groups = [spread([it for it in src if it["difficulty"] == d])
+              for d in ("easy", "medium", "hard") for src in (en, zh)]
+    mixed = [it for row in zip_longest(*groups) for it in row if it is not None]
     OUT.write_text("".join(json.dumps(it, ensure_ascii=False) + "\n" for it in mixed),
                    encoding="utf-8")
     print(f"{OUT}: {len(mixed)} items ({len(en)} en, {len(zh)} zh; "

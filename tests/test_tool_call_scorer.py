@@ -196,3 +196,4 @@ def test_the_bundled_demo_set():
     head = items[:12]
     assert {i.difficulty for i in head} == {"easy", "medium", "hard"}
     assert {i.meta["lang"] for i in head} == {"en", "zh"}
+    assert any(i.reference == "none" for i in head) and any(i.reference != "none" for i in head)
