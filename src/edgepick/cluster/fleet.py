@@ -17,7 +17,8 @@ from rich.console import Console
 from edgepick.cluster.dispatch import run_jobs
 from edgepick.cluster.entries import NETWORK_KIND
 from edgepick.cluster.executor import get_executor
-from edgepick.cluster.fleet_report import DeviceOutcome, fleet_choice, write_fleet
+from edgepick.cluster.fleet_report import (DeviceOutcome, fleet_choice, recommendation_text,
+                                           write_fleet)
 from edgepick.cluster.jobs import scoped_key
 from edgepick.cluster.planjobs import (DeviceWork, bench_jobs, eval_inputs, eval_jobs,
                                        fidelity_jobs, reference_job)
@@ -52,20 +53,34 @@ def device_profiles(lp, tags: list[str], executor: str) -> dict:
     return out
 
 
-def _prepare(lp, store, profiles: dict, runs: dict, multi: bool) -> list[tuple[DeviceWork, object]]:
+def _live_tags(executor: str) -> set[str]:
+    if executor != "ray":
+        return {"local"}
+    from edgepick.cluster.nodes import cluster_nodes
+
+    return {t for n in cluster_nodes() if n.alive for t in n.devices} | {"local"}
+
+
+def _prepare(lp, store, profiles: dict, runs: dict, multi: bool,
+             live: set[str]) -> list[tuple[DeviceWork, object]]:
     """Fit (and build) per device, each under its own run: what cannot fit a device is not
-    measured there; a build is made once, by the first device that can hold it."""
+    measured there; a build is made once, by the first device that can hold it. A device that
+    an endpoint names and no node carries (a phone) runs no Python: only its endpoints."""
     from edgepick.plan.runner import plan_candidates
     from edgepick.plan.stages import RunState, fit_stage, quantize_stage
 
     cands = plan_candidates(lp)
     entries = lp.plan.candidates
     only = {c.name: entries[i].device if i < len(entries) else None for i, c in enumerate(cands)}
+    http_only = {only[c.name] for c in cands if c.ref.is_endpoint and only.get(c.name)} - live
     works = []
     for tag, profile in profiles.items():
         store.run_id = runs[tag]
-        mine = [copy.copy(c) for c in cands if only.get(c.name) in (None, tag)]
+        mine = [copy.copy(c) for c in cands if only.get(c.name) in (None, tag)
+                and (c.ref.is_endpoint or tag not in http_only)]
         st = RunState(lp=lp, store=store, device=profile, candidates=mine)
+        if tag in http_only:
+            st.notes.append(f"no node carries device tag {tag}: only its endpoints are measured")
         fit_stage(st, silent)
         if lp.plan.quantize:
             quantize_stage(st, silent)
@@ -111,7 +126,7 @@ def run_fleet(lp, executor: str = "ray", address: str | None = None,
                                      + (f" (device {tag})" if multi else ""),
                                      dict(plan.model_dump(mode="json"), device=tag))
                 for tag in tags}
-        works = _prepare(lp, store, profiles, runs, multi)
+        works = _prepare(lp, store, profiles, runs, multi, _live_tags(executor))
         jobs, per = [], {w.tag: {} for w, _ in works}
         ref_job = None
         if plan.eval.enabled:
@@ -134,8 +149,10 @@ def run_fleet(lp, executor: str = "ray", address: str | None = None,
         reports = [o.report for o in outcomes if o.report]
         if multi:
             reports = write_fleet(outcomes, scenario.name, lp.output / "report") + reports
-            notes += [f"{o.tag}: recommendation {o.decision.recommendation or 'none'}"
-                      for o in outcomes] + [f"fleet: {fleet_choice(outcomes)[1]}"]
+            notes.insert(0, f"the decision shown is {tags[0]}'s; every device's, side by side, "
+                            f"is in {reports[0]}")
+            notes += [f"{o.tag}: recommendation {recommendation_text(o)}" for o in outcomes] \
+                + [f"fleet: {fleet_choice(outcomes)[1]}"]
         notes += [f"{o.tag}: job failed — {f}" for o in outcomes for f in o.failures]
     finally:
         ex.close()

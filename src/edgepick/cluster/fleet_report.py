@@ -30,11 +30,19 @@ def _verdict(outcome: DeviceOutcome, name: str) -> str:
     r = next((r for r in d.ranking if r.candidate == name), None)
     if r is None:
         return "not run here"
-    if r.eliminated:
+    if d.recommendation == name:
+        lead = f"**recommended ({d.status})**"
+    elif r.eliminated:
         why = r.violations[0].text if r.violations else (r.reasons[0] if r.reasons else "")
         return f"eliminated ({why})" if why else "eliminated"
-    tag = "**recommended**" if d.recommendation == name else "survives"
-    return f"{tag}, score {r.score:.2f}" if r.score is not None else tag
+    else:
+        lead = f"survives ({r.status})"
+    return f"{lead}, score {r.score:.2f}" if r.score is not None else lead
+
+
+def recommendation_text(o: DeviceOutcome) -> str:
+    d = o.decision
+    return f"{d.recommendation} ({d.status})" if d.recommendation else "none"
 
 
 def fleet_choice(outcomes: list[DeviceOutcome]) -> tuple[str | None, str]:
@@ -58,6 +66,10 @@ def fleet_choice(outcomes: list[DeviceOutcome]) -> tuple[str | None, str]:
                       f"its lowest device score is {fit_all[best]:.2f}, the best such floor")
     if not names:
         return None, "no candidate was measured"
+    recs = {(o.decision.recommendation, o.decision.status) for o in outcomes}
+    if len(recs) == 1 and (rec := next(iter(recs)))[0]:
+        return None, (f"no configuration passes every hard constraint on all devices; each "
+                      f"device's recommendation is {rec[0]} ({rec[1]}), see its report")
     near = min(names, key=lambda n: len(blocked.get(n, [])))
     return None, (f"no single configuration serves the whole fleet; nearest: {near}, which fails "
                   f"on {', '.join(blocked.get(near, []))}; use a per-device choice")
@@ -95,7 +107,7 @@ def fleet_markdown(outcomes: list[DeviceOutcome], scenario: str) -> str:
         src = "measured" if getattr(p, "measured", False) else "spec sheet"
         lines.append(f"| {o.tag} | {p.model_budget_bytes / 2**30:.1f} GiB | "
                      f"{p.bandwidth_gbps:.1f} GB/s ({src}) | "
-                     f"{o.decision.recommendation or 'none'} | "
+                     f"{recommendation_text(o)} | "
                      f"{o.report.as_posix() if o.report else '—'} |")
     lines += ["", "## Each candidate across devices", "",
               "| candidate | figure | " + " | ".join(tags) + " |",

@@ -1,0 +1,40 @@
+"""The fleet view over per-device decisions: the one configuration that serves every device, or
+an honest "none" naming where the nearest one fails."""
+
+from __future__ import annotations
+
+from edgepick.cluster.fleet_report import DeviceOutcome, fleet_choice, fleet_markdown
+from edgepick.devices.catalog import load_device
+from edgepick.records.decision import CandidateSummary, Decision, RankedCandidate
+
+
+def _outcome(tag: str, scores: dict[str, float | None], rec: str | None,
+             status: str = "proven") -> DeviceOutcome:
+    ranking = [RankedCandidate(candidate=n, score=s, eliminated=s is None,
+                               reasons=[] if s is not None else ["TTFT P50 above the limit"],
+                               status="eliminated" if s is None else "proven")
+               for n, s in scores.items()]
+    d = Decision(scenario="realtime_chat", ranking=ranking, recommendation=rec,
+                 status=status if rec else "none")
+    sums = [CandidateSummary(candidate=n, model=f"/m/{n}.gguf", ttft_p50_ms=100.0) for n in scores]
+    return DeviceOutcome(tag, load_device("raspberry-pi-5"), sums, d)
+
+
+def test_the_fleet_configuration_is_the_best_floor_among_those_surviving_everywhere():
+    fleet = [_outcome("pi5", {"a": 0.9, "b": 0.6, "c": 0.95}, "c"),
+             _outcome("jetson", {"a": 0.7, "b": 0.8, "c": None}, "b")]
+    choice, why = fleet_choice(fleet)
+    assert choice == "a"  # c is best on the Pi but fails on the Jetson; a's floor 0.7 > b's 0.6
+    assert "0.70" in why
+    md = fleet_markdown(fleet, "realtime_chat")
+    assert "| a | verdict | survives (proven), score 0.90 | survives (proven), score 0.70 |" in md
+    assert "**recommended (proven)**" in md and "eliminated (TTFT P50 above the limit)" in md
+
+
+def test_no_configuration_for_the_whole_fleet_names_the_nearest_and_where_it_fails():
+    fleet = [_outcome("pi5", {"a": 0.9, "b": None}, "a"),
+             _outcome("jetson", {"a": None, "b": 0.8}, "b"),
+             _outcome("phone", {"a": 0.5, "b": None}, "a")]
+    choice, why = fleet_choice(fleet)
+    assert choice is None
+    assert "nearest: a" in why and "jetson" in why
