@@ -91,3 +91,32 @@ def test_no_hybrid_when_a_speed_gate_fails_and_the_nearest_is_named():
     d = decide([summary("slow", (30, 120), tasks, decode=2.0)], SC)
     assert d.status == "none" and d.recommendation is None and d.closest == "slow"
     assert "nearest to passing: slow" in " ".join(d.explanation.why)
+
+
+def test_decide_cli_json_and_deploy(store_path, cli, tmp_path):
+    import json
+
+    from test_decide_payloads import filled_store
+
+    from edgepick.records.deploy import DeployConfig
+
+    filled_store(store_path).close()
+    out = tmp_path / "deploy.yaml"
+    p = cli("decide", "--store", store_path, "--scenario", "realtime_chat", "--device",
+            "raspberry-pi-5", "--json", "--deploy", str(out))
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    assert data["status"] in ("proven", "provisional") and data["deploy"] == str(out)
+    for row in data["ranking"]:
+        assert row["gates"] and all({"metric", "value", "low", "high", "limit", "verdict"} <= set(g)
+                                    for g in row["gates"])
+    un = next(g for g in data["gates"] if g["metric"] == "unacceptable_rate")
+    assert un["low"] < un["value"] < un["high"] and un["limit"] == 0.05
+    per_task = data["per_candidate"][data["recommendation"]]["badcases_per_1000"]
+    assert {"value", "low", "high", "extra"} <= set(per_task["extraction"])
+    cfg = DeployConfig.load(out)
+    assert cfg.model.name == data["recommendation"] and cfg.status == data["status"]
+    assert {g.metric for g in cfg.gates} >= {"unacceptable_rate", "ttft_p50_ms", "decode_tps"}
+    assert {r.task for r in cfg.routes} == {"classification", "extraction", "qa"}
+    p = cli("decide", "--store", store_path, "--deploy", str(out))  # a second write says so
+    assert p.returncode == 0 and "replaced the existing" in p.stdout

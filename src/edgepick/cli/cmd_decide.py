@@ -41,6 +41,18 @@ def _runs_line(runs: dict[str, list[int]]) -> str:
                                      for kind, ids in runs.items())
 
 
+def _write_deploy(path: str, decision, summaries, sc, device, runs):
+    from edgepick.decide.deploy import build_deploy, write_deploy
+
+    run_ids = sorted({r for ids in (runs or {}).values() for r in ids})
+    cfg = build_deploy(decision, summaries, sc, device=device,
+                       run_id=",".join(map(str, run_ids)) or None)
+    written, replaced = write_deploy(path, cfg)
+    if replaced:
+        console.print(f"[yellow]note:[/] replaced the existing {written}", highlight=False)
+    return written
+
+
 def print_decision(decision) -> None:
     t = Table(title=f"scenario {decision.scenario}"
               + (f" · budget {human_bytes(decision.budget_bytes)}" if decision.budget_bytes else ""))
@@ -68,7 +80,10 @@ def register(app: typer.Typer) -> None:
                device: str = typer.Option(None, "--device",
                                           help="catalog name, profile file or 'local': its model "
                                                "budget is the peak-memory limit"),
-               json_out: bool = typer.Option(False, "--json", help="print JSON")) -> None:
+               json_out: bool = typer.Option(False, "--json", help="print JSON"),
+               deploy: str = typer.Option(None, "--deploy",
+                                          help="write the recommendation as a deploy.yaml here "
+                                               "(docs/deploy.md)")) -> None:
         """Eliminate, score, rank and explain the stored candidates for a scenario."""
         from edgepick.decide.decision import decide as run_decide
         from edgepick.decide.scenarios import load_scenario
@@ -86,6 +101,14 @@ def register(app: typer.Typer) -> None:
                                 "violations": [v.model_dump() for v in r.violations],
                                 "layer_scores": r.layer_scores, "pareto": r.pareto}
                                for r in decision.ranking]
+            from edgepick.decide.view import enrich
+
+            enrich(data, decision, summaries)
+        if deploy:
+            data_path = _write_deploy(deploy, decision, summaries, sc, device, runs)
+        if json_out:
+            if deploy:
+                data["deploy"] = str(data_path)
             print_json(data)
             return
         print_decision(decision)
