@@ -16,26 +16,13 @@ from edgepick.cluster.executor import LocalExecutor  # noqa: E402
 from edgepick.cluster.jobs import Job, scoped_key  # noqa: E402
 from edgepick.errors import EdgepickError  # noqa: E402
 from edgepick.store import ResultStore  # noqa: E402
-
-TESTS = str(Path(__file__).resolve().parent)
+from ray_head import ray_head  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def head():
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = TESTS + (os.pathsep + old if old else "")
-    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-    ray.init(address="local", num_cpus=2, resources={"device:a": 1, "device:b": 1},
-             include_dashboard=False,
-             namespace="edgepick", log_to_driver=False, _node_ip_address="127.0.0.1")
-    try:
+    with ray_head("a", "b"):
         yield
-    finally:
-        ray.shutdown()
-        if old is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = old
 
 
 def _job(name: str, device: str | None, entry: str, tmp: Path, **req) -> Job:

@@ -13,6 +13,7 @@ ray = pytest.importorskip("ray")
 from edgepick.cli.app import main  # noqa: E402
 from edgepick.cluster.dispatch import JOB_KIND  # noqa: E402
 from edgepick.store import ResultStore  # noqa: E402
+from ray_head import ray_head  # noqa: E402
 
 DEVICES = ["raspberry-pi-5", "laptop-16gb-cpu"]  # catalog names, so each has a profile
 PLAN = """
@@ -41,16 +42,8 @@ cluster: {max_retries: 1, node_timeout_s: 20}
 
 @pytest.fixture(scope="module")
 def head():
-    import os
-
-    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-    ray.init(address="local", num_cpus=2, resources={f"device:{d}": 1 for d in DEVICES},
-             include_dashboard=False,
-             namespace="edgepick", log_to_driver=False, _node_ip_address="127.0.0.1")
-    try:
+    with ray_head(*DEVICES):
         yield
-    finally:
-        ray.shutdown()
 
 
 def _jobs(store_path) -> dict[str, float]:
