@@ -84,3 +84,19 @@ def test_second_fit_on_local_reads_the_cache_and_gives_the_same_estimate(cli, ho
     assert est[0] == est[1]
     wrong = cli("fit", "-m", tiny_model, "--device", "raspberry-pi-5", "--calibrate", env=env)
     assert wrong.returncode == 2 and "use --device local" in wrong.stderr
+
+
+def test_a_plan_on_local_uses_the_cached_calibration_without_probing(home, probes, monkeypatch):
+    """What `make run` (edgepick run default, device: local) does: read, never re-probe."""
+    from edgepick.devices import engine_probe
+    from edgepick.devices.catalog import load_device
+
+    local.local_device(calibrate=True)
+
+    def boom(*a, **k):
+        raise AssertionError("the engine was probed again")
+
+    monkeypatch.setattr(engine_probe, "engine_probe", boom)
+    dev = load_device("local")
+    assert probes == [True] and dev.decode_calibration is not None
+    assert dev.extra["probe"]["source"] == "cached"

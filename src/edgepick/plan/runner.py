@@ -79,11 +79,14 @@ def run_plan(lp: LoadedPlan, console: Console | None = None) -> RunResult:
     sc_name = plan.scenario.name if plan.scenario.name in preset_names() \
         else lp.resolve(plan.scenario.name)
     scenario = load_scenario(sc_name, plan.scenario.overrides)
-    if plan.device == "local":
-        console.print("probing this machine (bandwidth, compute, engine decode: 20-30 s)…")
-    device = load_device(plan.device if plan.device == "local" else
-                         (plan.device if not os.path.isfile(lp.resolve(plan.device))
-                          else lp.resolve(plan.device)))
+    if plan.device == "local":  # the cached probe; the engine is never re-probed here
+        from edgepick.devices.local import describe, local_device
+
+        device = local_device(notify=lambda m: console.print(f"{m}…"))
+        console.print(f"device local: {describe(device)}")
+    else:
+        device = load_device(plan.device if not os.path.isfile(lp.resolve(plan.device))
+                             else lp.resolve(plan.device))
     lp.output.mkdir(parents=True, exist_ok=True)
     store = ResultStore(lp.store_path)
     run_id = store.begin_run(f"edgepick run {lp.path}", plan.model_dump(mode="json"),
