@@ -71,9 +71,7 @@ def _source(model: list[str] | None, src: str | None):
     from edgepick.records.model_ref import ModelRef
 
     ref = ModelRef.parse(one_model(model, src, "source model"))
-    if ref.is_endpoint:
-        raise EdgepickError(f"{ref.spec}: quantizing needs a local GGUF file")
-    spec_of(ref.path)  # one-line error for a missing file or one that is not a GGUF
+    spec_of(ref.local_path("quantizing needs a local GGUF file"))  # one-line error for a missing file or one that is not a GGUF
     return ref
 
 

@@ -69,14 +69,17 @@ def _run(ref: ModelRef, prompts: list[tuple[str, list[dict]]], max_tokens: int, 
     backend = get_backend(ref.backend)  # the two may run on different engines
     backend.load(Candidate(ref=ref, settings=RuntimeSettings(threads=threads)))
     try:
-        texts = []
+        texts, rendered = [], []
         for i, (_, msgs) in enumerate(prompts):
             texts.append(backend.generate(msgs, max_tokens, chat=True).text)
+            rendered.append(backend.render_chat(msgs))
             if progress:
                 progress(label, i + 1, len(prompts))
         toks = [backend.tokenize(t, add_bos=False) for t in texts]
         other = [backend.tokenize(t, add_bos=False) for t in (tokenize_also or [])]
-        return texts, toks, other
+        # the prompt + answer as this engine reads them: compared with the other engine's IDs
+        whole = [backend.tokenize(r + t, add_bos=False) for r, t in zip(rendered, texts)]
+        return texts, toks, other, rendered, whole
     finally:
         backend.unload()
 
@@ -93,23 +96,28 @@ def consistency(reference: ModelRef, candidate: ModelRef, data: str | Path, max_
         raise EdgepickError(f"--max-tokens must be ≥ 1 (got {max_tokens})")
     if not 0.0 <= threshold <= 1.0:
         raise EdgepickError(f"--threshold must be between 0 and 1 (got {threshold})")
-    for r in (reference, candidate):
-        if r.is_endpoint:
-            raise EdgepickError(f"{r.spec}: consistency runs both models in process; "
-                                "give GGUF files")
-    ref_path, cand_path = str(reference.path), str(candidate.path)
+    ref_path, cand_path = (r.local_path("consistency runs both models in process; give GGUF "
+                                        "files") for r in (reference, candidate))
     prompts, skipped = load_prompts(data)
-    cand_texts, _, _ = _run(candidate, prompts, max_tokens, threads, "candidate", progress)
-    ref_texts, ref_toks, cand_toks = _run(reference, prompts, max_tokens, threads, "reference",
-                                          progress, tokenize_also=cand_texts)
+    # the candidate's prompt + answer, tokenized by both engines: same text, same IDs?
+    cand_texts, _, _, cand_prompts, cand_own = _run(candidate, prompts, max_tokens, threads,
+                                                    "candidate", progress)
+    whole = [p + t for p, t in zip(cand_prompts, cand_texts)]
+    ref_texts, ref_toks, other, ref_prompts, _ = _run(reference, prompts, max_tokens, threads,
+                                                      "reference", progress,
+                                                      tokenize_also=cand_texts + whole)
+    cand_toks, ref_whole = other[:len(cand_texts)], other[len(cand_texts):]
     items = []
-    for (pid, _), rt, ct, rtok, ctok in zip(prompts, ref_texts, cand_texts, ref_toks, cand_toks):
+    for k, ((pid, _), rt, ct, rtok, ctok) in enumerate(
+            zip(prompts, ref_texts, cand_texts, ref_toks, cand_toks)):
         div = None if rt == ct else first_divergence(rtok, ctok)
         if rt != ct and div is None:
             div = 0  # same tokens, different text: cannot happen with one tokenizer; be safe
         items.append(ConsistencyItem(id=pid, identical=rt == ct, first_divergence=div,
                                      ref_tokens=len(rtok), cand_tokens=len(ctok),
-                                     ref_text=rt, cand_text=ct))
+                                     ref_text=rt, cand_text=ct,
+                                     token_divergence=first_divergence(cand_own[k], ref_whole[k]),
+                                     same_prompt_text=cand_prompts[k] == ref_prompts[k]))
     n_same = sum(it.identical for it in items)
     divs = [it.first_divergence for it in items if it.first_divergence is not None]
     share = n_same / len(items)
@@ -117,4 +125,6 @@ def consistency(reference: ModelRef, candidate: ModelRef, data: str | Path, max_
         reference=ref_path, candidate=cand_path, data=str(data), max_tokens=max_tokens,
         threshold=threshold, n=len(items), n_identical=n_same, identical_share=share,
         mean_first_divergence=sum(divs) / len(divs) if divs else None,
-        passed=share >= threshold, items=items, skipped=skipped)
+        passed=share >= threshold, items=items, skipped=skipped,
+        engines=[reference.backend, candidate.backend],
+        n_same_tokens=sum(it.token_divergence is None for it in items))

@@ -135,11 +135,8 @@ def fidelity(reference: ModelRef, candidate: ModelRef, text: str | Path | list[i
         raise EdgepickError(f"--chunks must be ≥ 1 (got {max_chunks})")
     if threads < 1:
         raise EdgepickError(f"--threads must be ≥ 1 (got {threads})")
-    for r in (reference, candidate):
-        if r.is_endpoint:
-            raise EdgepickError(f"{r.spec}: fidelity needs full logits, so both models must be "
-                                "local GGUF files")
-    ref_path, cand_path = str(reference.path), str(candidate.path)
+    ref_path, cand_path = (r.local_path("fidelity needs full logits, so both models must be "
+                                        "local GGUF files") for r in (reference, candidate))
     src_key, source = _source_key(text)
     folder = (Path(cache_dir) if cache_dir else default_cache_dir()) if cache else None
     store = ReferenceStore(reference_key(ref_path, src_key, ctx), folder)

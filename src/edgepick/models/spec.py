@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 
-from edgepick.errors import EdgepickError
 from edgepick.records.model import ModelSpec
 from edgepick.records.model_ref import ModelRef
 
@@ -13,10 +12,7 @@ from edgepick.records.model_ref import ModelRef
 def load_spec(model: ModelRef | str) -> ModelSpec:
     """`model`: a ModelRef, or a path the program already holds (never a name to resolve)."""
     if isinstance(model, ModelRef):
-        if model.is_endpoint:
-            raise EdgepickError(f"{model.spec}: a served model has no readable file; give a GGUF "
-                                "or config.json")
-        model = str(model.path)
+        model = model.local_path("a served model has no readable file; give a GGUF or config.json")
     if model.endswith(".json"):
         from edgepick.models.hf_config import hf_config_spec
 

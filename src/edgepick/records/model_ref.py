@@ -91,6 +91,12 @@ class ModelRef(BaseModel):
     def is_endpoint(self) -> bool:
         return self.kind == "endpoint"
 
+    def local_path(self, why: str) -> str:
+        """The file on disk; for an endpoint, a one-line error saying `why` one is needed."""
+        if self.is_endpoint:
+            raise EdgepickError(f"{self.spec}: {why}")
+        return str(self.path)
+
     @property
     def locator(self) -> str:
         """The one string an engine is given: the file path, or `url#served_name`."""
