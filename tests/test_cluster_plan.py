@@ -127,3 +127,40 @@ def test_a_phone_over_http_is_measured_from_a_node_with_its_round_trip_apart(hea
     rtt = phone["network"]["tiny@phone"]
     assert rtt["what"] == "GET /v1/models" and rtt["n"] == 7 and 0 < rtt["median"]
     assert "network RTT" in (tmp_path / "out" / "report" / "fleet.md").read_text()
+
+
+ONE_DEVICE = """
+name: one
+device: raspberry-pi-5
+output: out
+candidates:
+  - model: tiny
+    label: tiny-f16
+runtime: {threads: 1, n_ctx: 256}
+bench: {prompt_lengths: [32], gen_tokens: 8, warmup: 0, repeats: 1}
+eval: {data: demo, reference: tiny, limit: 2}
+fidelity: {enabled: false}
+report: {enabled: false}
+"""
+
+
+def test_one_device_through_ray_stores_the_rows_and_keys_a_local_run_reuses(head, tmp_path):
+    from edgepick.plan.loader import load_plan
+    from edgepick.plan.runner import run_plan
+
+    plan = tmp_path / "one.yaml"
+    plan.write_text(ONE_DEVICE)
+    main(["run", str(plan), "--executor", "ray"])
+    store_path = tmp_path / "out" / "results.sqlite"
+
+    def rows():
+        with ResultStore(store_path) as store:
+            return {kind: {k: p.get("created") for k, p in store.items(kind)}
+                    for kind in ("bench", "eval_output", "eval")}
+
+    before = rows()
+    assert len(before["bench"]) == 1 and len(before["eval"]) == 1
+    run_plan(load_plan(plan))  # the plain local runner, same store: finds everything measured
+    after = rows()
+    assert after["bench"] == before["bench"] and after["eval_output"] == before["eval_output"]
+    assert set(after["eval"]) == set(before["eval"])
