@@ -136,3 +136,20 @@ def test_eval_on_the_bundled_tool_set_reports_the_tool_metrics(cli, store_path):
     task = json.loads(r.stdout)["candidates"][0]["per_task"]["tool_call"]
     assert task["n"] == 2 and "tool_choice_accuracy" in task["metrics"]
     assert task["metrics"]["tool_choice_accuracy_n"] == 2
+
+
+def test_agent_command_keeps_a_capped_memory_across_requests(cli, tmp_path, sandbox):
+    import sqlite3
+
+    spec = tmp_path / "tools.yaml"
+    spec.write_text(f"sandbox: {sandbox}\ntools:\n  - {{name: list_files, builtin: list_files}}\n")
+    mem = tmp_path / "memory.sqlite"
+    r = cli("agent", "-m", "tiny", "--tools", str(spec), "-p", "hello", "-p", "how are you",
+            "-p", "tell me a story", "-p", "thanks", "--max-steps", "1",
+            "--max-tokens", "8", "--ctx", "1024", "--memory", str(mem), "--memory-entries", "1",
+            "--json")
+    assert r.returncode == 0, r.stderr
+    answered = sum(run["status"] == "answered" for run in json.loads(r.stdout)["runs"])
+    with sqlite3.connect(mem) as db:
+        stored = db.execute("SELECT COUNT(*) FROM summaries").fetchone()[0]
+    assert stored == min(1, max(0, answered - 3))  # turns past the 3 recent ones, capped at 1

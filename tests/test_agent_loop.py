@@ -167,3 +167,46 @@ def test_bad_tools_yaml_is_one_line_naming_the_file(tmp_path, body, words):
     with pytest.raises(InputError) as exc:
         load_tools(spec)
     assert str(spec) in str(exc.value) and words in str(exc.value)
+
+
+class CharTokenizer:
+    """A stand-in tokenizer (one token per 4 characters) for the context builder."""
+
+    def count_text(self, text: str) -> int:
+        return len(text) // 4 + 1
+
+    def count_messages(self, messages) -> int:
+        return sum(self.count_text(m["content"]) + 4 for m in messages)
+
+
+def _memory(tmp_path):
+    from test_agent_memory import FakeEmbedder
+
+    from edgepick.agent.memory import LongTermMemory, Memory
+
+    lt = LongTermMemory(tmp_path / "mem.sqlite", FakeEmbedder())
+    lt.add("the wifi password is hunter2")
+    return Memory(lt, recent_turns=2)
+
+
+def test_memory_feeds_the_task_context_layer_of_the_context_builder(sandbox, tmp_path):
+    from edgepick.route.context import TASK_OPEN, ContextBuilder
+
+    mem = _memory(tmp_path)
+    model = Scripted("It is hunter2.", "You asked about the wifi.")
+    agent = Agent(model, ToolSet.builtin(sandbox), memory=mem,
+                  context=ContextBuilder(CharTokenizer(), window=8192))
+    agent.run("the wifi password is hunter2")
+    first = "\n".join(m["content"] for m in model.seen[0])
+    assert TASK_OPEN in first and "hunter2" in first
+    assert '"name": "read_file"' in model.seen[0][0]["content"]  # tool block in the system layer
+    agent.run("what did I ask?")
+    assert [m["content"] for m in model.seen[1][-3:-1]] == ["the wifi password is hunter2",
+                                                            "It is hunter2."]
+
+
+def test_memory_without_a_context_builder_goes_into_the_system_message(sandbox, tmp_path):
+    model = Scripted("ok")
+    Agent(model, ToolSet.builtin(sandbox), memory=_memory(tmp_path)).run(
+        "the wifi password is hunter2")
+    assert "From earlier conversations:\n- the wifi password is hunter2" in model.seen[0][0]["content"]
