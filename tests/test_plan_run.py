@@ -51,6 +51,14 @@ def test_example_plans_run_end_to_end_and_resume(tmp_path):
         assert s["tiny-Q8_0"].quant == "Q8_0"
     else:
         assert q8.eliminated and q8.reasons[0].startswith("not measured: build failed")
+    if res.decision.recommendation:  # the decision as deploy.yaml, for `edgepick serve`
+        from edgepick.records.deploy import DeployConfig
+
+        cfg = DeployConfig.load(res.deploy)
+        assert cfg.model.name == res.decision.recommendation and len(cfg.model.sha256) == 64
+        assert cfg.status == res.decision.status and cfg.gates
+    else:
+        assert res.deploy is None
     html = (out / "report" / "report.zh.html").read_text(encoding="utf-8")
     assert "tiny-f16" in html and "<svg" in html
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)

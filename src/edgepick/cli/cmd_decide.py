@@ -63,7 +63,9 @@ def print_decision(decision) -> None:
                   "yes" if r.pareto else "", "; ".join(r.reasons))
     console.print(t)
     ex = decision.explanation
-    console.print(f"[bold]recommendation:[/] {decision.recommendation or 'none'}")
+    status = f" ({decision.status})" if decision.recommendation else ""
+    console.print(f"[bold]recommendation:[/] {decision.recommendation or 'none'}{status}",
+                  highlight=False)
     for title, lines in (("why", ex.why), ("cost vs runner-up", ex.cost), ("watch", ex.watch)):
         if lines:
             console.print(f"[bold]{title}:[/]")
@@ -168,3 +170,5 @@ def register(app: typer.Typer) -> None:
             console.print(f"[yellow]note:[/] {note}", highlight=False)
         for p in result.reports:
             console.print(f"report: {p}")
+        if getattr(result, "deploy", None):
+            console.print(f"deploy: {result.deploy}", highlight=False)

@@ -25,6 +25,7 @@ class RunResult:
     notes: list[str] = field(default_factory=list)
     store: Path | None = None
     run_id: int | None = None
+    deploy: Path | None = None  # the deploy.yaml written for the recommendation
 
 
 def plan_candidates(lp: LoadedPlan) -> list[RunCandidate]:
@@ -133,10 +134,26 @@ def run_plan(lp: LoadedPlan, console: Console | None = None) -> RunResult:
                 reports = write_report(summaries, decision, scenario, lp.output / "report",
                                        lang=plan.report.lang, device=device.name)
             prog.advance(overall)
+            deploy = _write_deploy(lp, decision, summaries, scenario, device.name, run_id, st)
     finally:
         store.close()
     return RunResult(decision=decision, summaries=summaries, reports=reports, notes=st.notes,
-                     store=lp.store_path, run_id=run_id)
+                     store=lp.store_path, run_id=run_id, deploy=deploy)
+
+
+def _write_deploy(lp: LoadedPlan, decision, summaries, scenario, device: str, run_id,
+                  st: RunState) -> Path | None:
+    """`<output>/deploy.yaml` for the recommendation (none: nothing to deploy, said in notes)."""
+    from edgepick.decide.deploy import build_deploy, write_deploy
+
+    if decision.recommendation is None:
+        st.notes.append("deploy: no deploy.yaml written, nothing can be recommended")
+        return None
+    cfg = build_deploy(decision, summaries, scenario, device=device, run_id=str(run_id))
+    path, replaced = write_deploy(lp.output / "deploy.yaml", cfg)
+    if replaced:
+        st.notes.append(f"deploy: replaced the previous {path}")
+    return path
 
 
 def _data_sha(lp: LoadedPlan) -> str | None:
