@@ -67,3 +67,15 @@ def test_probe_reads_at_80_columns(cli, tmp_path):
     r = cli("probe", env={**ENV, "EDGEPICK_HOME": str(tmp_path)})
     assert r.returncode == 0, r.stderr
     _readable(r.stdout)
+
+
+def test_bench_and_decide_tables_read_at_80_columns(cli, tiny_model, tmp_path):
+    store = str(tmp_path / "s.sqlite")
+    r = cli("bench", "-m", tiny_model, "--prompt-lengths", "16,32", "--gen", "4", "--warmup", "0",
+            "--repeats", "1", "--threads", "1", "--ctx", "128", "--store", store, env=ENV)
+    assert r.returncode == 0, r.stderr
+    _readable(r.stdout)
+    assert "vs prompt length" in r.stdout
+    r = cli("decide", "--store", store, "--device", "raspberry-pi-5", env=ENV)
+    assert r.returncode in (0, 1), r.stderr
+    _readable(r.stdout)

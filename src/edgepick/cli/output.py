@@ -36,8 +36,8 @@ def fit_table(table: Table, width: int) -> Table | Group:
         block.add_column(overflow="fold")
         for head, cell in zip(headers[1:], cells[1:]):
             block.add_row(head, cell)
-        parts.append(block)
-    return Group(*parts)
+        parts += [block, Text("")]
+    return Group(*parts[:-1])
 
 
 def _probe_console(width: int) -> Console:
