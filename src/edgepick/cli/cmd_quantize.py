@@ -14,6 +14,7 @@ from rich.table import Table
 from edgepick.cli.options import STORE_HELP, merged, one_model, open_store, split_list
 from edgepick.cli.output import console, err_console, human_bytes, print_json
 from edgepick.errors import EdgepickError
+from edgepick.records.candidate import DEFAULTS
 
 DEFAULT_TYPES = "F16,Q8_0,Q6_K,Q5_K_M,Q5_0,Q4_K_M,Q4_1,Q4_0,Q3_K_M,Q2_K"
 
@@ -113,7 +114,7 @@ def register(app: typer.Typer) -> None:
         by: str = typer.Option("block", "--by", help="recipe auto: units, block | class"),
         ctx: int = typer.Option(512, "--ctx", help="recipe auto: context per chunk"),
         chunks: int = typer.Option(4, "--chunks", help="recipe auto: chunks of the text scored"),
-        threads: int = typer.Option(2, "--threads", help="CPU threads"),
+        threads: int = typer.Option(DEFAULTS.threads, "--threads", help="CPU threads"),
         store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
         json_out: bool = typer.Option(False, "--json", help="print JSON"),
     ) -> None:
@@ -213,7 +214,7 @@ def register(app: typer.Typer) -> None:
                                           "[default: <source stem>.imatrix.gguf next to it]"),
         ctx: int = typer.Option(512, "--ctx", help="tokens per chunk"),
         chunks: Optional[int] = typer.Option(None, "--chunks", help="chunks to use [default: all]"),
-        threads: int = typer.Option(2, "--threads", help="CPU threads"),
+        threads: int = typer.Option(DEFAULTS.threads, "--threads", help="CPU threads"),
         json_out: bool = typer.Option(False, "--json", help="print JSON"),
     ) -> None:
         """Compute an importance matrix from calibration text with llama-imatrix."""
@@ -240,7 +241,7 @@ def register(app: typer.Typer) -> None:
         by: str = typer.Option("block", "--by", help="block | class"),
         ctx: int = typer.Option(512, "--ctx", help="tokens per chunk"),
         chunks: int = typer.Option(4, "--chunks", help="chunks of the text scored per unit"),
-        threads: int = typer.Option(2, "--threads", help="CPU threads"),
+        threads: int = typer.Option(DEFAULTS.threads, "--threads", help="CPU threads"),
         imatrix: Optional[str] = typer.Option(None, "--imatrix", help="importance matrix"),
         store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
         json_out: bool = typer.Option(False, "--json", help="print JSON"),

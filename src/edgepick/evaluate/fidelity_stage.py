@@ -10,6 +10,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from edgepick.progress import Tick, silent
+from edgepick.records.candidate import DEFAULTS
 from edgepick.records.fidelity import FidelityResult
 from edgepick.records.model_ref import ModelRef
 
@@ -24,7 +25,7 @@ class FidelityRequest(BaseModel):
     text: str  # a UTF-8 file (read like llama-perplexity's -f)
     ctx: int = Field(512, ge=4)
     max_chunks: int | None = Field(None, ge=1)
-    threads: int = Field(2, ge=1)
+    threads: int = Field(DEFAULTS.threads, ge=1)
     cache: bool = True  # keep the reference's log-probs on disk for the next candidate
     label: str | None = None
 

@@ -9,6 +9,7 @@ import json
 from pydantic import BaseModel, ConfigDict, Field
 
 from edgepick.progress import Tick, silent
+from edgepick.records.candidate import DEFAULTS
 from edgepick.records.device import DeviceProfile
 from edgepick.records.fit import FitEstimate
 from edgepick.records.model_ref import ModelRef
@@ -33,13 +34,13 @@ class FitRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     targets: list[FitTarget] = Field(..., min_length=1)
-    ctxs: list[int] = Field(default_factory=lambda: [2048])
+    ctxs: list[int] = Field(default_factory=lambda: [DEFAULTS.n_ctx])
     device: DeviceProfile
-    kv_type: str = "f16"
+    kv_type: str = DEFAULTS.kv_type
     margin: float = 0.20
     efficiency: float | None = None
     fill: int | None = None
-    n_ubatch: int = 512
+    n_ubatch: int = DEFAULTS.n_ubatch
     swa_full: bool = False
 
     @classmethod

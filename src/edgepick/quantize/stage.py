@@ -11,6 +11,7 @@ from typing import Callable
 from pydantic import BaseModel, ConfigDict, Field
 
 from edgepick.progress import Tick, silent
+from edgepick.records.candidate import DEFAULTS
 from edgepick.records.model_ref import ModelRef
 from edgepick.records.quantize import QuantizedFile
 
@@ -31,11 +32,11 @@ class QuantizeRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     builds: list[QuantizeBuild] = Field(..., min_length=1)
-    threads: int = Field(2, ge=1)
+    threads: int = Field(DEFAULTS.threads, ge=1)
 
     @classmethod
     def ladder(cls, source: ModelRef, types: list[str], out_dir: str | Path, *,
-               imatrix: str | None = None, threads: int = 2) -> "QuantizeRequest":
+               imatrix: str | None = None, threads: int = DEFAULTS.threads) -> "QuantizeRequest":
         """One file per type in `out_dir`, named `<source stem>.<TYPE>.gguf`."""
         from edgepick.models.quant_types import normalize_ftype
         from edgepick.quantize.ladder import output_path
