@@ -88,3 +88,17 @@ def test_two_evals_with_different_limits_latest_wins_and_combining_is_refused(
     one = cli("decide", "--store", store_path, "--run", str(runs[0]["id"]), "--json")
     (cand,) = json.loads(one.stdout)["candidates"]
     assert sum(t["n"] for t in cand["tasks"].values()) == 2
+
+
+def test_one_run_under_several_settings_is_kept_and_said(store_path):
+    with ResultStore(store_path) as st:
+        st.begin_run("bench --threads 1,2")
+        for threads in (1, 2):
+            for r in bench_rows(FAST, ttft_ms=90, decode=60 + threads, peak=2**27,
+                                decay_pct=None):
+                r.settings["threads"] = threads
+                st.put("bench", f"{r.key}-{threads}", r.model_dump(mode="json"))
+        (s,) = build_summaries(st)
+    assert s.decode_tps == 62
+    assert any(n.startswith("bench: measured under 2 settings in one run (threads 1 vs 2)")
+               for n in s.notes), s.notes

@@ -36,6 +36,7 @@ class Selection:
     rows: list[Row]  # in the order they were stored
     allowed: dict[tuple[str, str], set[str]]  # (kind, row key) -> model keys it may fill
     runs: dict[str, list[int]]  # kind -> runs the figures come from
+    notes: dict[str, list[str]] = field(default_factory=dict)  # model key -> what was combined
 
     def permits(self, row: Row, model: str) -> bool:
         return model_key(model) in self.allowed.get((row.kind, row.key), set())
@@ -85,6 +86,23 @@ def _differences(a: dict, b: dict) -> str:
     return ", ".join(parts)[:200]
 
 
+def _within_run_notes(sel: Selection) -> Selection:
+    """One run that measured a candidate under several settings (a thread sweep, several fit
+    contexts) is kept, but said: the summary's figures are the last setting's."""
+    sigs: dict[tuple[str, str], list[dict]] = {}
+    for r in sel.rows:
+        for m in sel.allowed.get((r.kind, r.key), set()):
+            sig = signature(r.kind, r.payload, m)
+            if sig not in sigs.setdefault((r.kind, m), []):
+                sigs[(r.kind, m)].append(sig)
+    for (kind, m), found in sigs.items():
+        if len(found) > 1:
+            sel.notes.setdefault(m, []).append(
+                f"{kind}: measured under {len(found)} settings in one run "
+                f"({_differences(found[0], found[-1])}); figures are the last one's")
+    return sel
+
+
 def _check_combined(rows: list[Row], runs: list[int]) -> None:
     sigs: dict[tuple[str, str], dict[int, list[dict]]] = {}
     for r in rows:
@@ -125,7 +143,8 @@ def select(store, runs: list[int] | None = None) -> Selection:
         for r in chosen:
             allowed[(r.kind, r.key)] = set(r.models)
             used.setdefault(r.kind, set()).update(set(r.runs) & set(runs))
-        return Selection(chosen, allowed, {k: sorted(v) for k, v in used.items()})
+        return _within_run_notes(Selection(chosen, allowed,
+                                           {k: sorted(v) for k, v in used.items()}))
     latest = max((rid for r in rows if r.models for rid in r.runs), default=None)
     if latest is None:
         return Selection([], {}, {})
@@ -141,4 +160,4 @@ def select(store, runs: list[int] | None = None) -> Selection:
             chosen.append(r)
             allowed[(r.kind, r.key)] = ok
             used.setdefault(r.kind, set()).update(newest[(r.kind, m)] for m in ok)
-    return Selection(chosen, allowed, {k: sorted(v) for k, v in used.items()})
+    return _within_run_notes(Selection(chosen, allowed, {k: sorted(v) for k, v in used.items()}))

@@ -70,7 +70,8 @@ def build_summaries(store: ResultStore, models: Iterable[str] | None = None,
 
         adapters.ADAPTERS[row.kind](row.payload, row_get)
     out = list(rows.values())
-    for s in out:
+    for k, s in rows.items():
+        s.notes.extend(selection.notes.get(k, []))
         _file_facts(s)
     return out
 
