@@ -46,3 +46,16 @@ def test_no_prediction_for_a_bench_at_another_thread_count(fit_payload):
     fit_adapter(payload, lambda *a, **k: s)
     bench_adapter(_bench(payload["model"], threads=4), lambda *a, **k: s)
     assert s.decode_tps == 50.0 and s.predicted_decode_tps is None
+
+
+def test_the_report_shows_the_prediction_with_its_band(fit_payload):
+    from edgepick.report.tables import predicted_table
+
+    payload, _, _ = fit_payload
+    s = CandidateSummary(candidate="c", model=payload["model"])
+    fit_adapter(payload, lambda *a, **k: s)
+    bench_adapter(_bench(payload["model"]), lambda *a, **k: s)
+    lo, hi = (s.predicted_decode_tps * r for r in s.predicted_decode_band)
+    assert lo < s.predicted_decode_tps < hi
+    _, rows = predicted_table([s], "en")
+    assert f"({lo:.0f}-{hi:.0f})" in rows[0][4]

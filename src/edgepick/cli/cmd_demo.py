@@ -55,7 +55,9 @@ def register(app: typer.Typer) -> None:
         for i, f in enumerate(fits):
             m = measured if i == 0 else None
             t.add_row(Path(f.model).name, f.quant, human_bytes(f.total_bytes), f.verdict,
-                      f"{f.decode_tps_estimate:.0f} tok/s",
+                      f"{f.decode_tps_estimate:.0f} tok/s"
+                      + (f" ({f.decode_tps_band[0]:.0f}-{f.decode_tps_band[1]:.0f})"
+                         if f.decode_tps_band else ""),
                       human_bytes(m["peak_rss_bytes"]) if m else "-",
                       f"{m['decode_tps_median']:.0f} tok/s" if m else "-")
         console.print(t)

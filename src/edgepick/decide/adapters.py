@@ -209,6 +209,8 @@ def fit_adapter(payload: dict, get: Get) -> None:
                                 (payload.get("decode_curve") or {}).items()}
     s.predicted_decode_conditions = {"threads": payload.get("decode_threads"),
                                      "n_ubatch": payload.get("n_ubatch")}
+    band, est = payload.get("decode_tps_band"), _num(payload.get("decode_tps_estimate"))
+    s.predicted_decode_band = (band[0] / est, band[1] / est) if band and est else None
     s.fit_verdict = payload.get("verdict")
     s.fallbacks = sorted(set(s.fallbacks) | set(payload.get("fallbacks") or []))
     align_prediction(s)

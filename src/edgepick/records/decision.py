@@ -63,6 +63,8 @@ class CandidateSummary(BaseModel):
     # the fit's estimate per KV fill and the conditions it holds for (records/fit.py), and the
     # conditions of the bench decode it is compared with: see decide/adapters.align_prediction
     predicted_decode_curve: dict[int, float] = Field(default_factory=dict)
+    # the validated error band around it, as multiples of the estimate (fit/speed.py)
+    predicted_decode_band: tuple[float, float] | None = None
     predicted_decode_conditions: dict = Field(default_factory=dict)  # threads, n_ubatch
     bench_decode_conditions: dict = Field(default_factory=dict)  # fill, threads, n_ubatch
     fit_verdict: str | None = None

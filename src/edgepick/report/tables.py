@@ -122,9 +122,12 @@ def predicted_table(summaries: list[CandidateSummary], lang: str) -> tuple[list[
               if s.peak_rss_bytes and s.predicted_peak_bytes else "-")
         dr = (f"{s.decode_tps / s.predicted_decode_tps:.2f}"
               if s.decode_tps and s.predicted_decode_tps else "-")
+        pred = _f(s.predicted_decode_tps, nm, "{:.1f}", "tok/s")
+        if s.predicted_decode_tps and s.predicted_decode_band:  # fit's validated error band
+            lo, hi = (s.predicted_decode_tps * r for r in s.predicted_decode_band)
+            pred += f" ({lo:.0f}-{hi:.0f})"
         rows.append([s.candidate, _mib(s.predicted_peak_bytes, nm), _mib(s.peak_rss_bytes, nm), mr,
-                     _f(s.predicted_decode_tps, nm, "{:.1f}", "tok/s"),
-                     _f(s.decode_tps, nm, "{:.1f}", "tok/s"), dr])
+                     pred, _f(s.decode_tps, nm, "{:.1f}", "tok/s"), dr])
     return header, rows
 
 
