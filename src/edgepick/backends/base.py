@@ -68,6 +68,18 @@ class Generation(BaseModel):
         return (len(self.token_times) - 1) / span if span > 0 else None
 
 
+def cut_at_stop(text: str, stop: list[str] | None) -> str:
+    """`text` up to the first stop string, which is not returned (as OpenAI's API does)."""
+    cut = min((text.find(s) for s in stop or [] if s in text), default=-1)
+    return text[:cut] if cut >= 0 else text
+
+
+def token_logprob(row: np.ndarray, token: int) -> float:
+    """Log-probability of `token` under the logits `row` (a stable log-softmax)."""
+    m = float(row.max())
+    return float(row[token]) - m - float(np.log(np.exp(row - m).sum()))
+
+
 class Vocabulary(BaseModel):
     """What 'the same tokenizer' means for comparing two models' next-token distributions."""
 

@@ -14,7 +14,8 @@ from typing import ClassVar
 import numpy as np
 
 from edgepick.backends import base
-from edgepick.backends.base import Backend, Generation, LoadOptions, Vocabulary
+from edgepick.backends.base import (Backend, Generation, LoadOptions, Vocabulary, cut_at_stop,
+                                    token_logprob)
 from edgepick.errors import EdgepickError
 from edgepick.records.candidate import Candidate
 
@@ -168,8 +169,7 @@ class LlamaCppBackend(Backend):
             tok = int(row.argmax())  # greedy; see llama_cpp_step for why not the C sampler
             times.append(time.perf_counter() - t0)
             if logprobs:
-                m = float(row.max())
-                lps.append(float(row[tok]) - m - float(np.log(np.exp(row - m).sum())))
+                lps.append(token_logprob(row, tok))
             if not ignore_eos and llama_cpp.llama_vocab_is_eog(vocab, tok):
                 times.pop()
                 if logprobs:
@@ -184,11 +184,7 @@ class LlamaCppBackend(Backend):
                     break
             if len(out) < max_tokens:
                 step.decode_one(tok)
-        text = self.detokenize(out)
-        if stop:
-            cut = min((text.find(s) for s in stop if s in text), default=-1)
-            if cut >= 0:
-                text = text[:cut]
+        text = cut_at_stop(self.detokenize(out), stop)
         return Generation(text=text, prompt_tokens=len(tokens), generated_tokens=len(out),
                           token_times=times, prefill_s=prefill_s, finish_reason=finish,
                           token_logprobs=lps)
