@@ -44,9 +44,9 @@ def test_eval_two_candidates_resumes_and_reuses(cli, store_path, tmp_path):
             assert GROUP_KEYS <= set(g)
             assert len(g["ci95"]) == 2 and g["ci95"][0] <= g["gap_abs"] + 1e-12 <= g["ci95"][1] + 2e-12
         assert 0 <= cand["unacceptable_rate"] <= 1
-        assert set(cand["unacceptable"]["reasons"]) <= {
-            "empty", "invalid_format", "repetition_loop", "over_length_budget", "critical_wrong",
-            "error"}
+        from edgepick.records.evaluation import UNACCEPTABLE_REASONS
+
+        assert set(cand["unacceptable"]["reasons"]) <= set(UNACCEPTABLE_REASONS)
         for b in cand["badcases"]:
             assert {"item_id", "task", "expected", "got", "why"} <= set(b) and b["why"]
         assert "items" not in cand  # per-item outcomes go to --out only
