@@ -53,7 +53,9 @@ class FitRequest(BaseModel):
 
 
 def _key(payload: dict, device: DeviceProfile) -> str:
-    blob = json.dumps(["fit", payload, device.model_dump(mode="json")], sort_keys=True, default=str)
+    # extra holds readings of the moment (load, sensors, the probe's cache entry): not the device
+    dev = device.model_dump(mode="json", exclude={"extra"})
+    blob = json.dumps(["fit", payload, dev], sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
