@@ -35,6 +35,11 @@ EXT = item("extraction", {"name": "张伟", "age": 30}, schema=SCHEMA, tags=["zh
     (EXT, '{"name": "张伟", "age": "thirty"}', "stop", ["invalid_json"]),  # breaks the schema
     (EXT, '{"name": "张伟", "age": 30,,}', "stop", ["invalid_json"]),  # does not parse
     (EXT, '{"name": "张伟", "ag', "length", ["truncated"]),  # cut at the budget
+    # a complete object missing a required field, then chatter up to the budget: the schema
+    # broke, not the budget
+    (EXT, '```json\n{"name": "张伟"}\n```\n这是一个 JSON 对象，可以使用', "length", ["invalid_json"]),
+    (item("qa", "北京", tags=["zh"]), "中国是一个美好的美丽的美丽；；；；；；；；；；；；；", "stop",
+     ["repetition_loop"]),
     (EN_CLS, "yes " * 12, "stop", ["no_answer", "repetition_loop"]),
     (EN_CLS, "yes " * 12, "length", ["truncated", "repetition_loop"]),
     (ZH_CLS, "positive", "stop", ["no_answer", "wrong_language"]),

@@ -51,9 +51,16 @@ def _print_human(res, show_badcases: int) -> None:
                 extras.add_row(task, k, f"{g.ref_metrics.get(k, 0):.3f}", f"{v:.3f}")
         console.print(extras)
         u = c.unacceptable
-        flag = " [bold red]> 5%: eliminated (seed 004 §2.3)[/]" if u.rate > ELIMINATE_ABOVE else ""
-        console.print(f"unacceptable outputs: {u.count}/{u.n} = {_pct(u.rate)}{flag}  "
-                      + ", ".join(f"{k} {v}" for k, v in u.reasons.items()))
+        from edgepick.evaluate.intervals import verdict, wilson
+
+        lo, hi = wilson(u.count, u.n)
+        verdict_ = verdict(u.rate, lo, hi, ELIMINATE_ABOVE, "max")
+        flag = {"fail": " [bold red]above 5% with its whole interval: eliminated (seed 004 §2.3)[/]",
+                "undetermined": " [yellow]5% inside the interval: undetermined, more items "
+                                "needed[/]"}.get(verdict_, "")
+        console.print(f"unacceptable outputs: {u.count}/{u.n} = {_pct(u.rate)} "
+                      f"[{_pct(lo)}, {_pct(hi)}]{flag}  "
+                      + ", ".join(f"{k} {v}" for k, v in u.reasons.items()), highlight=False)
         console.print(f"outputs: {c.generated} generated, {c.reused} reused from the store; "
                       f"{len(c.badcases)} badcases")
         if c.badcases and show_badcases:

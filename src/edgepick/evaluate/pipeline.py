@@ -18,7 +18,7 @@ from edgepick.records.evaluation import BootstrapSettings, CandidateEval, EvalRe
 from edgepick.store.results import ResultStore
 
 EVAL_KIND = "eval"
-SCORER_VERSION = "2"  # bump when a scorer's rules change, so stored EvalResults are not reused
+SCORER_VERSION = "3"  # bump when a scorer's rules change, so stored EvalResults are not reused
 
 
 def score_outputs(items: list[EvalItem], outputs: list[dict],

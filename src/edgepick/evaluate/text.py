@@ -12,7 +12,8 @@ import unicodedata
 
 _CJK = (r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
         r"\U00020000-\U0002fa1f")
-_TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}_]+(?:['’][^\W{_CJK}_]+)*", re.UNICODE)
+TOKEN_PATTERN = rf"[{_CJK}]|[^\W{_CJK}_]+(?:['’][^\W{_CJK}_]+)*"
+_TOKEN = re.compile(TOKEN_PATTERN, re.UNICODE)
 _CJK_CHAR = re.compile(rf"[{_CJK}]")
 _ARTICLES = {"a", "an", "the"}
 

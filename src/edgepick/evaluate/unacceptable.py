@@ -7,9 +7,10 @@ Reasons (an output may have several; examples for each in docs/evaluate.md):
 - no_answer: the task needs a form and none is there: no label from the set ("I cannot tell"),
   no number ("many"), no JSON object ("Name: Zhang Wei");
 - invalid_json: a JSON answer that does not parse as an object, or breaks the item's schema
-  ('{"name": "张伟", "age": "thirty"'; '{"age": "thirty"}' when age must be an integer);
+  ('{"name": "张伟", "age": 30,,}'; '{"age": "thirty"}' when age must be an integer);
 - truncated: generation hit its budget before a parseable answer ('{"name": "张伟", "ci' cut
-  at max_tokens); replaces no_answer / invalid_json, the cause being the budget;
+  at max_tokens); replaces no_answer / invalid_json (not a complete object breaking the
+  schema: a larger budget would not fix that);
 - repetition_loop: see `repetition_loop` ("yes yes yes yes yes yes yes yes yes yes yes yes");
 - wrong_language: the item's language (`meta.lang`, or a tag `zh` / `en`) is written in one
   script and the answer has letters only of another ("positive" to a Chinese item whose
@@ -21,13 +22,16 @@ from __future__ import annotations
 
 import re
 
-from edgepick.evaluate.text import nfkc, tokens
+from edgepick.evaluate.text import TOKEN_PATTERN, nfkc
 
 LOOP_MIN_REPEATS = 3  # a block seen this many times back to back …
 LOOP_MIN_UNITS = 12  # … covering at least this many units in all
 LOOP_MAX_BLOCK = 40  # longest block (in units) looked for
 MIN_FOREIGN_LETTERS = 3  # fewer letters than this say nothing about the language
 
+# A scorer's format_error -> the unacceptable reason it counts as.
+FORMAT_REASON = {"no_answer": "no_answer", "invalid_json": "invalid_json",
+                 "invalid_schema": "invalid_json"}
 # Language code -> the script its answers are written in.
 SCRIPTS = {"zh": "han", "zh-cn": "han", "zh-tw": "han", "ja": "han", "en": "latin", "fr": "latin",
            "de": "latin", "es": "latin", "it": "latin", "pt": "latin", "nl": "latin"}
@@ -35,18 +39,19 @@ _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff]")
 _LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]")
 
 
+_UNIT = re.compile(rf"{TOKEN_PATTERN}|[^\s\w]", re.UNICODE)
+
+
 def _units(text: str) -> list[str]:
-    # Punctuation counts too, so "!!!!!!!!!!!!" is a loop; words / CJK characters otherwise.
-    toks = tokens(text)
-    if toks:
-        return toks
-    return [c for c in text if not c.isspace()]
+    # Words, CJK characters and each punctuation mark: "；；；；；；；；；；；；" after a few
+    # words is a loop as much as "yes yes yes …" is.
+    return _UNIT.findall(nfkc(text).casefold())
 
 
 def repetition_loop(text: str) -> bool:
     """True when some block of 1..LOOP_MAX_BLOCK units occurs LOOP_MIN_REPEATS or more times in a
     row and the repeats cover at least LOOP_MIN_UNITS units (e.g. one word ×12, a 4-word phrase
-    ×3). Units are words for Latin text and characters for Chinese, punctuation ignored."""
+    ×3). Units are words for Latin text, characters for Chinese, and punctuation marks."""
     u = _units(text)
     n = len(u)
     for size in range(1, min(LOOP_MAX_BLOCK, n // LOOP_MIN_REPEATS) + 1):
@@ -120,7 +125,10 @@ def reasons(item, output: str, finish_reason: str, score) -> list[str]:
     if not output.strip():
         out.append("empty")
     elif score.format_error:
-        out.append("truncated" if finish_reason == "length" else score.format_error)
+        # Cut off before a parseable answer; a complete object that breaks the schema is not
+        # something a larger budget would fix.
+        cut = finish_reason == "length" and score.format_error != "invalid_schema"
+        out.append("truncated" if cut else FORMAT_REASON[score.format_error])
     if output.strip() and repetition_loop(output):
         out.append("repetition_loop")
     if output.strip() and wrong_language(item, output):

@@ -9,10 +9,11 @@ all tasks alike (a new task, e.g. `tool_call`, adds one module here and nothing 
   one sentence); an item that is not correct is a badcase;
 - `format_ok`: the output holds an answer in the form the task needs, found leniently (a label
   inside a sentence, JSON inside prose or a fence, the marked number); free-text tasks: non-empty;
-- `format_error`: when `format_ok` is False, the unacceptable reason it amounts to, one of
-  "no_answer" (no label / no number / no JSON object) or "invalid_json" (JSON that does not
-  parse as the required object or breaks the item's schema); None for free-text tasks, whose
-  empty outputs are caught as "empty";
+- `format_error`: when `format_ok` is False, what is wrong with the form: "no_answer" (no
+  label / no number / no JSON object), "invalid_json" (JSON that does not parse as the required
+  object) or "invalid_schema" (a complete object that breaks the item's schema; counted as the
+  unacceptable reason invalid_json, but never as "truncated" by the budget); None for free-text
+  tasks, whose empty outputs are caught as "empty";
 - `strict_format`: the bare answer with nothing around it (the label alone, the JSON object
   alone, the number alone), or None when the task has no strict form; feeds `strict_format_rate`;
 - `why`: for a failed item, what was wrong in a few words; `details`: JSON-able per-item figures
@@ -34,7 +35,7 @@ from typing import Callable, ClassVar, Literal, Protocol
 
 from edgepick.errors import EdgepickError
 
-FormatError = Literal["no_answer", "invalid_json"]
+FormatError = Literal["no_answer", "invalid_json", "invalid_schema"]
 _REGISTRY: dict[str, "Scorer"] = {}
 _loaded = False
 

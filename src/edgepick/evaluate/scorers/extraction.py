@@ -121,8 +121,8 @@ class ExtractionScorer:
                                         f"unexpected: {', '.join(extra)}" if extra else "") if x)
         else:
             why = ""
-        fmt_err = None if fmt_ok else ("no_answer" if obj is None and "{" not in output
-                                       else "invalid_json")
+        fmt_err = None if fmt_ok else ("invalid_schema" if obj is not None else
+                                       "no_answer" if "{" not in output else "invalid_json")
         return ItemScore(score=f1, correct=correct, format_ok=fmt_ok, why=why,
                          strict_format=strict and fmt_ok, format_error=fmt_err, details={
             "json_ok": obj is not None, "strict_json": strict, "schema_ok": obj is not None and schema_ok,
