@@ -7,10 +7,9 @@ from __future__ import annotations
 from edgepick.decide.closest import best_value, binding_constraints
 from edgepick.decide.gates import CONSTRAINT_OF, gate_text
 from edgepick.decide.scenarios import Scenario
-from edgepick.decide.texts import (advice, constraint_advice, label, reasons_text, t,
-                                   unchecked_text)
+from edgepick.decide.texts import (advice, constraint_advice, gate_phrase, label, reasons_text,
+                                   t, unchecked_text)
 from edgepick.records.decision import CandidateSummary, Decision, Explanation, RankedCandidate
-from edgepick.records.deploy import Gate
 
 
 class _Fmt:
@@ -62,16 +61,6 @@ def _task_costs(w: CandidateSummary, r: CandidateSummary, lang: str) -> list[str
 
 def _ci(ci: list[float] | None, lang: str) -> str:
     return t("ci", lang, lo=f"{ci[0]:.0f}", hi=f"{ci[1]:.0f}") if ci else ""
-
-
-def gate_phrase(g: Gate, lang: str) -> str:
-    """An undetermined or unmeasured gate in a sentence, with the items that would settle it."""
-    m = label(CONSTRAINT_OF.get(g.metric, g.metric), lang)
-    if g.verdict == "unmeasured":
-        return t("unmeasured", lang, m=m)
-    n = t("settle", lang, k=g.items_to_settle) if g.items_to_settle else t("nosettle", lang)
-    limit = gate_text(Gate(metric=g.metric, value=g.limit))
-    return t("undetermined", lang, m=m, v=gate_text(g), l=limit, n=n)
 
 
 def _status_lines(top: RankedCandidate, sc: Scenario, lang: str) -> list[str]:

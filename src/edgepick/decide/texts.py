@@ -196,9 +196,24 @@ def unchecked_text(constraint: str, lang: str = "en") -> str:
     return t("unchecked", lang, m=label(constraint, lang), c=constraint)
 
 
+def gate_phrase(g, lang: str) -> str:
+    """An undetermined or unmeasured gate in a sentence, with the items that would settle it."""
+    from edgepick.decide.gates import CONSTRAINT_OF, gate_text
+    from edgepick.records.deploy import Gate
+
+    m = label(CONSTRAINT_OF.get(g.metric, g.metric), lang)
+    if g.verdict == "unmeasured":
+        return t("unmeasured", lang, m=m)
+    n = t("settle", lang, k=g.items_to_settle) if g.items_to_settle else t("nosettle", lang)
+    limit = gate_text(Gate(metric=g.metric, value=g.limit))
+    return t("undetermined", lang, m=m, v=gate_text(g), l=limit, n=n)
+
+
 def reasons_text(ranked, lang: str = "en") -> list[str]:
-    """A ranked candidate's reasons: violations, or notes on what was not measured."""
+    """A ranked candidate's reasons: violations, or notes on what is undetermined or was not
+    measured."""
     if ranked.violations:
         return [violation_text(v, lang) for v in ranked.violations]
-    return [t("scored0", lang, m=label(m, lang)) for m in ranked.missing] + \
+    return [gate_phrase(g, lang) for g in ranked.gates if g.verdict == "undetermined"] + \
+        [t("scored0", lang, m=label(m, lang)) for m in ranked.missing] + \
         [unchecked_text(c, lang) for c in ranked.unchecked]
