@@ -68,7 +68,8 @@ class RoutePolicy(_Strict):
     mode: Mode = "edge_first"
     cloud: Cloud | None = None
     confidence: ConfidenceSettings = Field(default_factory=ConfidenceSettings)
-    # Escalate in edge_first too when the edge is unsure (a cascade with a pre-check).
+    # edge_first escalates an unsure edge too (issue 17); off, edge_first streams at once and
+    # escalates only on errors, overload and the validator.
     escalate_low_confidence: bool = True
     validator: FormatValidator | None = None
     # Streaming with a cascade: `buffer` waits for the whole edge answer (confidence known, no

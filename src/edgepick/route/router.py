@@ -199,6 +199,8 @@ class EdgeCloudRouter:
             if unsure and "cloud" in plan.paths[i + 1:]:
                 try:
                     cloud = await self._cloud(request, body, plan)
+                    if "x-edgepick-confidence" in resp.headers:  # why it was escalated
+                        cloud.headers["x-edgepick-confidence"] = resp.headers["x-edgepick-confidence"]
                     return Routed(cloud, "cloud-escalated", unsure)
                 except ServeError as exc:
                     resp = await _as_client_wants(resp, request)
