@@ -319,3 +319,13 @@ def test_long_chat_is_cut_to_the_context_budget(tiny_model, tmp_path):
         assert int(ctx["turns_dropped"]) > 0 and int(ctx["tokens"]) <= int(ctx["budget"]) == 358
         assert s.metric("edgepick_context_truncations_total") == 1
         assert s.metric("edgepick_context_dropped_total", what="turns") == int(ctx["turns_dropped"])
+
+
+def test_mode_and_cloud_flags_without_a_policy_file(tiny_model, tmp_path, cli):
+    with fake_cloud() as cloud, \
+            serve(["-m", tiny_model, *EDGE, "--mode", "cloud_first", "--cloud",
+                   cloud.url + "#cloud"], tmp_path) as s:
+        st, h, text = ask(s)
+        assert (st, h["x-edgepick-route"], text) == (200, "cloud", CLOUD_TEXT)
+    r = cli("serve", "-m", tiny_model, "--mode", "sideways", "--cloud", "http://127.0.0.1:9/v1")
+    assert r.returncode == 2 and "route.mode" in r.stderr and "Traceback" not in r.stderr

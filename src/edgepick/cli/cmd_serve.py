@@ -39,6 +39,8 @@ def register(app: typer.Typer) -> None:
         policy: Optional[Path] = typer.Option(None, help=_h("policy")),
         registry: Optional[Path] = typer.Option(None, help=_h("registry")),
         signals: Optional[Path] = typer.Option(None, help=_h("signals")),
+        mode: Optional[str] = typer.Option(None, "--mode", help=_h("route_mode")),
+        cloud: Optional[str] = typer.Option(None, "--cloud", help=_h("cloud")),
         sample_rate: Optional[float] = typer.Option(None, help=_h("sample_rate")),
         sample_out: Optional[Path] = typer.Option(None, help=_h("sample_out")),
         log_dir: Optional[Path] = typer.Option(None, help=_h("log_dir")),
@@ -62,7 +64,8 @@ def register(app: typer.Typer) -> None:
             api_key=api_key, max_body=max_body, max_tokens=max_tokens,
             max_prompt_tokens=max_prompt_tokens, mem_limit=mem_limit, mem_check=mem_check,
             restart_cooldown=restart_cooldown, drain_timeout=drain_timeout, policy=policy,
-            registry=registry, signals=signals, sample_rate=sample_rate, sample_out=sample_out,
+            registry=registry, signals=signals, route_mode=mode, cloud=cloud,
+            sample_rate=sample_rate, sample_out=sample_out,
             log_dir=log_dir)
         runtime = {k: v for k, v in (("n_ctx", ctx), ("threads", threads), ("kv_type", kv_type),
                                      ("n_batch", batch)) if v is not None}

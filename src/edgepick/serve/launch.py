@@ -74,20 +74,35 @@ def from_model(spec: str, runtime: dict) -> Source:
                   RuntimeSettings().model_copy(update=runtime))
 
 
-def load_router(policy: ServePolicy, deploy: DeployConfig | None) -> Router:
+def load_router(policy: ServePolicy, deploy: DeployConfig | None,
+                settings: ServeSettings | None = None) -> Router:
     """The policy's `route:` names a router registered under the `edgepick.routers` entry point
-    group (`route: {router: NAME, ...}`, NAME defaulting to "default"); no section: edge only."""
-    if policy.route is None:
+    group (`route: {router: NAME, ...}`, NAME defaulting to "default"); no section: edge only.
+    `--mode` and `--cloud` fill in (or override) the section's mode and cloud."""
+    section = policy.route if isinstance(policy.route, dict) else {}
+    if settings is not None and (settings.route_mode or settings.cloud):
+        from edgepick.records.model_ref import parse_endpoint
+
+        section = dict(section)
+        if settings.route_mode:
+            section["mode"] = settings.route_mode
+        if settings.cloud:
+            url, served = parse_endpoint(settings.cloud)
+            section["cloud"] = dict(section.get("cloud") or {}, url=url, model=served)
+    elif policy.route is None:
         return EdgeOnlyRouter()
     from importlib.metadata import entry_points
 
-    section = policy.route if isinstance(policy.route, dict) else {}
     name = str(section.get("router", "default"))
     found = {ep.name: ep for ep in entry_points(group=ROUTER_GROUP)}
     if name not in found:
         raise EdgepickError(f"the policy's route: section names router '{name}', which is not "
                             f"installed (installed: {', '.join(found) or 'none'})")
-    return found[name].load()(section, deploy)
+    try:
+        return found[name].load()(section, deploy)
+    except InputError as exc:  # name the policy file the section came from
+        where = settings.policy if settings is not None and settings.policy else "--mode/--cloud"
+        raise InputError(where, exc.problem, field=exc.field) from None
 
 
 def build_state(settings: ServeSettings, source: Source, *, registry: Registry | None = None,
@@ -118,5 +133,5 @@ def build_state(settings: ServeSettings, source: Source, *, registry: Registry |
             raise InputError(settings.policy, str(exc), field="swap") from None
         background.append(swap.run)
     if router is None:
-        router = load_router(policy, source.deploy)
+        router = load_router(policy, source.deploy, settings)
     return ServeState(pool, settings, router, background=background, admin=admin)

@@ -32,7 +32,8 @@ class ServeSettings(BaseSettings):
     max_tokens: int = Field(1024, ge=1, description="largest max_tokens a request may ask for "
                                                     "(400 beyond; the default when absent)")
     max_prompt_tokens: int | None = Field(None, ge=1, description="largest prompt in tokens "
-                                          "(400 beyond); default: context minus max_tokens")
+                                          "(400 beyond); default: context minus max_tokens, "
+                                          "at least half the context")
     mem_limit: int | None = Field(None, gt=0, description="engine RssAnon+VmSwap that "
                                   "triggers a drain and restart, e.g. 2GiB")
     mem_check: float = Field(1.0, gt=0, description="seconds between memory samples")
@@ -44,6 +45,11 @@ class ServeSettings(BaseSettings):
     registry: Path | None = Field(None, description="model registry directory")
     signals: Path | None = Field(None, description="signals file (battery, AC, temperature, "
                                  "memory pressure) read instead of the OS")
+    route_mode: str | None = Field(None, description="router mode: edge_first, cloud_first, "
+                                   "by_task or cascade (over the policy's route.mode; "
+                                   "docs/route.md)")
+    cloud: str | None = Field(None, description="cloud for the router, an OpenAI-compatible "
+                              "URL http://host:port/v1#model (key from $EDGEPICK_CLOUD_API_KEY)")
     sample_rate: float = Field(0.0, ge=0, le=1, description="share of requests whose output "
                                "is judged and, with --sample-out, written as eval JSONL")
     sample_out: Path | None = Field(None, description="eval JSONL file for sampled traffic")
