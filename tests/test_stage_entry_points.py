@@ -22,7 +22,18 @@ def test_one_entry_point_of_one_shape(module):
     assert params[:3] == ["req", "store", "progress"]
 
 
-def _requests(tiny: ModelRef):
+def _quantizer() -> bool:
+    from pathlib import Path
+
+    from edgepick.llama_tools import tool_path
+
+    try:
+        return Path(tool_path("llama-quantize")).is_file()
+    except Exception:  # noqa: BLE001 - not built: the other stages are still checked
+        return False
+
+
+def _requests(tiny: ModelRef, out):
     from edgepick.bench.sweeps import BenchRequest
     from edgepick.cli.cmd_eval import demo_eval_path
     from edgepick.devices.catalog import load_device
@@ -31,9 +42,13 @@ def _requests(tiny: ModelRef):
     from edgepick.evaluate.stage import EvalRequest
     from edgepick.fit.stage import FitRequest
 
+    from edgepick.quantize.stage import QuantizeRequest
+
     rt = RuntimeSettings(threads=1, n_ctx=256)
     cand = Candidate(ref=tiny, settings=rt)
-    return [
+    built = [("edgepick.quantize.stage", "quantize",
+              QuantizeRequest.ladder(tiny, ["Q8_0"], out, threads=1))] if _quantizer() else []
+    return built + [
         ("edgepick.fit.stage", "fit",
          FitRequest.for_models([tiny], ["native"], ctxs=[256],
                                device=load_device("raspberry-pi-5"))),
@@ -49,9 +64,9 @@ def _requests(tiny: ModelRef):
     ]
 
 
-def test_stages_store_their_rows_and_a_rerun_owns_them_without_measuring(store_path):
+def test_stages_store_their_rows_and_a_rerun_owns_them_without_measuring(store_path, tmp_path):
     tiny = ModelRef.parse("tiny")
-    for module, kind, req in _requests(tiny):
+    for module, kind, req in _requests(tiny, tmp_path / "q"):
         run = importlib.import_module(module).run
         ticks: list[tuple[int, int, str]] = []
         with ResultStore(store_path) as st:
