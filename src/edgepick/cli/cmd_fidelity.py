@@ -109,8 +109,8 @@ def register(app: typer.Typer) -> None:
         cand = one_model(merged(model, [candidate] if candidate else None, "-c/--candidate",
                                 "-m/--model"), None, "candidate")
         with _progress(not json_out) as cb:
-            res = run(ModelRef.parse(reference), ModelRef.parse(cand), data, max_tokens=max_tokens, threshold=threshold,
-                      threads=threads, progress=cb)
+            res = run(ModelRef.parse(reference), ModelRef.parse(cand), data,
+                      max_tokens=max_tokens, threshold=threshold, threads=threads, progress=cb)
         for msg in res.skipped:
             err_console.print(f"[yellow]skipped:[/] {msg}", highlight=False, soft_wrap=True)
         if json_out:
