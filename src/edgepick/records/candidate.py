@@ -41,6 +41,8 @@ class Candidate(BaseModel):
     """`ref` says which model and engine; `model` and `backend` are derived from it and kept in
     the serialized form because stored payloads are read by model path."""
 
+    model_config = ConfigDict(extra="forbid")
+
     ref: ModelRef
     settings: RuntimeSettings = Field(default_factory=RuntimeSettings)
     label: str | None = None
