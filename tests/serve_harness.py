@@ -40,7 +40,7 @@ class Served:
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         return httpx.get(self.url + "/metrics", headers=headers, timeout=10).text
 
-    def metric(self, name: str, key: str | None = None, **labels: str) -> float:
+    def metric(self, name: str, key: str | None = None, /, **labels: str) -> float:
         """Sum of a metric's samples whose labels match."""
         total = 0.0
         for line in self.metrics(key).splitlines():

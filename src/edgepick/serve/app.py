@@ -64,7 +64,8 @@ class ServeState:
         declared = getattr(self.router, "max_prompt_tokens", None)
         if declared:
             return declared
-        return max(self.pool.spec.runtime.n_ctx - self.settings.max_tokens, 1)
+        n_ctx = self.pool.spec.runtime.n_ctx  # room for the answer, but never under half
+        return n_ctx - min(self.settings.max_tokens, n_ctx // 2)
 
 
 async def _until_disconnect(request: Request) -> None:
@@ -152,6 +153,10 @@ def create_app(state: ServeState) -> FastAPI:
                 m.rejections.labels(err.code).inc()
             m.requests.labels(ENDPOINTS[kind], str(err.status)).inc()
             return error_response(err)
+        except Exception as exc:  # a bug must still answer, be counted and be logged
+            log.exception("request failed")
+            m.requests.labels(ENDPOINTS[kind], "500").inc()
+            return error_response(ServeError(f"internal error ({type(exc).__name__})"))
         m.routes.labels(routed.route, routed.reason).inc()
         resp = routed.response
         headers = dict(resp.headers, **{"x-edgepick-route": routed.route,

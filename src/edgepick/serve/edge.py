@@ -90,8 +90,9 @@ class EdgePool:
             if engine is not None and engine.proc is not None:
                 await engine.proc.wait()
                 if engine is self.engine and not engine.stopping:
-                    log.error("engine %s@%s exited with code %s; restarting", engine.spec.name,
-                              engine.spec.version, engine.proc.returncode)
+                    log.error("engine %s@%s exited with code %s; restarting (last log lines: "
+                              "%s)", engine.spec.name, engine.spec.version,
+                              engine.proc.returncode, engine.log_tail())
                     await self.restart("crash", drain=False)
                     continue
             await asyncio.sleep(0.2)
@@ -140,7 +141,10 @@ class EdgePool:
 
     async def count_tokens(self, text: str) -> int:
         """Tokens of `text` by the serving model's own tokenizer (llama-server's /tokenize)."""
-        await self._ready.wait()
+        try:
+            await asyncio.wait_for(self._ready.wait(), self.drain_timeout_s + 60)
+        except asyncio.TimeoutError:
+            raise EngineUnavailable("no engine ready", retry_after=5) from None
         engine = self.engine
         assert engine is not None and engine.client is not None
         try:

@@ -133,7 +133,7 @@ class Engine:
             await asyncio.wait_for(self._wait_healthy(), timeout_s)
         except (asyncio.TimeoutError, EdgepickError) as exc:
             await self.stop()
-            tail = self._log_tail()
+            tail = self.log_tail()
             raise EdgepickError(f"llama-server for {self.spec.name}@{self.spec.version} did not "
                                 f"become ready ({exc or 'timed out'}); last log lines: {tail}") from None
         log.info("engine %s@%s ready on port %d (pid %d)", self.spec.name, self.spec.version,
@@ -151,7 +151,7 @@ class Engine:
                 pass
             await asyncio.sleep(0.05)
 
-    def _log_tail(self, n: int = 3) -> str:
+    def log_tail(self, n: int = 3) -> str:
         try:
             lines = self.log_path.read_text(errors="replace").strip().splitlines()
         except OSError:

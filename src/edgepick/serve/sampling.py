@@ -2,8 +2,9 @@
 when asked, written as eval JSONL so the next selection runs on real traffic (seed 000 §7.4).
 
 No reference answer exists for live traffic, so only what can be judged without one is judged:
-empty output, repetition loop, generation cut by max_tokens, and the form (JSON) when the client
-asked for JSON (`response_format`) or named a format task in `x-edgepick-task`.
+empty output, repetition loop, wrong language, and the form (JSON; cut by max_tokens before a
+parseable answer) when the client asked for JSON (`response_format`) or named the task
+`extraction` in `x-edgepick-task`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import threading
 import time
 from pathlib import Path
 
-from edgepick.evaluate.dataset import TASKS
+from edgepick.evaluate.dataset import TASKS, EvalItem
+from edgepick.evaluate.scorers import ItemScore
 from edgepick.evaluate.unacceptable import reasons
 
 
@@ -30,13 +32,33 @@ def _json_ok(text: str) -> bool:
         return False
 
 
-def judge(task: str, output: str, finish_reason: str, wants_json: bool) -> tuple[list[str], bool]:
+def judge(item: EvalItem, output: str, finish_reason: str,
+          wants_json: bool) -> tuple[list[str], bool]:
     """Unacceptable reasons and whether the form was wrong, for one live output."""
-    # without labels or a reference, only the JSON form can be judged; other tasks as free text
-    checked = "extraction" if wants_json or task == "extraction" else "generation"
-    format_ok = _json_ok(output) if checked == "extraction" else True
-    why = reasons(checked, output, finish_reason, format_ok, True, False)
-    return why, not format_ok
+    # without labels or a reference, only the JSON form can be judged
+    json_form = wants_json or item.task == "extraction"
+    fmt_error = "invalid_json" if json_form and not _json_ok(output) else None
+    score = ItemScore(score=1.0, correct=True, format_ok=fmt_error is None,
+                      format_error=fmt_error)
+    return reasons(item, output, finish_reason, score), fmt_error is not None
+
+
+def traffic_item(kind: str, body: dict, task: str, n: int) -> EvalItem:
+    """The request as an eval item whose reference is left for a person to fill in."""
+    fields: dict = {"id": f"traffic-{int(time.time())}-{n}", "task": task, "reference": None}
+    if kind == "chat":
+        fields["messages"] = [{"role": m.get("role"), "content": m.get("content")}
+                              for m in body.get("messages", []) if isinstance(m, dict)
+                              and isinstance(m.get("content"), str)
+                              and m.get("role") in ("system", "user", "assistant")]
+    else:
+        prompt = body.get("prompt")
+        fields["prompt"] = prompt if isinstance(prompt, str) else json.dumps(prompt)
+    try:
+        return EvalItem.model_validate(fields)
+    except ValueError:  # an odd request still gets recorded, as free text
+        return EvalItem.model_validate({"id": fields["id"], "task": "generation",
+                                        "reference": None, "prompt": json.dumps(body)[:4000]})
 
 
 class Sampler:
@@ -55,26 +77,21 @@ class Sampler:
     def record(self, kind: str, body: dict, output: str, finish_reason: str,
                task_header: str | None, version: str) -> tuple[list[str], bool]:
         task = task_header if task_header in TASKS else "generation"
-        fmt = (body.get("response_format") or {}).get("type") if isinstance(
-            body.get("response_format"), dict) else None
-        why, format_error = judge(task, output, finish_reason, fmt in ("json_object", "json_schema"))
+        rf = body.get("response_format")
+        wants_json = isinstance(rf, dict) and rf.get("type") in ("json_object", "json_schema")
+        with self._lock:
+            self._n += 1
+            item = traffic_item(kind, body, task, self._n)
+        why, format_error = judge(item, output, finish_reason, wants_json)
         if self.out is not None:
+            row = item.model_dump(mode="json", by_alias=True, exclude_none=True,
+                                  exclude_defaults=True)
+            row["reference"] = None
+            row["meta"] = {"output": output, "finish_reason": finish_reason,
+                           "model_version": version, "unacceptable": why,
+                           "sampled_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
             with self._lock:
-                self._n += 1
-                item = {"id": f"traffic-{int(time.time())}-{self._n}", "task": task,
-                        "reference": None,
-                        "meta": {"output": output, "finish_reason": finish_reason,
-                                 "model_version": version, "unacceptable": why,
-                                 "sampled_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}}
-                if kind == "chat":
-                    item["messages"] = [{"role": m.get("role"), "content": m.get("content")}
-                                        for m in body.get("messages", []) if isinstance(m, dict)
-                                        and isinstance(m.get("content"), str)
-                                        and m.get("role") in ("system", "user", "assistant")]
-                else:
-                    item["prompt"] = body.get("prompt") if isinstance(body.get("prompt"), str) \
-                        else json.dumps(body.get("prompt"))
                 self.out.parent.mkdir(parents=True, exist_ok=True)
                 with open(self.out, "a", encoding="utf-8") as fh:
-                    fh.write(json.dumps(item, ensure_ascii=False) + "\n")
+                    fh.write(json.dumps(row, ensure_ascii=False) + "\n")
         return why, format_error

@@ -1,0 +1,73 @@
+"""Shared by the serve benchmarks: `edgepick serve` started as a user would, its engine's own
+port (to talk to llama-server directly beside it), and a streaming client that times tokens."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import httpx
+import psutil
+
+
+@contextmanager
+def edgepick_serve(args: list[str]) -> Iterator[tuple[str, subprocess.Popen]]:
+    """Yields (http://127.0.0.1:PORT, process) once /health is 200; always stops it."""
+    from edgepick.serve.spawn import spawn_serve
+
+    log = Path(tempfile.mkdtemp(prefix="edgepick-bench-serve-")) / "serve.log"
+    with spawn_serve(args, log) as served:
+        yield served
+
+
+def engine_pid_port(proc: subprocess.Popen) -> tuple[int, int]:
+    for child in psutil.Process(proc.pid).children(recursive=True):
+        cmd = child.cmdline()
+        if "--port" in cmd:
+            return child.pid, int(cmd[cmd.index("--port") + 1])
+    raise SystemExit("no llama-server child found")
+
+
+def metric(url: str, name: str, **labels: str) -> float:
+    total = 0.0
+    for line in httpx.get(url + "/metrics", timeout=10).text.splitlines():
+        m = re.match(r"^([a-zA-Z_:]+)(\{[^}]*\})? ([0-9.eE+-]+)$", line)
+        if m and m.group(1) == name:
+            got = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
+            if all(got.get(k) == v for k, v in labels.items()):
+                total += float(m.group(3))
+    return total
+
+
+def stream_timing(client: httpx.Client, base: str, body: dict) -> tuple[float, float, int]:
+    """(TTFT s, decode tok/s after the first token, tokens) of one streamed chat completion,
+    timed at the client; tokens are the text-carrying events (one per token in llama-server)."""
+    t0 = time.perf_counter()
+    first = last = None
+    n = 0
+    with client.stream("POST", base + "/v1/chat/completions", json=dict(body, stream=True)) as r:
+        r.raise_for_status()
+        for line in r.iter_lines():
+            if not line.startswith("data:") or line.endswith("[DONE]"):
+                continue
+            event = json.loads(line[5:])
+            choices = event.get("choices") or []
+            if choices and (choices[0].get("delta") or {}).get("content"):
+                now = time.perf_counter()
+                first = first or now
+                last = now
+                n += 1
+    if first is None or last is None or n < 2:
+        raise SystemExit("no tokens streamed")
+    return first - t0, (n - 1) / (last - first), n
+
+
+def threads() -> str:
+    return os.environ.get("EDGEPICK_BENCH_THREADS", "2")
