@@ -97,7 +97,7 @@ def run_bench(req: BenchRequest, store: ResultStore, *, fresh: bool = False,
 def run(req: BenchRequest, store: ResultStore, progress: Tick = silent, *, fresh: bool = False,
         on_result: Callable[[BenchResult], None] | None = None) -> list[BenchResult]:
     """The bench stage's entry point: every configuration of the sweep, stored under kind
-    "bench" keyed by candidate and workload (seed 000 §6.4: measured on the device itself)."""
+    "bench" keyed by candidate and workload (seed 000 §3.4: measured on the device itself)."""
     configs: list[int] = [0]
 
     def on_start(cfg: Config, i: int, n: int) -> None:

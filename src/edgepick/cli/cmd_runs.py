@@ -1,4 +1,4 @@
-"""`edgepick runs`: every invocation recorded in a results store, newest last (SPEC §5)."""
+"""`edgepick runs`: every invocation recorded in a results store, newest last (SPEC §8)."""
 
 from __future__ import annotations
 

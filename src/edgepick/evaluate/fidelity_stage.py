@@ -1,5 +1,5 @@
 """The fidelity stage's entry point: one candidate against its same-tokenizer reference, stored
-(seed 000 §4.2: KL divergence and top-1 agreement say how far quantization moved the model)."""
+(seed 000 §2.3: KL divergence and top-1 agreement say how far quantization moved the model)."""
 
 from __future__ import annotations
 

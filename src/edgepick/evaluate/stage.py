@@ -1,5 +1,5 @@
 """The eval stage's entry point: candidates and a reference over an eval set, one stored
-EvalResult (seed 004 §2.3: the gap on your own data, per task, with its interval)."""
+EvalResult (seed 000 §3.1 and §3.3: the gap on your own data, per task, with its interval)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The fit stage's entry point: predict memory and speed for resolved models and store each
-estimate (seed 000 §6.4: budget the whole footprint before measuring anything)."""
+estimate (seed 000 §7.2: rule out what cannot run before measuring anything; §2.1)."""
 
 from __future__ import annotations
 

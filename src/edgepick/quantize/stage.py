@@ -1,5 +1,5 @@
 """The quantize stage's entry point: build files with llama.cpp's quantizer and store a record of
-each (seed 000 §6.4: the quantization is part of the configuration being chosen)."""
+each (seed 000 §4.1: the quantization is part of the configuration being chosen)."""
 
 from __future__ import annotations
 

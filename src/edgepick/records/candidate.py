@@ -2,7 +2,7 @@
 
 `RuntimeSettings` is the one record of engine settings: the plan's `runtime:` section, the CLI's
 runtime flags (their defaults are read from here), bench, eval, fidelity and the server all use it
-(seed 000 §6.4: a configuration is model × quantization × engine × settings).
+(seed 000 §3.4: candidates are compared at equal quantization, context, batch and threads).
 """
 
 from __future__ import annotations
