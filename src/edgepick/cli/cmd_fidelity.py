@@ -125,6 +125,15 @@ def register(app: typer.Typer) -> None:
                     t.add_row(it.id, str(it.first_divergence), it.ref_text[:60], it.cand_text[:60])
                 console.print(t)
             mean = "-" if res.mean_first_divergence is None else f"{res.mean_first_divergence:.1f}"
+            if res.engines and res.engines[0] != res.engines[1]:
+                first = next((it for it in res.items if it.token_divergence is not None), None)
+                console.print(
+                    f"across engines ({res.engines[0]} vs {res.engines[1]}): token IDs same for "
+                    f"{res.n_same_tokens}/{res.n} texts"
+                    + (f", first differs in {first.id} at token {first.token_divergence}"
+                       if first else "")
+                    + f"; chat template text same for "
+                      f"{sum(it.same_prompt_text for it in res.items)}/{res.n}")
             verdict = "[green]pass[/]" if res.passed else "[bold red]FAIL[/]"
             console.print(f"identical: {res.n_identical}/{res.n} = {100 * res.identical_share:.1f}% "
                           f"(threshold {100 * res.threshold:.1f}%) {verdict}; mean first "

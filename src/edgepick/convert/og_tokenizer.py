@@ -95,7 +95,13 @@ def tokenizer_files(src: GgufSource) -> dict[str, dict]:
 
 def write_tokenizer(src: GgufSource, out: Path) -> list[str]:
     """Write the tokenizer files into `out`; return their names."""
+    from tokenizers import Tokenizer
+
     files = tokenizer_files(src)
+    try:  # the Hugging Face library reads it as any loader would, or says what is wrong
+        Tokenizer.from_str(json.dumps(files["tokenizer.json"]))
+    except Exception as exc:  # noqa: BLE001 - tokenizers raises a bare Exception
+        raise EdgepickError(f"{src.path}: the rebuilt tokenizer.json is invalid ({exc})") from None
     for name, content in files.items():
         (out / name).write_text(json.dumps(content, ensure_ascii=False, indent=1) + "\n",
                                 encoding="utf-8")

@@ -8,6 +8,7 @@ Routes (seed 003 §4.3: each engine has its own format and conversion path):
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import os
@@ -25,8 +26,12 @@ ONNX_EXTRA = "pip install 'edgepick[onnx]'"
 
 
 def require_onnx() -> None:
-    missing = [m for m in ("onnxruntime_genai", "onnxruntime", "onnx", "onnx_ir", "tokenizers")
-               if importlib.util.find_spec(m) is None]
+    missing = []
+    for m in ("onnxruntime_genai", "onnxruntime", "onnx", "onnx_ir", "tokenizers"):
+        try:
+            importlib.import_module(m)
+        except ImportError:
+            missing.append(m.replace("_", "-"))
     if missing:
         raise EdgepickError(f"the onnxruntime-genai engine needs {', '.join(missing)}: "
                             f"{ONNX_EXTRA}")

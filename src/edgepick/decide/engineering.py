@@ -15,6 +15,9 @@ BACKEND_MATURITY = {
     # A remote OpenAI-compatible server: the engine on the device is whatever it runs, measured
     # only through HTTP; its build, conversion and ops are the user's to maintain.
     "openai_http": 0.7,
+    # In-process ONNX Runtime GenAI: a pinned engine measured here, but its model is a converted
+    # build (edgepick convert) whose conversion is one more step to keep working (seed 003 §4.3).
+    "onnxruntime_genai": 0.8,
 }
 UNKNOWN_BACKEND = 0.5
 
@@ -22,7 +25,9 @@ UNKNOWN_BACKEND = 0.5
 # block types and F16 run everywhere; K-quants run on llama.cpp's backends but rarely elsewhere;
 # i-quants and 2-3 bit types have the fewest kernels (seed 000 §2.5: check operator coverage).
 FORMAT_SUPPORT = {"F32": 1.0, "F16": 1.0, "BF16": 0.9, "Q8_0": 1.0, "Q4_0": 1.0, "Q4_1": 0.9,
-                  "Q5_0": 0.9, "Q5_1": 0.9}
+                  "Q5_0": 0.9, "Q5_1": 0.9,
+                  # ONNX MatMulNBits INT4: ONNX Runtime's CPU, CUDA, DirectML and WebGPU kernels
+                  "INT4": 0.9}
 K_QUANT = 0.8
 LOW_BIT = 0.6
 

@@ -29,8 +29,9 @@ def check_plan(lp, line_of: LineOf) -> None:
         field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
         raise InputError(lp.path, problem, line=line_of(loc), field=field)
 
-    if not plan.candidates and not plan.quantize:
-        fail(("candidates",), "the plan names no candidates (give candidates or quantize)")
+    if not plan.candidates and not plan.quantize and not plan.convert:
+        fail(("candidates",), "the plan names no candidates (give candidates, quantize or "
+                              "convert)")
     _check_device(plan.device, lp, fail)
     from edgepick.cluster.config import check_fleet
 
@@ -55,6 +56,9 @@ def check_plan(lp, line_of: LineOf) -> None:
                 fail(("quantize", i, "types", j), str(exc))
         if q.imatrix and not os.path.isfile(lp.resolve(q.imatrix)):
             fail(("quantize", i, "imatrix"), f"'{q.imatrix}': no such file")
+    from edgepick.convert.plan_section import check_convert
+
+    check_convert(plan, lp, fail)
     from edgepick.fit.memory import KV_TYPE_NAMES
 
     if plan.runtime.kv_type not in KV_TYPE_NAMES:

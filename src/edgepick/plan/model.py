@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from edgepick.cluster.config import ClusterSection
+from edgepick.convert.plan_section import ConvertEntry
 from edgepick.records.candidate import RuntimeSettings
 
 
@@ -97,6 +98,7 @@ class Plan(_Strict):
     store: str | None = None  # default: <output>/results.sqlite
     candidates: list[CandidateEntry] = Field(default_factory=list)
     quantize: list[QuantizeEntry] = Field(default_factory=list)
+    convert: list[ConvertEntry] = Field(default_factory=list)  # other engines (docs/engines.md)
     runtime: RuntimeSettings = Field(default_factory=RuntimeSettings)  # records/candidate.py
     fit: FitSection = Field(default_factory=FitSection)
     bench: BenchSection = Field(default_factory=BenchSection)

@@ -52,6 +52,9 @@ def plan_candidates(lp: LoadedPlan) -> list[RunCandidate]:
             out.append(RunCandidate(
                 name=name, ref=target, reference=lp.ref(q.reference) if q.reference else src,
                 source=src, qtype=ftype, imatrix=lp.resolve(q.imatrix) if q.imatrix else None))
+    from edgepick.convert.plan_section import convert_candidates
+
+    out.extend(convert_candidates(lp, RunCandidate))
     seen: dict[str, int] = {}
     for c in out:  # two entries with one name would merge in the report: keep them apart
         seen[c.name] = seen.get(c.name, 0) + 1
@@ -93,7 +96,8 @@ def run_plan(lp: LoadedPlan, console: Console | None = None) -> RunResult:
     run_id = store.begin_run(f"edgepick run {lp.path}", plan.model_dump(mode="json"),
                              data_sha256=_data_sha(lp))
     st = RunState(lp=lp, store=store, device=device, candidates=plan_candidates(lp))
-    enabled = {"fit": True, "quantize": bool(plan.quantize), "bench": plan.bench.enabled,
+    enabled = {"fit": True, "quantize": bool(plan.quantize),
+               "convert": bool(plan.convert), "bench": plan.bench.enabled,
                "eval": plan.eval.enabled, "fidelity": plan.fidelity.enabled}
     steps = [s for s in STAGES if enabled[s[0]]]
     try:

@@ -25,6 +25,7 @@ class RunCandidate:
     qtype: str | None = None
     imatrix: str | None = None
     skipped: str | None = None  # why it is not measured (does not fit, build failed)
+    build: object | None = None  # planned engine conversion (convert/plan_section.py)
 
 
 @dataclass
@@ -49,7 +50,8 @@ def fit_stage(st: RunState, tick: Tick) -> None:
 
     plan = st.lp.plan
     rt = plan.runtime
-    todo = [c for c in st.candidates if not c.ref.is_endpoint]
+    # a converted engine build has no GGUF header to estimate from: bench measures it
+    todo = [c for c in st.candidates if not c.ref.is_endpoint and c.build is None]
     if not todo:
         return tick(0, 0, "done")
     req = FitRequest(targets=[FitTarget(model=c.source or c.ref, quant=c.qtype, file=c.ref.path,
@@ -81,6 +83,12 @@ def quantize_stage(st: RunState, tick: Tick) -> None:
         elif res.file.requantized:
             st.notes.append(f"quantize: {c.name} was built from an already quantized source; "
                             "requantizing compounds error")
+
+
+def convert_stage(st: RunState, tick: Tick) -> None:
+    from edgepick.convert.plan_section import convert_stage as run
+
+    run(st, tick)
 
 
 def bench_stage(st: RunState, tick: Tick) -> None:
@@ -144,6 +152,7 @@ def fidelity_stage(st: RunState, tick: Tick) -> None:
 STAGES: list[tuple[str, Callable[[RunState, Tick], None], str]] = [
     ("fit", fit_stage, "edgepick.fit.stage"),
     ("quantize", quantize_stage, "edgepick.quantize.stage"),
+    ("convert", convert_stage, "edgepick.convert.plan_section"),
     ("bench", bench_stage, "edgepick.bench.runner"),
     ("eval", eval_stage, "edgepick.evaluate.stage"),
     ("fidelity", fidelity_stage, "edgepick.evaluate.fidelity_stage"),

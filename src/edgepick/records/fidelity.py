@@ -52,6 +52,11 @@ class ConsistencyItem(BaseModel):
     cand_tokens: int
     ref_text: str
     cand_text: str
+    # Across engines (seed 000 §5.4: conversion changes tokenizers and post-processing): the
+    # candidate's prompt + answer text tokenized by both engines, first differing token ID
+    # (None: the same IDs), and whether both chat templates rendered the same prompt text.
+    token_divergence: int | None = None
+    same_prompt_text: bool = True
 
 
 class ConsistencyResult(BaseModel):
@@ -67,3 +72,5 @@ class ConsistencyResult(BaseModel):
     passed: bool
     items: list[ConsistencyItem] = Field(default_factory=list)
     skipped: list[str] = Field(default_factory=list)  # bad input lines, one message each
+    engines: list[str] = Field(default_factory=list)  # [reference's, candidate's]
+    n_same_tokens: int | None = None  # items whose text both engines tokenize the same

@@ -71,6 +71,11 @@ def render_html(m: ReportModel, lang: str) -> str:
         body = f"<div class='chart' id='chart-{name}'>{svg}</div>" if svg \
             else f"<p class='muted'>{escape(tr('no_data', lang))}</p>"
         parts.append(f"<h3>{escape(title)}</h3>{body}")
+    from edgepick.report.engines import engine_section
+
+    if (eng := engine_section(m.summaries, d, lang)):  # one model on two engines
+        parts += [f"<h2>{escape(eng[0])}</h2>",
+                  f"<p>{escape(eng[3]).replace('**', '')}</p>", _table(eng[1], eng[2])]
     parts += [f"<h2>{escape(tr('per_task', lang))}</h2>", _table(*m.tasks(lang))]
     tools = tool_table(m.summaries, lang)
     if tools:

@@ -59,6 +59,10 @@ def render_markdown(m: ReportModel, lang: str) -> str:
         out.append(f"![{title}](charts/{name}.svg)" if m.charts[name]["svg"]
                    else f"*{tr('no_data', lang)}*")
         out.append("")
+    from edgepick.report.engines import engine_section
+
+    if (eng := engine_section(m.summaries, d, lang)):  # one model on two engines
+        out += [f"## {eng[0]}", "", eng[3], "", _table(eng[1], eng[2]), ""]
     out += [f"## {tr('per_task', lang)}", "", _table(*m.tasks(lang)), ""]
     tools = tool_table(m.summaries, lang)
     if tools:
