@@ -67,8 +67,18 @@ def check_file(path: Path) -> None:
                 raise _not_a_store(path, "not an SQLite database")
 
 
+def _current(db: sqlite3.Connection) -> bool:
+    """Whether every migration is applied already (a read: no write lock for the common case)."""
+    if "_edgepick_migrations" not in _tables(db):
+        return False
+    applied = {r[0] for r in db.execute("SELECT name FROM _edgepick_migrations")}
+    return applied == {name for name, _ in MIGRATIONS}
+
+
 def migrate(db: sqlite3.Connection, path: Path) -> None:
     """Bring the store to the current schema in place, or refuse a database that is not ours."""
+    if _current(db):
+        return
     db.execute("BEGIN IMMEDIATE")  # two processes opening a new store migrate it once
     try:
         tables = _tables(db)
