@@ -6,24 +6,12 @@ script, both JSON or neither). Above 5% disagreement the seed says to fix prompt
 
 from __future__ import annotations
 
-import math
-
 from pydantic import BaseModel
 
+from edgepick.evaluate.intervals import wilson
 from edgepick.evaluate.text import has_cjk
 
 ALERT_ABOVE = 0.05  # seed 003 §8.3: 格式不一致率超过 5%
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval of a proportion k/n."""
-    if n == 0:
-        return 0.0, 1.0
-    p = k / n
-    den = 1 + z * z / n
-    mid = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return max(0.0, mid - half), min(1.0, mid + half)
 
 
 class ItemConsistency(BaseModel):

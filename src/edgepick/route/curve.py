@@ -147,7 +147,7 @@ def gap_recovered(points: list[CurvePoint]) -> float | None:
         return None
     xs = [p.cloud_share for p in points]
     ys = [(p.quality - lo) / (hi - lo) for p in points]
-    return float(np.trapezoid(ys, xs)) if hasattr(np, "trapezoid") else float(np.trapz(ys, xs))
+    return float(np.trapezoid(ys, xs))
 
 
 def calibrate_share(points: list[CurvePoint], share: float) -> Calibration:

@@ -7,7 +7,6 @@ Input length and task type are per request (see router.py).
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from dataclasses import dataclass
 
@@ -85,17 +84,3 @@ class NetworkProbe:
         if self._task is not None and not self._task.done():
             self._task.cancel()
 
-
-def request_text(body: dict) -> str:
-    """The text a request carries, for its length and for a task classifier."""
-    if "messages" in body:
-        parts = []
-        for m in body.get("messages") or []:
-            c = m.get("content") if isinstance(m, dict) else None
-            if isinstance(c, list):  # content parts
-                parts += [p.get("text", "") for p in c if isinstance(p, dict)]
-            elif c:
-                parts.append(str(c))
-        return "\n".join(parts)
-    p = body.get("prompt", "")
-    return p if isinstance(p, str) else json.dumps(p)
