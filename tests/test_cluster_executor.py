@@ -109,3 +109,12 @@ def test_the_local_executor_runs_here_and_refuses_other_devices(tmp_path):
         with pytest.raises(EdgepickError, match="pi5.*--executor ray"):
             run_jobs([_job("p", "pi5", "record", tmp_path)], store, LocalExecutor(),
                      lambda j, s: None)
+
+
+def test_a_job_no_node_of_its_tag_can_hold_is_refused_at_once(head, tmp_path):
+    big = Job(id="big", kind="bench", device="a", candidate="big", entry="cluster_entries:note",
+              request={"key": "big", "dir": str(tmp_path)}, keys=(("probe_row", "big"),),
+              scopes=("a",), cpus=8)
+    with ResultStore(tmp_path / "r.sqlite") as store:
+        with pytest.raises(EdgepickError, match="needs 8 CPUs.*device tag a.*offers 2 CPUs"):
+            run_jobs([big], store, _executor(), lambda j, s: None)

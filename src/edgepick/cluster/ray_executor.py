@@ -40,6 +40,23 @@ class _Tracker:
         return dict(self.starts)
 
 
+def _check_fits(jobs: list[Job], nodes: list[NodeInfo]) -> None:
+    """A task asking more CPUs or memory than any node with its tag offers would wait forever."""
+    for job in jobs:
+        if not job.device or job.pin_local:
+            continue
+        mine = [n for n in nodes if n.alive and job.device in n.devices]
+        if not any(n.cpus >= job.cpus and (not job.memory or n.memory_bytes >= job.memory)
+                   for n in mine):
+            best = max(mine, key=lambda n: (n.cpus, n.memory_bytes))
+            raise EdgepickError(
+                f"{job.label}: needs {job.cpus:g} CPUs"
+                + (f" and {job.memory / 2**20:.0f} MiB" if job.memory else "")
+                + f", but the largest node with device tag {job.device} ({best.host}) offers "
+                f"{best.cpus:g} CPUs and {best.memory_bytes / 2**20:.0f} MiB; lower "
+                "runtime.threads or start that node with more (--num-cpus)")
+
+
 def _describe(nodes: list[NodeInfo]) -> str:
     alive = [n for n in nodes if n.alive]
     if not alive:
@@ -64,16 +81,17 @@ class RayExecutor:
         if self._owned and ray.is_initialized():
             ray.shutdown()
 
-    def wait_for_tags(self, tags: set[str]) -> None:
-        """Return once every tag has a live node; else, after the timeout, a one-line error
-        naming the missing tags and the nodes that do exist."""
+    def wait_for_tags(self, jobs: list[Job]) -> None:
+        """Return once every tag has a live node that can hold its jobs; else, after the
+        timeout, a one-line error naming the missing tags and the nodes that do exist."""
+        tags = {j.device for j in jobs if j.device and not j.pin_local}
         deadline = time.monotonic() + self.node_timeout_s
         while True:
             nodes = cluster_nodes()
             have = {t for n in nodes if n.alive for t in n.devices}
             missing = sorted(tags - have)
             if not missing:
-                return
+                return _check_fits(jobs, nodes)
             if time.monotonic() >= deadline:
                 raise EdgepickError(
                     f"no node carries device tag {', '.join(missing)} after "
@@ -101,7 +119,7 @@ class RayExecutor:
 
         if not jobs:
             return
-        self.wait_for_tags({j.device for j in jobs if j.device and not j.pin_local})
+        self.wait_for_tags(jobs)
         remote = ray.remote(_run)
         tracker = ray.remote(num_cpus=0)(_Tracker).options(namespace=RAY_NAMESPACE).remote()
         pending: dict = {}
@@ -116,6 +134,7 @@ class RayExecutor:
             event(job.id, "queued")
         seen: dict[str, int] = {}
         orphaned_since: dict[str, float] = {}
+        next_check = time.monotonic() + 5.0
         try:
             while pending:
                 ready, _ = ray.wait(list(pending), num_returns=1, timeout=self.poll_s)
@@ -129,9 +148,11 @@ class RayExecutor:
                     res = self._collect(ref, job, seen.get(job.id, 1))
                     event(job.id, "done" if res.ok else "failed")
                     yield res
-                for res in self._orphans(pending, orphaned_since):
-                    event(res.job_id, "failed")
-                    yield res
+                if time.monotonic() >= next_check:  # the node list is a call to Ray's GCS
+                    next_check = time.monotonic() + 5.0
+                    for res in self._orphans(pending, orphaned_since):
+                        event(res.job_id, "failed")
+                        yield res
         except BaseException:  # Ctrl-C or the consumer stopped: nothing keeps running for us
             for ref in pending:
                 ray.cancel(ref, force=True)
