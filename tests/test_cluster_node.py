@@ -40,7 +40,7 @@ def test_node_start_publishes_the_probed_profile_and_node_list_shows_it(tmp_path
                 node = next((n for n in json.loads(res.stdout)
                              if n["devices"] == ["bench-box"] and n["profile"]), None)
             if node is None:
-                time.sleep(3)
+                time.sleep(1)
         assert node["state"] == "alive" and node["cpus"] == 1
         assert node["profile"]["name"] == "bench-box" and node["profile"]["measured"]
         assert node["profile"]["bandwidth_gbps"] > 0 and node["profile"]["model_budget_bytes"] > 0
