@@ -114,7 +114,9 @@ def run_fleet(lp, executor: str = "ray", address: str | None = None,
     scenario = load_scenario(sc_name, plan.scenario.overrides)
     options = {} if executor == "local" else {"max_retries": plan.cluster.max_retries,
                                               "node_timeout_s": plan.cluster.node_timeout_s}
-    ex = get_executor(executor, address or plan.cluster.address, **options)
+    if executor != "local":
+        address = address or plan.cluster.address
+    ex = get_executor(executor, address, **options)
     lp.output.mkdir(parents=True, exist_ok=True)
     store = ResultStore(lp.store_path)
     notes: list[str] = []
