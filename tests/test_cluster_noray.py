@@ -35,3 +35,12 @@ def test_asking_for_the_cluster_without_ray_is_one_line(args):
     res = _edgepick(*args)
     assert res.returncode == 2
     assert "pip install 'edgepick[ray]'" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_a_fleet_plan_on_the_local_executor_is_refused_before_any_work(tmp_path):
+    plan = tmp_path / "fleet.yaml"
+    plan.write_text("devices: [raspberry-pi-5, pi5-lab]\ncandidates: [{model: tiny}]\n"
+                    "eval: {enabled: false}\n")
+    res = _edgepick("run", str(plan))
+    assert res.returncode == 2 and "pi5-lab, raspberry-pi-5" in res.stderr
+    assert "--executor ray" in res.stderr and not (tmp_path / "edgepick-out").exists()

@@ -34,12 +34,16 @@ class LocalExecutor:
 
     name = "local"
 
-    def run(self, jobs: list[Job], seeds: dict[str, list[Row]], event: Event) -> Iterator[JobResult]:
-        foreign = sorted({j.device for j in jobs if j.device not in (None, "local")})
+    @staticmethod
+    def check_devices(devices) -> None:
+        foreign = sorted({d for d in devices if d not in (None, "local")})
         if foreign:
             raise EdgepickError(f"device(s) {', '.join(foreign)}: the local executor measures only "
                                 "this machine; run with --executor ray, where each device's jobs "
                                 "go to the node that carries its tag")
+
+    def run(self, jobs: list[Job], seeds: dict[str, list[Row]], event: Event) -> Iterator[JobResult]:
+        self.check_devices(j.device for j in jobs)
         for job in jobs:
             event(job.id, "queued")
         done: dict[str, JobResult] = {}

@@ -114,7 +114,11 @@ def run_fleet(lp, executor: str = "ray", address: str | None = None,
     scenario = load_scenario(sc_name, plan.scenario.overrides)
     options = {} if executor == "local" else {"max_retries": plan.cluster.max_retries,
                                               "node_timeout_s": plan.cluster.node_timeout_s}
-    if executor != "local":
+    if executor == "local":  # before any work: this machine cannot stand in for a Pi
+        from edgepick.cluster.executor import LocalExecutor
+
+        LocalExecutor.check_devices(tags)
+    else:
         address = address or plan.cluster.address
     ex = get_executor(executor, address, **options)
     lp.output.mkdir(parents=True, exist_ok=True)
