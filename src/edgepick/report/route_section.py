@@ -19,6 +19,7 @@ TEXT = {
            "calib": "Calibrated threshold", "ends": "edge only {e:.3f}, cloud only {c:.3f}",
            "apgr": "gap recovered (APGR; a coin gets 0.5)", "alert": "ALERT: above 5%",
            "ok": "within 5%", "undetermined": "interval straddles 5%",
+           "vs_random": "cascade − random (expected) at equal cloud share,",
            "by_task_note": "by-task routes the task types that gain most on these same items "
                            "(in-sample, so flattered); random is taken in expectation."},
     "zh": {"title": "端云路由", "curve": "质量 vs 云端请求占比", "share": "云端占比",
@@ -28,6 +29,7 @@ TEXT = {
            "consistency": "端云一致性（seed 003 §8.3）", "calib": "校准阈值",
            "ends": "纯端侧 {e:.3f}，纯云端 {c:.3f}", "apgr": "差距回收率（APGR；随机为 0.5）",
            "alert": "告警：超过 5%", "ok": "不超过 5%", "undetermined": "区间跨越 5%",
+           "vs_random": "同等云端占比下级联 − 随机（期望），云端占比",
            "by_task_note": "按任务路由选择在同一批样本上收益最大的任务类型（样本内，偏乐观）；"
                            "随机路由取期望值。"},
 }
@@ -95,10 +97,12 @@ def summary_lines(res: RouteEvalResult, lang: str) -> list[str]:
                      f" → {t['share']} {_pct(cal.cloud_share)}, {t['quality']} {cal.quality:.3f}"
                      + ("" if cal.reachable else " (target not reachable)"))
     rnd = [c for c in res.comparisons if c.other == "random"]
-    if rnd:
-        best = max(rnd, key=lambda c: c.diff)
-        lines.append(f"cascade vs random at {_pct(best.cloud_share)} cloud: {best.diff:+.3f} "
-                     f"[{best.ci95[0]:+.3f}, {best.ci95[1]:+.3f}] → {best.verdict}")
+    if rnd:  # at the calibrated share when there is one, else where the cascade does best
+        at = next((c for c in rnd if cal is not None and c.cloud_share == cal.cloud_share),
+                  max(rnd, key=lambda c: c.diff))
+        verdict = VERDICT_ZH.get(at.verdict, at.verdict) if lang == "zh" else at.verdict
+        lines.append(f"{t['vs_random']} {_pct(at.cloud_share)}: {at.diff:+.3f} "
+                     f"[{at.ci95[0]:+.3f}, {at.ci95[1]:+.3f}] → {verdict}")
     cs = res.consistency
     flag = t["alert"] if cs.alert else t["ok"]
     if cs.verdict == "undetermined":

@@ -109,15 +109,21 @@ class CloudClient:
             raise CloudError("malformed", f"cloud: malformed stream event {head[:60]!r}")
 
         async def chunks() -> AsyncIterator[bytes]:
+            # The deadline guards each read only, never the consumer's awaits between events.
             yield head
-            try:
-                async with asyncio.timeout(max(deadline - time.monotonic(), 0.001)):
-                    async for ev in events:
-                        yield ev
-            except (TimeoutError, httpx.HTTPError) as exc:
-                from edgepick.serve.edge import sse_error
+            while True:
+                try:
+                    async with asyncio.timeout(max(deadline - time.monotonic(), 0.001)):
+                        ev = await anext(events)
+                except StopAsyncIteration:
+                    return
+                except (TimeoutError, httpx.HTTPError) as exc:
+                    from edgepick.serve.edge import sse_error
 
-                yield sse_error(CloudError("lost", f"cloud stream cut ({type(exc).__name__})"), 502)
+                    yield sse_error(CloudError("lost", f"cloud stream cut ({type(exc).__name__})"),
+                                    502)
+                    return
+                yield ev
 
         gen = chunks()
 
