@@ -25,6 +25,7 @@ GROUP = "edgepick.backends"
 _BUILTIN = {
     "llama_cpp": "edgepick.backends.llama_cpp:LlamaCppBackend",
     "openai_http": "edgepick.backends.openai_http:OpenAIHttpBackend",
+    "onnxruntime_genai": "edgepick.backends.onnxruntime_genai:OnnxGenaiBackend",
 }
 
 _lock = threading.Lock()
