@@ -329,3 +329,23 @@ def test_mode_and_cloud_flags_without_a_policy_file(tiny_model, tmp_path, cli):
         assert (st, h["x-edgepick-route"], text) == (200, "cloud", CLOUD_TEXT)
     r = cli("serve", "-m", tiny_model, "--mode", "sideways", "--cloud", "http://127.0.0.1:9/v1")
     assert r.returncode == 2 and "route.mode" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_format_validator_escalates_and_serve_signals_reach_the_router(tiny_model, tmp_path):
+    signals = tmp_path / "serve-signals.yaml"
+    signals.write_text("battery_percent: 5\non_ac: false\n")
+    with fake_cloud() as cloud:
+        pol = policy(tmp_path, cloud.url, validator={"kind": "json"})
+        text = pol.read_text().replace("  signals_file:", "  # signals_file:")
+        pol.write_text(text)  # the router takes serve's --signals file instead
+        with serve(["-m", tiny_model, *EDGE, "--policy", str(pol), "--signals", str(signals)],
+                   tmp_path) as s:
+            st, h, text = ask(s)
+            assert (st, h["x-edgepick-route"], text) == (200, "cloud", CLOUD_TEXT)
+            assert h["x-edgepick-route-reason"] == "policy:battery_low"
+            signals.write_text("battery_percent: 90\non_ac: true\n")
+            wait_until("battery back → edge path", lambda: ask(s)[1]["x-edgepick-route"] != "cloud",
+                       20)
+            st, h, text = ask(s)  # the tiny model writes no JSON: the validator escalates
+            assert (st, h["x-edgepick-route"], text) == (200, "cloud-escalated", CLOUD_TEXT)
+            assert h["x-edgepick-route-reason"] == "format_invalid"

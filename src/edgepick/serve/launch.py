@@ -80,6 +80,9 @@ def load_router(policy: ServePolicy, deploy: DeployConfig | None,
     group (`route: {router: NAME, ...}`, NAME defaulting to "default"); no section: edge only.
     `--mode` and `--cloud` fill in (or override) the section's mode and cloud."""
     section = policy.route if isinstance(policy.route, dict) else {}
+    if settings is not None and settings.signals and policy.route is not None \
+            and "signals_file" not in section:  # one signals file for swap and route
+        section = dict(section, signals_file=str(settings.signals))
     if settings is not None and (settings.route_mode or settings.cloud):
         from edgepick.records.model_ref import parse_endpoint
 
