@@ -135,6 +135,13 @@ def register(app: typer.Typer) -> None:
         summaries, runs = _summaries(store, run_ids)
         decision = run_decide(summaries, sc, budget)
         paths = write_report(summaries, decision, sc, out, lang=lang, device=device)
+        from edgepick.report.route_section import append_to_report, latest_route_eval
+        from edgepick.store import ResultStore
+
+        with ResultStore(store or None, must_exist=True) as rs:
+            routed = latest_route_eval(rs)  # `edgepick route eval` into this store: its section
+        if routed is not None:
+            append_to_report(out, routed, ["en", "zh"] if lang == "both" else [lang])
         for p in paths:
             console.print(str(p))
 
