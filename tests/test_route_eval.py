@@ -74,3 +74,15 @@ def test_route_eval_bad_input_is_one_line(cli, tmp_path):
     bad.write_text('{"id": "a"}\n')
     r = cli("route", "eval", "--edge", "tiny", "--cloud", "tiny", "--data", str(bad))
     assert r.returncode == 2 and "no valid items" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_report_carries_the_routing_section(tmp_path, cli):
+    store, out = str(tmp_path / "s.sqlite"), tmp_path / "report"
+    common = ["--limit", "3", "--store", store, "--threads", "1"]
+    assert cli("eval", "-m", "tiny", "-r", "tiny", *common, "--json").returncode == 0
+    assert cli("route", "eval", "--edge", "tiny", "--cloud", "tiny", *common).returncode == 0
+    r = cli("report", "--store", store, "--out", str(out), "--lang", "both")
+    assert r.returncode == 0, r.stderr
+    assert "## Edge–cloud routing" in (out / "report.en.md").read_text()
+    assert "端云路由" in (out / "report.zh.html").read_text()
+    assert (out / "charts" / "route_curve.svg").is_file()
