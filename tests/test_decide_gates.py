@@ -120,3 +120,20 @@ def test_decide_cli_json_and_deploy(store_path, cli, tmp_path):
     assert {r.task for r in cfg.routes} == {"classification", "extraction", "qa"}
     p = cli("decide", "--store", store_path, "--deploy", str(out))  # a second write says so
     assert p.returncode == 0 and "replaced the existing" in p.stdout
+
+
+def test_hybrid_plan_in_the_report(tmp_path):
+    from edgepick.report.writer import write_report
+
+    tasks = {"classification": (0, 4, 5, 60), "math": (30, 35, 10, 60)}
+    rows = [summary("edge", (30, 120), tasks)]
+    d = decide(rows, SC)
+    write_report(rows, d, SC, tmp_path, lang="both")
+    md = (tmp_path / "report.en.md").read_text(encoding="utf-8")
+    assert "**Recommendation:** edge (hybrid)" in md
+    assert "| classification | edge | 50% | 67 [26, 159] |" in md
+    assert "| math | cloud | 50% | 167 [93, 280] |" in md
+    assert "| overall | cloud 50% | 100% | 117 [59, 174] |" in md
+    zh = (tmp_path / "report.zh.md").read_text(encoding="utf-8")
+    assert "混合方案" in zh and "（混合）" not in zh and "edge (混合)" in zh
+    assert (tmp_path / "data" / "hybrid_routes.csv").is_file()
