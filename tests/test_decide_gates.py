@@ -40,6 +40,8 @@ def summary(name: str, unacc: tuple[int, int] | None, tasks: dict | None = None,
 def test_verdicts_from_the_whole_interval(count, n, expected):
     g = make_gate("unacceptable_rate", rate(count, n), 0.05, "max")
     assert g.verdict == expected
+    if expected == "undetermined":  # how many MORE items, from the observed rate
+        assert g.items_to_settle == items_to_settle_rate(count, n, 0.05) - n
     assert (g.items_to_settle is not None) == (expected == "undetermined")
     assert verdict(None, None, None, 0.05, "max") == "unmeasured"
     assert verdict(20.0, 18.0, 22.0, 15, "min") == "pass" and verdict(12, 10, 14, 15, "min") == "fail"
@@ -63,7 +65,7 @@ def test_status_proven_provisional_and_unmeasured_is_not_a_pass():
     assert d.status == "provisional"
     why = " ".join(d.explanation.why)
     assert "undetermined" in why and "6.7% [1.8%, 21.3%]" in why
-    assert f"about {items_to_settle_rate(2, 30, 0.05)} items" in why
+    assert f"about {items_to_settle_rate(2, 30, 0.05) - 30} more items" in why
     d = decide([summary("c", None)], SC)  # the unacceptable rate was never measured
     assert d.status == "provisional"
     assert "unacceptable-output rate was not measured" in " ".join(d.explanation.why)

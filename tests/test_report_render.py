@@ -89,6 +89,6 @@ def test_gates_table_shows_intervals_and_verdicts(store_path, tmp_path, cli):
     out = tmp_path / "rep"
     _write(store_path, out, cli, "--lang", "en")
     md = (out / "report.en.md").read_text(encoding="utf-8")
-    assert "| Candidate | Constraint | Value [95% interval] | Limit | Verdict | Items to settle |" in md
+    assert "| Candidate | Constraint | Value [95% interval] | Limit | Verdict | More items to settle |" in md
     assert "| smol-q4_0 | unacceptable-output rate | 1.0% [0.1%, 4.6%] | ≤ 5.0% | pass |" in md
     assert "**Recommendation:** smol-q4_0 (" in md

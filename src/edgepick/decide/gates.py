@@ -121,13 +121,15 @@ def task_figures(q: TaskQuality) -> dict[str, Figure | None]:
 
 
 def settle(fig: Figure, limit: float) -> int | None:
-    """Items in all that would most likely settle an undetermined verdict (None: cannot say)."""
+    """How many MORE items would most likely settle an undetermined verdict (None: cannot say;
+    the observed value sits on the limit, or the figure is not counted over items)."""
+    total = None
     if fig.method == "wilson" and fig.n and fig.count is not None:
-        return items_to_settle_rate(fig.count, fig.n, limit)
-    if fig.method == "bootstrap" and fig.n and fig.low is not None and fig.high is not None:
+        total = items_to_settle_rate(fig.count, fig.n, limit)
+    elif fig.method == "bootstrap" and fig.n and fig.low is not None and fig.high is not None:
         sd = (fig.high - fig.low) / (2 * Z95) * math.sqrt(fig.n)
-        return items_to_settle_mean(fig.value, sd, limit)
-    return None
+        total = items_to_settle_mean(fig.value, sd, limit)
+    return None if total is None else max(1, total - fig.n)
 
 
 def make_gate(metric: str, fig: Figure | None, limit: float, direction: str) -> Gate:

@@ -44,7 +44,7 @@ class Gate(_Strict):
     limit: float | None = None
     direction: Literal["max", "min"] = "max"  # max: value must stay ≤ limit; min: ≥ limit
     verdict: Verdict = "unmeasured"
-    items_to_settle: int | None = None  # for undetermined: items that would most likely settle it
+    items_to_settle: int | None = None  # undetermined: how many more items would settle it
 
 
 class TaskRoute(_Strict):

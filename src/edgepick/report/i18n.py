@@ -86,7 +86,7 @@ STRINGS: dict[str, dict[str, str]] = {
     "gate": {"en": "Constraint", "zh": "约束"},
     "value_ci": {"en": "Value [95% interval]", "zh": "测量值 [95%置信区间]"},
     "limit": {"en": "Limit", "zh": "限值"}, "verdict": {"en": "Verdict", "zh": "结论"},
-    "to_settle": {"en": "Items to settle", "zh": "定论所需条数"},
+    "to_settle": {"en": "More items to settle", "zh": "定论还需条数"},
     "routes": {"en": "Hybrid plan: route per task type", "zh": "混合方案：按任务类型路由"},
     "route": {"en": "Route", "zh": "路由"}, "share": {"en": "Share of requests", "zh": "请求占比"},
     "badcases_per_1000": {"en": "Badcases / 1000 [95%]", "zh": "每1000次badcase [95%]"},
