@@ -3,7 +3,7 @@
 SmolLM2-135M: the bundled F16 converted by `edgepick convert` (INT4, k_quant, block 32; the
 build is cached) and quantized to Q4_0 by llama.cpp's own quantizer. Both run in process through
 edgepick's backends, each in its own worker process (so peak RSS is the engine's alone), with the
-same workload: 2 threads, a 512-token prompt, 128 greedy tokens, n_ctx 640, F16 KV on llama.cpp
+same workload: 2 threads (EDGEPICK_BENCH_THREADS), a 512-token prompt, 128 greedy tokens, n_ctx 640, F16 KV on llama.cpp
 (og keeps its KV cache in fp32). Rounds alternate the order (ABBA); the verdicts are the medians of
 the paired ratios og ÷ llama.cpp, since a shared host drifts more than the gap being measured.
 Also prints each build's KLD against the F16 reference (edgepick fidelity, same tokenizer).
@@ -16,7 +16,10 @@ import os
 import statistics
 import sys
 
-N_PROMPT, N_GEN, THREADS = 512, 128, 2
+N_PROMPT, N_GEN = 512, 128
+# 1 thread on a host shared with other jobs: llama.cpp's spinning thread barriers collapse when
+# the cores are oversubscribed, which would measure the host, not the engine (docs/engines.md)
+THREADS = int(os.environ.get("EDGEPICK_BENCH_THREADS", "2"))
 REPEATS = int(os.environ.get("EDGEPICK_BENCH_REPEATS", "3"))
 ROUNDS = int(os.environ.get("EDGEPICK_BENCH_ROUNDS", "4"))
 METRICS = ("prefill_tps", "decode_tps", "peak_rss_mib")
@@ -38,6 +41,35 @@ def figures(ref) -> dict[str, float]:
     m = aggregate(out.value, None, None)
     return {"prefill_tps": m["prefill_tps"].median, "decode_tps": m["decode_tps"].median,
             "peak_rss_mib": out.peak_rss_bytes / 2**20}
+
+
+# The block-size sweep of seed 001 §4 (EDGEPICK_ENGINES_SWEEP=1): k_quant packs only an even
+# number of blocks per row, so on SmolLM2 (width 576) only block 32 builds; RTN builds them all.
+SWEEP = [("k_quant", 32, 4), ("k_quant", 32, 8), ("default", 32, 4), ("default", 64, 4),
+         ("default", 128, 4), ("default", 256, 4)]
+
+
+def sweep() -> None:
+    """Each block size's fidelity against the same F16 reference, with its size and build time."""
+    from edgepick.assets.bundled import smollm2_f16
+    from edgepick.convert.cache import converted
+    from edgepick.convert.facts import conversion_record
+    from edgepick.convert.recipe import ConvertRecipe
+    from edgepick.evaluate.fidelity import bundled_text, fidelity
+    from edgepick.records.model_ref import ModelRef
+
+    ref = ModelRef.file(smollm2_f16(), label="F16")
+    print("| algo | block | lm_head | size | conversion | KLD mean | KLD P99 | same top-1 | "
+          "PPL ratio |")
+    for algo, block, head in SWEEP:
+        folder = converted(ref.path, ConvertRecipe(algo=algo, block_size=block,
+                                                   lm_head_bits=head))
+        rec = conversion_record(str(folder))
+        res = fidelity(ref, ModelRef.file(folder, backend="onnxruntime_genai"),
+                       bundled_text("fidelity"), ctx=512, threads=THREADS, max_chunks=4)
+        print(f"| {algo} | {block} | INT{head} | {rec.size_bytes / 2**20:.0f} MiB | "
+              f"{rec.seconds:.0f} s | {res.kld_mean:.4f} ± {res.kld_mean_unc:.4f} | "
+              f"{res.kld_p99:.3f} | {res.same_top1:.1%} | {res.ppl_ratio:.3f} |", flush=True)
 
 
 def main() -> int:
@@ -79,6 +111,8 @@ def main() -> int:
         print(f"fidelity {name:15} vs F16: KLD mean {res.kld_mean:.4f} ± {res.kld_mean_unc:.4f}, "
               f"P99 {res.kld_p99:.3f}, same top-1 {res.same_top1:.1%}, PPL ratio "
               f"{res.ppl_ratio:.3f}")
+    if os.environ.get("EDGEPICK_ENGINES_SWEEP") == "1":
+        sweep()
     return 0
 
 

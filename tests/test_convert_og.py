@@ -77,6 +77,7 @@ def test_other_settings_never_overwrite_without_force(built, tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["--block-size", "48"], "block size 48 is not supported"),
+    (["--block-size", "64"], "odd number of blocks"),  # k_quant, SmolLM2's width 576
     (["--algo", "rtn"], "--algo"),
     (["--lm-head-bits", "8", "--algo", "default"], "needs --algo k_quant"),
     (["--engine", "mlc"], "'mlc' is not supported"),

@@ -20,7 +20,8 @@ from typing import Callable
 
 from edgepick.convert.gguf_source import GgufSource, LlamaHParams
 from edgepick.convert.og_tokenizer import write_tokenizer
-from edgepick.convert.recipe import RECORD_FILE, ConvertRecipe, ConvertRecord
+from edgepick.convert.recipe import (KNOWN_PITFALLS, RECORD_FILE, ConvertRecipe, ConvertRecord,
+                                     odd_block_widths)
 from edgepick.errors import EdgepickError
 
 Progress = Callable[[str, int, int], None]  # (step, done, total)
@@ -124,6 +125,12 @@ def build_gguf(source: str, recipe: ConvertRecipe, out: Path, *, source_sha256: 
     if recipe.context_length > hp.n_ctx_train:
         raise EdgepickError(f"context length {recipe.context_length} exceeds the model's "
                             f"training context ({hp.n_ctx_train})")
+    widths = {hp.n_embd, hp.n_ff, hp.n_head * hp.head_dim}
+    odd = odd_block_widths(widths, recipe.block_size)
+    if recipe.precision == "int4" and recipe.algo == "k_quant" and odd:
+        raise EdgepickError(f"{source}: refused: {KNOWN_PITFALLS['k_quant-odd-blocks']}; here "
+                            f"width {odd[0]} at block {recipe.block_size}; use --algo default "
+                            "or a block size that divides it an even number of times")
     seconds["read"] = time.perf_counter() - t
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))

@@ -86,10 +86,19 @@ KNOWN_PITFALLS = {
                        "the working option is `block_size` (edgepick passes `block_size` and "
                        "checks every MatMulNBits node's block size after the build)",
     "default-128": "block size 128 with the default (RTN) algorithm gave garbage output on "
-                   "SmolLM2-135M; k_quant at the same block size did not",
+                   "SmolLM2-135M through the official builder; check this build's fidelity",
     "asymmetric": "is_symmetric=false produced a model that onnxruntime-genai could not load",
     "requantize": "the source GGUF is already quantized: INT4 on top of it compounds both errors",
+    # found by edgepick's own sweep (docs/engines.md): onnxruntime's k-quant packs two 4-bit zero
+    # points per byte and fails when a row has an odd number of blocks
+    "k_quant-odd-blocks": "onnxruntime 1.32's k_quant crashes when a MatMul's input width is an "
+                          "odd number of blocks (SmolLM2's 576 at block 64, 128 or 256)",
 }
+
+
+def odd_block_widths(widths: set[int], block_size: int) -> list[int]:
+    """Input widths that k_quant cannot pack at `block_size` (an odd number of blocks)."""
+    return sorted(w for w in widths if -(-w // block_size) % 2 == 1)
 
 
 def check_recipe(recipe: ConvertRecipe, *, source_full_precision: bool) -> list[Pitfall]:
