@@ -32,7 +32,7 @@ def main() -> int:
         _, port = engine_pid_port(proc)
         direct = f"http://127.0.0.1:{port}"
         ratios, added, ep_tps, dir_tps = [], [], [], []
-        with httpx.Client(timeout=120) as client:
+        with httpx.Client(timeout=300, limits=httpx.Limits(keepalive_expiry=1.0)) as client:
             stream_timing(client, url, body)  # warm both paths once
             stream_timing(client, direct, body)
             for i in range(ROUNDS):

@@ -66,14 +66,14 @@ def list_(registry: Optional[Path] = typer.Option(None, "--registry", help=REGIS
     if json_out:
         print_json(state)
         return
-    t = Table("model", "version", "active", "size", "sha256", "added", "file")
+    t = Table("model", "version", "state", "size", "sha256", "added")
     for name, entry in state.models.items():
         for v, ve in entry.versions.items():
             mark = "active" if v == entry.active else (
                 "previous" if entry.history and v == entry.history[-1] else "")
             if v == entry.pending:
                 mark += " (unfinished activation)"
-            t.add_row(name, v, mark, human_bytes(ve.size), ve.sha256[:12] + "…", ve.added, ve.file)
+            t.add_row(name, v, mark, human_bytes(ve.size), ve.sha256[:12] + "…", ve.added)
     console.print(t)
 
 

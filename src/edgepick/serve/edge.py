@@ -214,7 +214,12 @@ class EdgePool:
         keep = False
         try:
             async with asyncio.timeout_at(_loop_time(deadline)):
-                resp = await engine.client.send(req, stream=True)
+                try:
+                    resp = await engine.client.send(req, stream=True)
+                except httpx.RemoteProtocolError:
+                    # a pooled connection the engine closed as we sent on it: nothing was
+                    # answered, so once more on a fresh connection
+                    resp = await engine.client.send(req, stream=True)
                 if stream and resp.status_code == 200:
                     keep = True
                 else:

@@ -125,8 +125,10 @@ class Engine:
         finally:
             logfile.close()
         # the pool bounds concurrency itself, so the client never needs more than slots + a few
+        # llama-server (cpp-httplib) closes idle keep-alive connections after 5 s; expiring ours
+        # sooner keeps a request from being sent on a connection the server is closing
         limits = httpx.Limits(max_connections=self.spec.slots + 4,
-                              max_keepalive_connections=self.spec.slots + 4)
+                              max_keepalive_connections=self.spec.slots + 4, keepalive_expiry=2.0)
         self.client = httpx.AsyncClient(base_url=self.base, limits=limits,
                                         timeout=httpx.Timeout(None, connect=5.0))
         try:

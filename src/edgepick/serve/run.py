@@ -14,8 +14,11 @@ from edgepick.serve.app import ServeState, create_app
 
 def bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto IPPROTO_TCP, not 0: asyncio only turns Nagle off (TCP_NODELAY) on sockets that say
+    # they are TCP, and with Nagle on, a response written in two parts waits ~40 ms for an ACK
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.bind((host, port))
     except OSError as exc:
@@ -28,6 +31,7 @@ def bind(host: str, port: int) -> socket.socket:
 
 def run_server(state: ServeState) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per engine request
     s = state.settings
     sock = bind(s.host, s.port)
     host, port = sock.getsockname()[:2]
