@@ -38,6 +38,9 @@ def from_deploy(path: str | Path, runtime: dict) -> Source:
     model = Path(cfg.model.path).expanduser()
     if not model.is_absolute():
         model = Path(path).parent / model
+    if model.is_dir():  # a converted engine folder (docs/engines.md): not a llama-server model
+        raise InputError(path, f"{model} is a {cfg.model.backend} model folder; edgepick serve "
+                               "runs GGUF files with llama-server", field="model.path")
     if not model.is_file():
         raise InputError(path, f"model file {model} does not exist", field="model.path")
     got = sha256_of(model)
