@@ -111,12 +111,11 @@ def build_gguf(source: str, recipe: ConvertRecipe, out: Path, *, source_sha256: 
 
     say = progress or (lambda step, done, total: None)
     t_all = time.perf_counter()
-    seconds: dict[str, float] = {}
-    steps: list[str] = []
+    seconds: dict[str, float] = {}  # step → its wall time, kept in the record
+    steps: list[str] = []  # what each step did, in words, for the engineering-cost table
 
-    def timed(step: str, what: str):
+    def timed(step: str, what: str) -> float:
         steps.append(what)
-        seconds[step] = 0.0
         return time.perf_counter()
 
     t = timed("read", "read the GGUF header and tokenizer metadata")

@@ -56,7 +56,7 @@ class PlannedBuild(BaseModel):
 
 def check_convert(plan, lp, fail) -> None:
     """Plan checks for the section (called by plan/checks.py)."""
-    for i, entry in enumerate(getattr(plan, "convert", [])):
+    for i, entry in enumerate(plan.convert):
         try:
             ref = lp.ref(entry.source)
         except EdgepickError as exc:
@@ -77,7 +77,7 @@ def convert_candidates(lp, make) -> list:
     from edgepick.records.model_ref import ModelRef
 
     out = []
-    for entry in getattr(lp.plan, "convert", []):
+    for entry in lp.plan.convert:
         src = lp.ref(entry.source)
         prefix = entry.label or src.label
         for recipe in entry.recipes():
@@ -95,7 +95,7 @@ def convert_stage(st, tick) -> None:
     from edgepick.convert.recipe import RECORD_KIND
     from edgepick.convert.run import convert_gguf
 
-    todo = [c for c in st.active() if getattr(c, "build", None) is not None]
+    todo = [c for c in st.active() if c.build is not None]
     for i, c in enumerate(todo):
         tick(i, len(todo), f"{c.name}")
         try:

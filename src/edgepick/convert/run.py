@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 from edgepick.convert.recipe import (KNOWN_PITFALLS, RECORD_FILE, RECORD_KIND, ConvertRecipe,
                                      ConvertRecord, check_recipe)
@@ -65,7 +66,7 @@ def _check_out(out: Path, build_key: str, force: bool) -> ConvertRecord | None:
 
 def convert_gguf(source: str, recipe: ConvertRecipe, out: str | Path, *, force: bool = False,
                  quiet: bool = False, progress: Progress | None = None,
-                 warn=None) -> ConvertRecord:
+                 warn: Callable[[str], None] | None = None) -> ConvertRecord:
     """Convert a GGUF without torch; `warn(msg)` hears each pitfall that applies."""
     from edgepick.convert.gguf_source import GgufSource
     from edgepick.convert.og_build import build_gguf
