@@ -23,7 +23,7 @@ class Scripted:
 
     def propose(self, messages, tools, max_tokens) -> Proposal:
         self.seen.append([dict(m) for m in messages])
-        return Proposal(self.replies.pop(0), 0.001)
+        return Proposal(self.replies.pop(0), 0.0)
 
 
 def call(name: str, **args) -> str:
