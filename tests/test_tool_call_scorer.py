@@ -197,3 +197,13 @@ def test_the_bundled_demo_set():
     assert {i.difficulty for i in head} == {"easy", "medium", "hard"}
     assert {i.meta["lang"] for i in head} == {"en", "zh"}
     assert any(i.reference == "none" for i in head) and any(i.reference != "none" for i in head)
+
+
+def test_a_plan_names_the_bundled_tool_set(tmp_path):
+    from edgepick.plan.loader import load_plan
+
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("name: t\ndevice: raspberry-pi-5\noutput: out\ncandidates:\n  - model: tiny\n"
+                    "eval:\n  data: demo-tools\n  reference: tiny\n  limit: 12\n"
+                    "scenario:\n  name: agent_tool_calling\n")
+    assert load_plan(plan).eval_data().endswith("demo_tools.jsonl")
