@@ -119,8 +119,8 @@ def register(app: typer.Typer) -> None:
                     cap = int(parse_size(memory_bytes))
                 except ValueError as exc:
                     raise EdgepickError(f"--memory-bytes: {exc}") from None
-                lt = LongTermMemory(memory, embedder_for(embed_model or ref.locator, threads),
-                                    max_entries=memory_entries, max_bytes=cap)
+                embedder = embedder_for(embed_model or ref.locator, threads)
+                lt = LongTermMemory(memory, embedder, max_entries=memory_entries, max_bytes=cap)
                 mem = Memory(lt, summarise=m.summarise)
             agent = Agent(m, toolset, confirm=_confirm(yes), memory=mem,
                           context=_context_builder(m, ref, ctx), max_steps=max_steps,
@@ -132,6 +132,7 @@ def register(app: typer.Typer) -> None:
                     _print_run(run)
             if mem is not None:
                 mem.long_term.close()
+                embedder.close()
         summary = _summary(runs)
         if json_out:
             print_json({"model": ref.label, "tool_format": m.mode,
