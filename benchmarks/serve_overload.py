@@ -1,8 +1,12 @@
 """Overload (issue 16, seed 000 §4.3): 4× the admitted capacity (slots + queue) for 60 s gives
 0 crashes and 0 responses other than 200/429; median rejection latency < 20 ms.
 
-Clients loop back to back, each sending its next request as soon as the last one answered, so
-the offered load stays at 4× capacity for the whole run. Tiny model, 32 generated tokens.
+Clients loop back to back in a process of their own, each sending its next request as soon as
+the last one answered, so the offered load stays at 4× capacity for the whole run. Rejection
+latency is read by a probe in this process, one request at a time, so it is the server's answer
+time under that load rather than the load generator's own event-loop backlog (16 clients at
+~300 requests/s in one Python process); the load clients' own figure is printed beside it.
+Tiny model, 32 generated tokens.
 """
 
 from __future__ import annotations
@@ -53,24 +57,55 @@ async def run(url: str) -> tuple[Counter, list[float], list[str]]:
     return statuses, reject_ms, errors
 
 
+def _load(url: str, out) -> None:
+    out.put(asyncio.run(run(url)))
+
+
+def probe(url: str, until: float, statuses: Counter, reject_ms: list[float]) -> None:
+    body = {"model": "x", "max_tokens": 32, "ignore_eos": True,
+            "messages": [{"role": "user", "content": "Say something."}]}
+    with httpx.Client(timeout=120) as c:
+        while time.monotonic() < until:
+            t0 = time.perf_counter()
+            r = c.post(url + "/v1/chat/completions", json=body)
+            statuses[r.status_code] += 1
+            if r.status_code == 429:
+                reject_ms.append((time.perf_counter() - t0) * 1000)
+            time.sleep(0.02)
+
+
 def main() -> int:
+    import multiprocessing as mp
+
     from edgepick.assets.bundled import tiny_f16
 
     with edgepick_serve(["-m", str(tiny_f16()), "--slots", str(SLOTS), "--queue", str(QUEUE),
                          "--ctx", "512", "--threads", threads()]) as (url, proc):
-        statuses, reject_ms, errors = asyncio.run(run(url))
+        ctx = mp.get_context("spawn")
+        out = ctx.Queue()
+        load = ctx.Process(target=_load, args=(url, out))
+        load.start()
+        probe_statuses: Counter = Counter()
+        probe_ms: list[float] = []
+        probe(url, time.monotonic() + SECONDS, probe_statuses, probe_ms)
+        statuses, reject_ms, errors = out.get(timeout=SECONDS + 300)
+        load.join(timeout=60)
         crashes = metric(url, "edgepick_engine_restarts_total")
         alive = proc.poll() is None
+    statuses.update(probe_statuses)
     other = {k: v for k, v in statuses.items() if k not in (200, 429)}
-    med = statistics.median(reject_ms) if reject_ms else float("nan")
-    print(f"{CLIENTS} clients against {SLOTS} slots + {QUEUE} queue for {SECONDS:.0f} s: "
-          f"{dict(statuses)}")
+    med = statistics.median(probe_ms) if probe_ms else float("nan")
+    print(f"{CLIENTS} clients (+1 probe) against {SLOTS} slots + {QUEUE} queue for "
+          f"{SECONDS:.0f} s: {dict(statuses)}")
     print(f"engine restarts {crashes:.0f}, server alive {alive}; other statuses {other or 'none'}"
           f"{'; transport errors ' + str(Counter(errors)) if errors else ''}")
+    if probe_ms:
+        q = statistics.quantiles(probe_ms, n=100)
+        print(f"rejection latency (probe): median {med:.2f} ms, P99 {q[98]:.2f} ms "
+              f"(n={len(probe_ms)}) target median < {TARGET_REJECT_MS} ms")
     if reject_ms:
-        q = statistics.quantiles(reject_ms, n=100)
-        print(f"rejection latency: median {med:.2f} ms, P99 {q[98]:.2f} ms "
-              f"(n={len(reject_ms)}) target median < {TARGET_REJECT_MS} ms")
+        print(f"rejection latency seen by the load clients (their own backlog included): "
+              f"median {statistics.median(reject_ms):.2f} ms (n={len(reject_ms)})")
     ok = alive and crashes == 0 and not other and statuses[200] > 0 and statuses[429] > 0 \
         and med < TARGET_REJECT_MS
     return 0 if ok else 1

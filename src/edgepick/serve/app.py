@@ -140,13 +140,17 @@ def create_app(state: ServeState) -> FastAPI:
             rr = RouteRequest(kind, body, stream, t0 + s.deadline,
                               {k.lower(): v for k, v in request.headers.items()})
             task = asyncio.create_task(state.router.route(rr, state.pool))
-            gone = asyncio.create_task(_until_disconnect(request))
-            await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
-            gone.cancel()
-            if not task.done():  # the client left: cancelling closes the engine connection
-                task.cancel()
-                m.requests.labels(ENDPOINTS[kind], "499").inc()
-                return Response(status_code=499)
+            # one step lets a refusal (429, 503) finish before a disconnect watcher is set up:
+            # under overload most requests end here, and they must end fast
+            await asyncio.sleep(0)
+            if not task.done():
+                gone = asyncio.create_task(_until_disconnect(request))
+                await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
+                gone.cancel()
+                if not task.done():  # the client left: cancelling closes the engine connection
+                    task.cancel()
+                    m.requests.labels(ENDPOINTS[kind], "499").inc()
+                    return Response(status_code=499)
             routed = task.result()
         except ServeError as err:
             if err.status == 429 or err.code == "insufficient_resources":
