@@ -17,7 +17,7 @@ import httpx
 
 from benchmarks._serve_common import edgepick_serve, engine_pid_port, stream_timing, threads
 
-ROUNDS = int(os.environ.get("EDGEPICK_BENCH_ROUNDS", "12"))
+ROUNDS = int(os.environ.get("EDGEPICK_BENCH_ROUNDS", "16"))
 N_GEN = 128
 TARGET_DECODE_RATIO, TARGET_ADDED_TTFT_MS = 0.95, 10.0
 
