@@ -61,3 +61,40 @@ def test_consistency_different_models_fail_with_exit_1(cli, tiny_model, smollm2_
     assert data["passed"] is False and data["identical_share"] < 1.0
     diverged = [it for it in data["items"] if not it["identical"]]
     assert diverged and all(0 <= it["first_divergence"] <= 6 for it in diverged)
+
+
+def test_consistency_stores_its_answers_under_a_run_and_reuses_them(cli, tiny_model, prompts,
+                                                                     tmp_path):
+    import sqlite3
+
+    store = str(tmp_path / "s.sqlite")
+    args = ("consistency", "-r", tiny_model, "-m", "tiny", "-d", prompts, "--max-tokens", "4",
+            "--threads", "1", "--store", store, "--json")
+    first = cli(*args)
+    assert first.returncode == 0, first.stderr
+
+    def created() -> list[float]:
+        with sqlite3.connect(store) as db:
+            return [r[0] for r in db.execute(
+                "SELECT created FROM results WHERE kind='consistency'")]
+
+    (when,) = created()
+    again = cli(*args, "--threshold", "1.0")  # a new verdict on the stored answers
+    assert again.returncode == 0, again.stderr
+    assert created() == [when]  # reused, not measured again
+    a, b = json.loads(first.stdout), json.loads(again.stdout)
+    assert a["items"] == b["items"] and b["threshold"] == 1.0 and b["passed"] is True
+    runs = json.loads(cli("runs", "--store", store, "--json").stdout)
+    assert [r["rows"] for r in runs] == [{"consistency": 1}, {"consistency": 1}]
+    assert runs[0]["data_sha256"] and runs[0]["settings"]["max_tokens"] == 4
+
+
+def test_consistency_reads_a_bundled_set_and_refuses_a_missing_file_in_one_line(cli, tmp_path):
+    store = str(tmp_path / "s.sqlite")
+    r = cli("consistency", "-r", "tiny", "-m", "tiny", "-d", "nosuch.jsonl", "--store", store)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.strip() == "error: nosuch.jsonl: cannot read (No such file or directory)"
+    r = cli("consistency", "-r", "tiny", "-m", "tiny", "-d", "demo", "--max-tokens", "1",
+            "--threads", "1", "--store", store, "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["n"] > 10

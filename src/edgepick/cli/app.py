@@ -11,6 +11,7 @@ import pkgutil
 import sys
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
@@ -47,6 +48,15 @@ def main(argv: list[str] | None = None) -> None:
         # Escaped: a message may hold brackets (pip install 'edgepick[ray]', a JSON path).
         err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False,
                           soft_wrap=True)
+        sys.exit(2)
+    except ValidationError as exc:
+        # A value the CLI passed on but a request record refuses (e.g. --threads 0): one line
+        # per field, never a traceback.
+        for e in exc.errors():
+            where = ".".join(str(p) for p in e["loc"]) or exc.title
+            err_console.print(f"[bold red]error:[/] {escape(where)}: {escape(e['msg'])} "
+                              f"(got {escape(repr(e.get('input')))})", highlight=False,
+                              soft_wrap=True)
         sys.exit(2)
     except KeyboardInterrupt:
         err_console.print("interrupted; results stored so far are kept")

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-import statistics
 from pathlib import Path
+from typing import Optional
 
 import typer
 from rich.table import Table
 
+from edgepick.cli.options import STORE_HELP, open_store, split_list
 from edgepick.cli.output import console, human_bytes, to_jsonable
 
 
@@ -19,14 +20,15 @@ def register(app: typer.Typer) -> None:
                                         help="models to plan (first one is measured)"),
         ctx: int = typer.Option(2048, help="context size"),
         out: Path = typer.Option(Path("edgepick-out/check"), help="output folder"),
+        store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
+        fresh: bool = typer.Option(False, "--fresh", help="measure again what is stored"),
     ) -> None:
         """Probe this machine, fit the models, then measure the first one: predicted vs measured."""
-        from edgepick.bench.measure import measure_point
-        from edgepick.launch import run_isolated
+        from edgepick.bench.runner import run as bench
+        from edgepick.bench.sweeps import BenchRequest
         from edgepick.devices.local import describe, local_device
-        from edgepick.fit.planner import fit_one
-        from edgepick.models.spec import load_spec
-        from edgepick.records import Candidate, RuntimeSettings
+        from edgepick.fit.stage import FitRequest, run as fit
+        from edgepick.records import RuntimeSettings
         from edgepick.records.model_ref import ModelRef
 
         with console.status("reading this machine's probe…"):
@@ -34,22 +36,23 @@ def register(app: typer.Typer) -> None:
         console.print(f"this machine: {device.cores} cores, {human_bytes(device.total_ram_bytes)} RAM "
                       f"({human_bytes(device.model_budget_bytes)} available), "
                       f"{device.bandwidth_gbps:.1f} GB/s read bandwidth ({describe(device)})")
-        refs = [ModelRef.parse(m) for m in model]
-        paths = [str(r.path) for r in refs]
-        prompt, gen = ctx // 2, 64
-        fits = [fit_one(load_spec(p), None, ctx, device, fill=prompt + gen // 2) for p in paths]
-        with console.status(f"measuring {Path(paths[0]).name} in a worker process…"):
-            cand = Candidate(ref=refs[0], settings=RuntimeSettings(n_ctx=ctx, threads=device.cores or 2))
-            outcome = run_isolated(measure_point, cand.model_dump(),
-                                   {"prompt_tokens": prompt, "gen_tokens": gen, "warmup": 1, "repeats": 3})
+        refs = [ModelRef.parse(m) for m in split_list(model)]
+        prompt, gen = ctx // 2, min(64, ctx // 4)  # both fit in the context, however small
+        # fit predicts at the KV fill the measurement decodes at: mid-way through its answer
+        fit_req = FitRequest.for_models(refs, ["native"], ctxs=[ctx], device=device,
+                                        fill=prompt + gen // 2)
+        bench_req = BenchRequest(
+            models=refs[:1], settings=RuntimeSettings(n_ctx=ctx, threads=device.cores or 2),
+            prompt_lengths=[prompt], gen_tokens=gen, warmup=1, repeats=3)
+        # fit and bench rows under one run, as their own commands store them: decide reads them
+        with open_store(store) as rs:
+            fits = fit(fit_req, rs)
+            with console.status(f"measuring {refs[0].label} in a worker process…"):
+                (res,) = bench(bench_req, rs, fresh=fresh)
         measured = None
-        if outcome.ok:
-            rates = []
-            for run in outcome.value["runs"]:
-                times = run["requests"][0]["token_times"]
-                rates.append((len(times) - 1) / (times[-1] - times[0]))
-            measured = {"peak_rss_bytes": outcome.peak_rss_bytes,
-                        "decode_tps_median": statistics.median(rates)}
+        if res.status == "ok":
+            measured = {"peak_rss_bytes": res.metric("peak_rss_bytes"),
+                        "decode_tps_median": res.metric("decode_tps")}
         t = Table("model", "quant", "total memory (pred.)", "verdict", "decode est.",
                   "peak RSS (meas.)", "decode (meas.)", title=f"ctx {ctx}, decode at {prompt + gen // 2} tokens of KV")
         for i, f in enumerate(fits):
@@ -58,13 +61,17 @@ def register(app: typer.Typer) -> None:
                       f"{f.decode_tps_estimate:.0f} tok/s"
                       + (f" ({f.decode_tps_band[0]:.0f}-{f.decode_tps_band[1]:.0f})"
                          if f.decode_tps_band else ""),
-                      human_bytes(m["peak_rss_bytes"]) if m else "-",
-                      f"{m['decode_tps_median']:.0f} tok/s" if m else "-")
+                      human_bytes(m["peak_rss_bytes"]) if m and m["peak_rss_bytes"] else "-",
+                      f"{m['decode_tps_median']:.0f} tok/s" if m and m["decode_tps_median"] else "-")
         console.print(t)
-        if not outcome.ok:
-            console.print(f"[red]measurement failed:[/] {outcome.error}")
+        if res.cached:
+            console.print(f"measurement reused from {rs.path} (--fresh measures again)",
+                          style="dim")
+        if res.status != "ok":
+            console.print(f"[red]measurement failed:[/] {res.error}")
         out.mkdir(parents=True, exist_ok=True)
         report = out / "check.json"
         report.write_text(json.dumps({"device": to_jsonable(device), "fit": to_jsonable(fits),
-                                      "measured": measured, "error": outcome.error}, indent=2))
-        console.print(f"written: {report}")
+                                      "measured": measured, "error": res.error,
+                                      "run": rs.run_id, "store": str(rs.path)}, indent=2))
+        console.print(f"written: {report}; run {rs.run_id} in {rs.path}")

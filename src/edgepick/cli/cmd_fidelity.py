@@ -94,23 +94,29 @@ def register(app: typer.Typer) -> None:
         reference: str = typer.Option(..., "--reference", "-r", help="reference GGUF or bundled name"),
         candidate: Optional[str] = typer.Option(None, "--candidate", "-c", hidden=True),
         data: str = typer.Option(..., "--data", "-d",
-                                 help="eval JSONL (uses each item's messages/prompt)"),
+                                 help="eval JSONL or a bundled set (demo, demo-tools): each "
+                                      "item's messages/prompt"),
         max_tokens: int = typer.Option(64, "--max-tokens", help="greedy tokens per answer"),
         threshold: float = typer.Option(0.9, "--threshold",
                                         help="exit 1 when the identical share is below this"),
         threads: int = typer.Option(DEFAULTS.threads, "--threads", help="inference threads"),
+        store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
         json_out: bool = typer.Option(False, "--json", help="print JSON"),
         show: int = typer.Option(10, "--show", help="diverging items to list"),
     ) -> int:
         """Greedy answers of the model and REFERENCE: identical share, first diverging token."""
-        from edgepick.evaluate.consistency import consistency as run
+        from edgepick.evaluate.bundled_sets import bundled_set_path
+        from edgepick.evaluate.consistency_stage import ConsistencyRequest, run
         from edgepick.records.model_ref import ModelRef
 
         cand = one_model(merged(model, [candidate] if candidate else None, "-c/--candidate",
                                 "-m/--model"), None, "candidate")
-        with _progress(not json_out) as cb:
-            res = run(ModelRef.parse(reference), ModelRef.parse(cand), data,
-                      max_tokens=max_tokens, threshold=threshold, threads=threads, progress=cb)
+        path = bundled_set_path(data) or data
+        req = ConsistencyRequest(reference=ModelRef.parse(reference),
+                                 candidate=ModelRef.parse(cand), data=path,
+                                 max_tokens=max_tokens, threshold=threshold, threads=threads)
+        with _progress(not json_out) as cb, open_store(store, path) as rs:
+            res = run(req, rs, (lambda d, n, what: cb(what, d, n)) if cb else silent)
         for msg in res.skipped:
             err_console.print(f"[yellow]skipped:[/] {msg}", highlight=False, soft_wrap=True)
         if json_out:

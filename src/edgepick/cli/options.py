@@ -85,14 +85,17 @@ def _command() -> str:
 def open_store(path: str | None, data: str | None = None, *, run: bool = True):
     """The results store, with a run begun for this invocation: its command line, its settings
     (every flag's value) and the data file's hash."""
+    from edgepick.errors import InputError
     from edgepick.store import ResultStore
+    from edgepick.store.identity import file_sha256
 
+    sha = None
+    if run and data:
+        try:
+            sha = file_sha256(data)
+        except OSError as exc:  # one line, and no run recorded for an input that is not there
+            raise InputError(data, f"cannot read ({exc.strerror})") from None
     store = ResultStore(path or None)
     if run:
-        sha = None
-        if data:
-            from edgepick.store.identity import file_sha256
-
-            sha = file_sha256(data)
         store.begin_run(_command(), _params(), data_sha256=sha)
     return store

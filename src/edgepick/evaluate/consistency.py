@@ -84,6 +84,14 @@ def _run(ref: ModelRef, prompts: list[tuple[str, list[dict]]], max_tokens: int, 
         backend.unload()
 
 
+def check_limits(max_tokens: int, threshold: float) -> None:
+    """One line for a budget or threshold out of range, before any model is loaded."""
+    if max_tokens < 1:
+        raise EdgepickError(f"--max-tokens must be ≥ 1 (got {max_tokens})")
+    if not 0.0 <= threshold <= 1.0:
+        raise EdgepickError(f"--threshold must be between 0 and 1 (got {threshold})")
+
+
 def consistency(reference: ModelRef, candidate: ModelRef, data: str | Path, max_tokens: int = 64,
                 threshold: float = 0.9, threads: int = 2,
                 progress: Progress | None = None) -> ConsistencyResult:
@@ -92,10 +100,7 @@ def consistency(reference: ModelRef, candidate: ModelRef, data: str | Path, max_
     Both texts are tokenized by the reference's tokenizer without BOS, so `first_divergence` is
     the index of the first differing token of the answers as the reference would spell them.
     """
-    if max_tokens < 1:
-        raise EdgepickError(f"--max-tokens must be ≥ 1 (got {max_tokens})")
-    if not 0.0 <= threshold <= 1.0:
-        raise EdgepickError(f"--threshold must be between 0 and 1 (got {threshold})")
+    check_limits(max_tokens, threshold)
     ref_path, cand_path = (r.local_path("consistency runs both models in process; give GGUF "
                                         "files") for r in (reference, candidate))
     prompts, skipped = load_prompts(data)
