@@ -9,14 +9,17 @@ from pathlib import Path
 
 import pytest
 
+# first: importing ray_head keeps Ray on loopback
+from ray_head import listening_sockets, ray_head, ray_process_ids  # noqa: E402, I001
+
 ray = pytest.importorskip("ray")
 
 from edgepick.cluster.dispatch import JOB_KIND, job_key, run_jobs  # noqa: E402
 from edgepick.cluster.executor import LocalExecutor  # noqa: E402
 from edgepick.cluster.jobs import Job, scoped_key  # noqa: E402
+from edgepick.cluster.nodes import is_loopback  # noqa: E402
 from edgepick.errors import EdgepickError  # noqa: E402
 from edgepick.store import ResultStore  # noqa: E402
-from ray_head import ray_head  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +57,16 @@ def test_jobs_run_on_their_device_and_come_back_to_the_driver_store(head, tmp_pa
     assert again == ["stored", "stored"]
     assert len(list(tmp_path.glob("x.*"))) == 1 and len(list(tmp_path.glob("y.*"))) == 1
     assert {s for _, s in events} >= {"queued", "done"}
+
+
+def test_every_ray_process_listens_on_loopback_only(head, tmp_path):
+    with ResultStore(tmp_path / "r.sqlite") as store:  # a worker runs: its server is up too
+        assert run_jobs([_job("w", "a", "record", tmp_path)], store, _executor(),
+                        lambda j, s: None)["test/a/w"].ok
+    socks = listening_sockets(ray_process_ids())
+    names = {name for _, name, _, _ in socks}
+    assert {"gcs_server", "raylet"} <= names, socks  # Ray's own servers were found
+    assert [s for s in socks if not is_loopback(s[2])] == []
 
 
 def test_a_killed_job_is_retried_and_a_dead_one_recorded_while_the_others_complete(head, tmp_path):

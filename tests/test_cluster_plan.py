@@ -8,12 +8,13 @@ import json
 
 import pytest
 
+from ray_head import ray_head  # noqa: E402, I001  (first: it keeps Ray on loopback)
+
 ray = pytest.importorskip("ray")
 
 from edgepick.cli.app import main  # noqa: E402
 from edgepick.cluster.dispatch import JOB_KIND  # noqa: E402
 from edgepick.store import ResultStore  # noqa: E402
-from ray_head import ray_head  # noqa: E402
 
 DEVICES = ["raspberry-pi-5", "laptop-16gb-cpu"]  # catalog names, so each has a profile
 PLAN = """

@@ -51,7 +51,8 @@ def _ray_start_args(device: str, address: str | None, head: bool, port: int,
     return args + (["--block"] if block else [])
 
 
-def _join(address: str, device: str, proc: subprocess.Popen | None, timeout_s: float = 120):
+def _join(address: str, device: str, proc: subprocess.Popen | None, loopback: bool,
+          timeout_s: float = 120):
     """Connect once this machine's node is up and carries the tag (ray start may still be
     starting it when we ask)."""
     from edgepick.cluster.nodes import cluster_nodes, connect, require_ray
@@ -63,7 +64,7 @@ def _join(address: str, device: str, proc: subprocess.Popen | None, timeout_s: f
         if proc is not None and proc.poll() is not None:
             raise EdgepickError(f"ray start exited with code {proc.returncode}")
         try:
-            connect(address)
+            connect(address, loopback=loopback)
             if any(n.alive and device in n.devices for n in cluster_nodes()):
                 return
         except EdgepickError:
@@ -87,12 +88,24 @@ def start(device: str = typer.Option(..., "--device", help="this machine's devic
           num_cpus: int = typer.Option(None, "--num-cpus", help="CPUs to offer (default: all)"),
           engine: bool = typer.Option(False, "--engine/--no-engine",
                                       help="also calibrate the decode estimate (15-25 s more)"),
+          bandwidth_mib: int = typer.Option(512, "--bandwidth-mib", min=16,
+                                            help="buffer the bandwidth probe streams; smaller is "
+                                                 "quicker and suits a device with little RAM, "
+                                                 "but reads more of the caches"),
           block: bool = typer.Option(False, "--block",
                                      help="stay in the foreground; Ctrl-C stops the node")) -> None:
-    """Start Ray here with the resource device:<tag>, probe this machine and publish its profile."""
-    from edgepick.cluster.nodes import has_token, publish_profile, require_ray
+    """Start Ray here with the resource device:<tag>, probe this machine and publish its profile.
+    With --head --node-ip-address 127.0.0.1, every Ray port listens on loopback only."""
+    from edgepick.cluster.nodes import (has_token, is_loopback, publish_profile, require_ray,
+                                        use_loopback)
     from edgepick.devices.probe import probe
 
+    loopback = is_loopback(node_ip)
+    if loopback and not head:
+        raise EdgepickError(f"--node-ip-address {node_ip} keeps Ray on this machine: use it with "
+                            "--head; a node joining a cluster needs an address the head reaches")
+    if loopback:
+        use_loopback()  # before Ray is imported: `ray start` and this process inherit it
     ray = require_ray()
 
     args = _ray_start_args(device, address, head, port, node_ip, num_cpus, block)
@@ -102,7 +115,7 @@ def start(device: str = typer.Option(..., "--device", help="this machine's devic
         raise EdgepickError("no Ray token on this machine: copy the head's ~/.ray/auth_token "
                             "here (`ray get-auth-token` prints it there), or set RAY_AUTH_TOKEN")
     with console.status("probing this machine (bandwidth, compute)…"):
-        profile = probe(engine=engine).model_copy(update={"name": device})
+        profile = probe(bandwidth_mib * 2**20, engine=engine).model_copy(update={"name": device})
     target = address or f"{node_ip or '127.0.0.1'}:{port}"
     proc = None
     if block:
@@ -114,8 +127,9 @@ def start(device: str = typer.Option(..., "--device", help="this machine's devic
         if done.returncode != 0:
             tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [""]
             raise EdgepickError(f"ray start failed (exit {done.returncode}): {tail[0]}")
+    name = None
     try:
-        _join(target, device, proc)
+        _join(target, device, proc, loopback)
         name = publish_profile(device, profile.model_dump(mode="json"))
         node_id = ray.get_runtime_context().get_node_id()
         ray.shutdown()
@@ -127,9 +141,28 @@ def start(device: str = typer.Option(..., "--device", help="this machine's devic
             proc.wait()
     except BaseException:
         if proc is not None and proc.poll() is None:
+            if name:
+                _withdraw(target, name, loopback)
             proc.terminate()
             proc.wait(timeout=60)
         raise
+
+
+def _withdraw(address: str, name: str, loopback: bool) -> None:
+    """Remove this node's profile before stopping it: Ray drains a node on SIGTERM until it holds
+    no actor (up to 30 s), and the detached profile would hold it that long."""
+    from edgepick.cluster.nodes import connect, withdraw_profile
+
+    try:
+        connect(address, loopback=loopback)
+        withdraw_profile(name)
+    except Exception:  # noqa: BLE001  the node stops anyway, only more slowly
+        pass
+    finally:
+        import ray
+
+        if ray.is_initialized():
+            ray.shutdown()
 
 
 @node_app.command("list")
@@ -139,9 +172,8 @@ def list_nodes(address: str = typer.Option("auto", "--address",
     """The cluster's nodes: host, state, device tags, CPUs, memory and the published profile."""
     from edgepick.cluster.nodes import cluster_nodes, connect, published_profiles, require_ray
 
+    owned = connect(address)  # first: a loopback head is reached only if Ray is not yet imported
     ray = require_ray()
-
-    owned = connect(address)
     try:
         nodes = cluster_nodes()
         profiles = published_profiles()

@@ -7,8 +7,10 @@ so it disappears with the node and a driver anywhere in the cluster can read it.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 
 from edgepick.errors import EdgepickError
@@ -30,6 +32,41 @@ def check_tag(tag: str) -> str:
     return tag
 
 
+# Ray's single-machine mode (its default on macOS and Windows): the node's address is 127.0.0.1,
+# so every Ray server of this machine (GCS, raylet, workers, agents) listens on loopback only.
+# Ray reads it when it is imported; Ray refuses to join other nodes in it.
+LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+
+
+def is_loopback(host_or_address: str | None) -> bool:
+    """True for 127.x.x.x, ::1 and localhost, with or without a port."""
+    if not host_or_address:
+        return False
+    host = host_or_address.strip()
+    if host.startswith("["):  # [::1]:6379
+        host = host[1:].partition("]")[0]
+    elif host.count(":") == 1:
+        host = host.partition(":")[0]
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return host.lower() == "localhost"
+    return (getattr(ip, "ipv4_mapped", None) or ip).is_loopback  # ::ffff:127.0.0.1 too
+
+
+def use_loopback() -> None:
+    """Keep this process's Ray, and every Ray process it starts, on 127.0.0.1. Call it before Ray
+    is first imported: Ray fixes its mode then."""
+    os.environ.update(LOOPBACK_ENV)
+
+
+def on_loopback() -> bool:
+    """True when this process's Ray node is at a loopback address (Ray must be initialized)."""
+    import ray
+
+    return is_loopback(ray.util.get_node_ip_address())
+
+
 def require_ray():
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     # A Ray cluster runs whatever code it is sent: every edgepick process, head, node or driver,
@@ -48,9 +85,13 @@ def has_token() -> bool:
     return bool(os.environ.get("RAY_AUTH_TOKEN")) or os.path.isfile(path)
 
 
-def connect(address: str | None = None) -> bool:
+def connect(address: str | None = None, loopback: bool | None = None) -> bool:
     """Join the cluster at `address` (`auto` = the one started on this machine), or start a
-    private Ray for this process when none is given; True when this call started Ray."""
+    private Ray for this process when none is given; True when this call started Ray. A private
+    Ray, and a head at a loopback address, are reached over 127.0.0.1 only (`loopback` overrides)."""
+    late = "ray" in sys.modules and os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER") != "0"
+    if loopback if loopback is not None else (address is None or is_loopback(address)):
+        use_loopback()
     ray = require_ray()
     if ray.is_initialized():
         return False
@@ -66,8 +107,12 @@ def connect(address: str | None = None) -> bool:
             ray.init(address="local", include_dashboard=False, **common)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         first = (str(exc).strip().splitlines() or [""])[0]
+        hint = ""
+        if is_loopback(address) and late:
+            hint = ("; Ray was imported before edgepick could keep it on loopback: set "
+                    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 before starting Python")
         raise EdgepickError(f"cannot reach the Ray cluster at {address or 'a local Ray'}: "
-                            f"{first}") from None
+                            f"{first}{hint}") from None
     return True
 
 
@@ -123,6 +168,15 @@ def publish_profile(tag: str, profile: dict) -> str:
     handle = holder.remote(profile)
     ray.get(handle.get.remote(), timeout=60)  # created and answering before we leave
     return name
+
+
+def withdraw_profile(name: str) -> None:
+    """Remove a published profile (its node is about to stop)."""
+    ray = require_ray()
+    try:
+        ray.kill(ray.get_actor(name, namespace=RAY_NAMESPACE))
+    except ValueError:
+        pass  # already gone
 
 
 def published_profiles(timeout_s: float = 10.0) -> dict[str, list[tuple[str, dict]]]:
