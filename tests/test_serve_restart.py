@@ -69,3 +69,34 @@ def test_killed_engine_is_restarted(tiny_model, tmp_path):
         wait_until("healthy again", lambda: _healthy(s), 60)
         client = openai.OpenAI(base_url=s.v1, api_key="x", max_retries=0, timeout=60)
         assert client.completions.create(model="x", prompt="Hi", max_tokens=4).choices
+
+
+def test_health_is_503_while_the_engine_loads(tiny_model, tmp_path):
+    """A gate in front of the real llama-server holds the load until the test opens it."""
+    from edgepick.llama_tools import tool_path
+
+    real = tool_path("llama-server")
+    gate = tmp_path / "open"
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    wrapper = bindir / "llama-server"
+    wrapper.write_text(f"#!/bin/sh\nwhile [ ! -e {gate} ]; do sleep 0.05; done\nexec {real} \"$@\"\n")
+    wrapper.chmod(0o755)
+    with serve(["-m", tiny_model, "--slots", "1", "--ctx", "512"], tmp_path,
+               env={"EDGEPICK_LLAMA_BIN": str(bindir)}, ready=False) as s:
+        r = httpx.get(s.url + "/health", timeout=10)
+        assert r.status_code == 503 and r.json()["status"] == "loading"
+        assert r.headers["retry-after"]
+        answer: list = []
+
+        def ask() -> None:  # admitted while loading: it waits for the engine, within its deadline
+            answer.append(openai.OpenAI(base_url=s.v1, api_key="x", max_retries=0, timeout=120)
+                          .completions.create(model="x", prompt="Hi", max_tokens=4))
+
+        t = threading.Thread(target=ask, daemon=True)
+        t.start()
+        wait_until("the request queued", lambda: s.metric("edgepick_busy_slots") == 1, 30)
+        gate.touch()
+        wait_until("healthy", lambda: _healthy(s), 60)
+        t.join(timeout=60)
+        assert answer and answer[0].choices
