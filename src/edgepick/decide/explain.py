@@ -95,6 +95,13 @@ def _hybrid_lines(d: Decision, by_name: dict[str, CandidateSummary], sc: Scenari
         why = "; ".join(f"{label(CONSTRAINT_OF.get(g.metric, g.metric), lang)} {gate_text(g)} "
                         f"({g.verdict})" for g in bad) or t("nm", lang)
         out.append(t("task_fail", lang, t=task, why=why))
+    from edgepick.decide.hybrid import ROUTABLE
+
+    open_ = [gate_phrase(g, lang) for g in ranked.gates
+             if g.verdict in ("undetermined", "unmeasured")
+             and CONSTRAINT_OF.get(g.metric) not in ROUTABLE]
+    if open_:  # the edge side itself is only provisionally cleared on speed, memory, decay
+        out.append(t("edge_open", lang, u="; ".join(open_)))
     return out
 
 

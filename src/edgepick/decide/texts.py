@@ -89,6 +89,7 @@ T: dict[str, tuple[str, str]] = {
                "under the {mix}; expected badcases {b} per 1000 requests{ci}",
                "没有单个候选在场景“{sc}”的每类任务上都达标：混合方案 —— 端侧用 {c} 处理 {e}；"
                "参考模型 {r}（云端）处理 {k}；按{mix}，{p} 的请求走云端；预计每1000次请求 {b} 个badcase{ci}"),
+    "edge_open": ("the edge side is provisional: {u}", "端侧部分暂定：{u}"),
     "route": ("{t} → {r}: {b} badcases per 1000{ci}, {s} of requests",
               "{t} → {r}：每1000次 {b} 个badcase{ci}，占请求 {s}"),
     "task_fail": ("{t} goes to the cloud: {why}", "{t} 走云端：{why}"),
