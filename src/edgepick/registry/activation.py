@@ -5,6 +5,7 @@ llama-server, checks it answers, and stops it."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Awaitable, Callable
 
 from edgepick.registry.store import Registry, crash_point
@@ -14,7 +15,9 @@ async def activate(registry: Registry, name: str, version: str,
                    start: Callable[[str], Awaitable[None]]) -> str:
     """Make `name@version` active; returns the version it replaced (or "")."""
     before = registry.model(name).active or ""
-    path = registry.verify(name, version)  # a mismatch raises here; nothing has changed yet
+    # a mismatch raises here, before anything changed; hashing runs off the event loop so a
+    # serving process keeps answering meanwhile
+    path = await asyncio.to_thread(registry.verify, name, version)
     crash_point("activate-verified")
     registry.mark_pending(name, version)
     crash_point("activate-pending")

@@ -62,7 +62,7 @@ class HotSwap:
         if time.monotonic() - self._last_swap < self.policy.min_dwell_s:
             return False
         cause = f"policy:{rule.label}" if rule else "policy:default"
-        path = self.registry.verify(name, version)
+        path = await asyncio.to_thread(self.registry.verify, name, version)
         log.warning("hot swap %s@%s → %s@%s (%s; signals %s)", spec.name, spec.version, name,
                     version, cause, signals.model_dump(exclude_none=True))
         await self.pool.switch_to(dataclasses.replace(spec, path=str(path), name=name,
