@@ -8,7 +8,8 @@ line naming the engine and the feature. Engines are found through the registry (
 
 from __future__ import annotations
 
-from typing import ClassVar
+from abc import ABC, abstractmethod
+from typing import ClassVar, NoReturn
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -89,7 +90,7 @@ class Vocabulary(BaseModel):
     bos: int
 
 
-class Backend:
+class Backend(ABC):
     """Base class of every engine. Subclasses set `name` (the registry sets it too) and
     `capabilities`, and implement load / generate / unload / engine_version; the optional
     methods below raise unless the engine declares their capability and overrides them."""
@@ -103,6 +104,13 @@ class Backend:
         if unknown:
             raise TypeError(f"{cls.__name__} declares unknown capabilities {sorted(unknown)}; "
                             f"known: {', '.join(sorted(CAPABILITIES))}")
+        # A declared capability whose methods are not overridden is a bug in the engine: say so
+        # when the class is defined, not when a caller first needs it.
+        missing = [m for cap in cls.capabilities for m in _METHODS.get(cap, ())
+                   if getattr(cls, m) is getattr(Backend, m, None)]
+        if missing:
+            raise TypeError(f"{cls.__name__} declares capabilities without implementing "
+                            f"{', '.join(sorted(missing))}")
 
     @classmethod
     def supports(cls, capability: str) -> bool:
@@ -113,28 +121,31 @@ class Backend:
     def require(self, capability: str, why: str = "") -> None:
         """Raise one line when this engine lacks `capability` (`why`: what needed it)."""
         if not self.supports(capability):
-            raise EdgepickError(f"the {self.name or type(self).__name__} backend cannot "
-                                f"{_VERBS[capability]}{'; ' + why if why else ''}")
+            self._lacks(capability, why)
+
+    def _lacks(self, capability: str, why: str = "") -> NoReturn:
+        raise EdgepickError(f"the {self.name or type(self).__name__} backend cannot "
+                            f"{_VERBS[capability]}{'; ' + why if why else ''}")
 
     # -- every engine ------------------------------------------------------------------------
+    @abstractmethod
     def load(self, candidate: Candidate, options: LoadOptions | None = None) -> float:
         """Load (or connect to) the model; return the seconds that took."""
-        raise NotImplementedError
 
+    @abstractmethod
     def generate(self, prompt: str | list[dict] | list[int], max_tokens: int, *,
                  chat: bool = False, stop: list[str] | None = None, logprobs: bool = False,
                  ignore_eos: bool = False) -> Generation:
         """Greedy generation; a list of messages is rendered with the model's chat template,
         a list of ints is taken as token ids."""
-        raise NotImplementedError
 
+    @abstractmethod
     def unload(self) -> None:
         """Free the model and its state (or close the connection)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def engine_version(self) -> str:
         """The engine and its version, as stored beside every measurement."""
-        raise NotImplementedError
 
     def server_settings(self) -> dict | None:
         """What a server says about its own settings; None for an in-process engine."""
@@ -142,43 +153,40 @@ class Backend:
 
     # -- declared capabilities -----------------------------------------------------------------
     def tokenize(self, text: str, add_bos: bool = True, parse_special: bool = True) -> list[int]:
-        self.require(TOKENIZE)
-        raise NotImplementedError
+        self._lacks(TOKENIZE)
 
     def detokenize(self, tokens: list[int]) -> str:
-        self.require(TOKENIZE)
-        raise NotImplementedError
+        self._lacks(TOKENIZE)
 
     def vocabulary(self) -> Vocabulary:
-        self.require(VOCABULARY)
-        raise NotImplementedError
+        self._lacks(VOCABULARY)
 
     def render_chat(self, messages: list[dict]) -> str:
-        self.require(CHAT_TEMPLATE)
-        raise NotImplementedError
+        self._lacks(CHAT_TEMPLATE)
 
     def logits(self, tokens: list[int]) -> np.ndarray:
         """Next-token logits at every position of one sequence, shape (len(tokens), n_vocab)."""
-        self.require(LOGITS, "fidelity needs an in-process engine such as llama_cpp")
-        raise NotImplementedError
+        self._lacks(LOGITS, "fidelity needs an in-process engine such as llama_cpp")
 
     def generate_concurrent(self, prompts: list, max_tokens: int, *,
                             ignore_eos: bool = False) -> list[Generation]:
         """Several requests submitted at the same instant; times are from that instant."""
-        self.require(CONCURRENT_SEQUENCES)
-        raise NotImplementedError
+        self._lacks(CONCURRENT_SEQUENCES)
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        self.require(EMBEDDINGS)
-        raise NotImplementedError
+        self._lacks(EMBEDDINGS)
 
     def time_decode(self, tokens: list[int], fills: list[int], n_tokens: int,
                     repeats: int) -> dict[int, float]:
         """Seconds per single-token decode after each cached `fill` of `tokens`: the fastest of
         `repeats` passes of `n_tokens` decodes, after one warm-up pass."""
-        self.require(DECODE_TIMING)
-        raise NotImplementedError
+        self._lacks(DECODE_TIMING)
 
+
+# The methods a capability promises; the base versions only say the engine lacks it.
+_METHODS = {LOGITS: ("logits",), TOKENIZE: ("tokenize", "detokenize"), VOCABULARY: ("vocabulary",),
+            CHAT_TEMPLATE: ("render_chat",), CONCURRENT_SEQUENCES: ("generate_concurrent",),
+            EMBEDDINGS: ("embed",), DECODE_TIMING: ("time_decode",)}
 
 _VERBS = {LOGITS: "return full logits", LOGPROBS: "return token log-probabilities",
           CONCURRENT_SEQUENCES: "decode concurrent sequences", IN_PROCESS: "run in process",
