@@ -42,6 +42,16 @@ def test_a_wide_table_becomes_one_block_per_row_with_every_value_whole():
         assert v in out
 
 
+def test_a_row_block_keeps_its_long_name_on_one_line():
+    t = Table("model", "quant", "ctx", "weights", "KV", "other", "total", "verdict")
+    name = "SmolLM2-135M-Instruct.F16.Q8_0-imatrix.gguf"
+    t.add_row(name, "Q8_0", "32768", "35.9", "0.8", "91.7", "128.3", "[green]fits[/]")
+    out = _render(t)
+    _readable(out)
+    assert name in out.splitlines()  # not folded at the narrow block's width
+    assert "fits" in out and "[green]" not in out
+
+
 def test_a_key_value_table_wraps_long_values_instead_of_cutting_them():
     t = Table(show_header=False)
     t.add_row("description", "word " * 40)

@@ -100,3 +100,24 @@ def test_a_plan_on_local_uses_the_cached_calibration_without_probing(home, probe
     dev = load_device("local")
     assert probes == [True] and dev.decode_calibration is not None
     assert dev.extra["probe"]["source"] == "cached"
+
+
+def test_the_plan_runner_fits_with_the_cached_calibration_and_probes_nothing(home, probes,
+                                                                             tmp_path):
+    """`make run` goes through plan/runner.run_plan: on device local it reads the cached probe,
+    its engine calibration included, and measures nothing of the machine."""
+    from edgepick.plan.loader import load_plan
+    from edgepick.plan.runner import run_plan
+    from edgepick.store import ResultStore
+
+    local.local_device(calibrate=True)
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("name: local-fit\ndevice: local\noutput: ./out\ncandidates:\n"
+                    "  - model: tiny\nbench: {enabled: false}\neval: {enabled: false}\n"
+                    "fidelity: {enabled: false}\nreport: {lang: en}\n", encoding="utf-8")
+    lp = load_plan(str(plan))
+    run_plan(lp)
+    assert probes == [True]  # the calibration above, and nothing since
+    with ResultStore(lp.store_path) as st:
+        (fit,) = [p for _, p in st.items("fit")]
+    assert fit["decode_basis"] == "engine probe"

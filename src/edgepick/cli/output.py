@@ -30,13 +30,15 @@ def fit_table(table: Table, width: int) -> Table | Group:
     headers = [str(c.header) for c in table.columns]
     parts: list[Any] = [Text(str(table.title), style="italic")] if table.title else []
     for cells in zip(*(list(c.cells) for c in table.columns)):
-        block = Table(show_header=False, box=None, title=cells[0], title_justify="left",
-                      title_style="bold")
+        # the row's name on a line of its own: as a table title it would wrap at the block's
+        # width, cutting a long file name mid-word
+        name = Text.from_markup(cells[0], style="bold") if isinstance(cells[0], str) else cells[0]
+        block = Table(show_header=False, box=None)
         block.add_column(style="dim", overflow="fold")
         block.add_column(overflow="fold")
         for head, cell in zip(headers[1:], cells[1:]):
             block.add_row(head, cell)
-        parts += [block, Text("")]
+        parts += [name, block, Text("")]
     return Group(*parts[:-1])
 
 
