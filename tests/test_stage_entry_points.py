@@ -13,7 +13,8 @@ from edgepick.records.model_ref import ModelRef
 from edgepick.store import ResultStore
 
 STAGES = ["edgepick.fit.stage", "edgepick.quantize.stage", "edgepick.bench.runner",
-          "edgepick.evaluate.stage", "edgepick.evaluate.fidelity_stage"]
+          "edgepick.evaluate.stage", "edgepick.evaluate.fidelity_stage",
+          "edgepick.evaluate.consistency_stage"]
 
 
 @pytest.mark.parametrize("module", STAGES)
@@ -37,6 +38,7 @@ def _requests(tiny: ModelRef, out):
     from edgepick.bench.sweeps import BenchRequest
     from edgepick.cli.cmd_eval import demo_eval_path
     from edgepick.devices.catalog import load_device
+    from edgepick.evaluate.consistency_stage import ConsistencyRequest
     from edgepick.evaluate.fidelity import bundled_text
     from edgepick.evaluate.fidelity_stage import FidelityRequest
     from edgepick.evaluate.stage import EvalRequest
@@ -61,7 +63,17 @@ def _requests(tiny: ModelRef, out):
         ("edgepick.evaluate.fidelity_stage", "fidelity",
          FidelityRequest(reference=tiny, candidate=tiny, text=str(bundled_text("fidelity")),
                          ctx=32, max_chunks=1, threads=1, cache=False)),
+        ("edgepick.evaluate.consistency_stage", "consistency",
+         ConsistencyRequest(reference=tiny, candidate=tiny, data=_one_prompt(out),
+                            max_tokens=2, threads=1)),
     ]
+
+
+def _one_prompt(folder) -> str:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "one.jsonl"
+    path.write_text('{"id": "p1", "task": "qa", "prompt": "Hello?"}\n', encoding="utf-8")
+    return str(path)
 
 
 def test_stages_store_their_rows_and_a_rerun_owns_them_without_measuring(store_path, tmp_path):
