@@ -22,7 +22,8 @@ def test_check_stores_fit_and_bench_under_one_run_that_decide_reads(cli, tmp_pat
     (s,) = json.loads(d.stdout)["candidates"]
     assert s["predicted_peak_bytes"] and s["fit_verdict"] == "fits"
     assert s["decode_tps"] and s["peak_rss_bytes"]
-    again = cli(*args)  # the stored measurement is reused, and said to be
+    again = cli(*args, "--json")  # the stored measurement is reused, and said to be
     assert again.returncode == 0, again.stderr
-    assert "measurement reused" in again.stdout
-    assert json.loads((out / "check.json").read_text())["measured"] == written["measured"]
+    assert "measurement reused" in again.stderr
+    assert json.loads(again.stdout)["measured"] == written["measured"]
+    assert json.loads((out / "check.json").read_text())["run"] == 2

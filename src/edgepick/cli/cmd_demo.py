@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from edgepick.cli.options import STORE_HELP, open_store, split_list
-from edgepick.cli.output import console, human_bytes, to_jsonable
+from edgepick.cli.output import console, err_console, human_bytes, print_json, to_jsonable
 
 
 def register(app: typer.Typer) -> None:
@@ -22,6 +22,10 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(Path("edgepick-out/check"), help="output folder"),
         store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
         fresh: bool = typer.Option(False, "--fresh", help="measure again what is stored"),
+        threads: Optional[int] = typer.Option(None, "--threads", min=1,
+                                              help="inference threads [default: this machine's "
+                                                   "physical cores]"),
+        json_out: bool = typer.Option(False, "--json", help="print check.json's content"),
     ) -> None:
         """Probe this machine, fit the models, then measure the first one: predicted vs measured."""
         from edgepick.bench.runner import run as bench
@@ -31,9 +35,10 @@ def register(app: typer.Typer) -> None:
         from edgepick.records import RuntimeSettings
         from edgepick.records.model_ref import ModelRef
 
-        with console.status("reading this machine's probe…"):
-            device = local_device(notify=console.print)
-        console.print(f"this machine: {device.cores} cores, {human_bytes(device.total_ram_bytes)} RAM "
+        say = err_console if json_out else console  # stdout stays clean for --json
+        with say.status("reading this machine's probe…"):
+            device = local_device(notify=say.print)
+        say.print(f"this machine: {device.cores} cores, {human_bytes(device.total_ram_bytes)} RAM "
                       f"({human_bytes(device.model_budget_bytes)} available), "
                       f"{device.bandwidth_gbps:.1f} GB/s read bandwidth ({describe(device)})")
         refs = [ModelRef.parse(m) for m in split_list(model)]
@@ -42,12 +47,12 @@ def register(app: typer.Typer) -> None:
         fit_req = FitRequest.for_models(refs, ["native"], ctxs=[ctx], device=device,
                                         fill=prompt + gen // 2)
         bench_req = BenchRequest(
-            models=refs[:1], settings=RuntimeSettings(n_ctx=ctx, threads=device.cores or 2),
+            models=refs[:1], settings=RuntimeSettings(n_ctx=ctx, threads=threads or device.cores or 2),
             prompt_lengths=[prompt], gen_tokens=gen, warmup=1, repeats=3)
         # fit and bench rows under one run, as their own commands store them: decide reads them
         with open_store(store) as rs:
             fits = fit(fit_req, rs)
-            with console.status(f"measuring {refs[0].label} in a worker process…"):
+            with say.status(f"measuring {refs[0].label} in a worker process…"):
                 (res,) = bench(bench_req, rs, fresh=fresh)
         measured = None
         if res.status == "ok":
@@ -63,15 +68,17 @@ def register(app: typer.Typer) -> None:
                          if f.decode_tps_band else ""),
                       human_bytes(m["peak_rss_bytes"]) if m and m["peak_rss_bytes"] else "-",
                       f"{m['decode_tps_median']:.0f} tok/s" if m and m["decode_tps_median"] else "-")
-        console.print(t)
+        say.print(t)
         if res.cached:
-            console.print(f"measurement reused from {rs.path} (--fresh measures again)",
+            say.print(f"measurement reused from {rs.path} (--fresh measures again)",
                           style="dim")
         if res.status != "ok":
-            console.print(f"[red]measurement failed:[/] {res.error}")
+            say.print(f"[red]measurement failed:[/] {res.error}")
         out.mkdir(parents=True, exist_ok=True)
         report = out / "check.json"
-        report.write_text(json.dumps({"device": to_jsonable(device), "fit": to_jsonable(fits),
-                                      "measured": measured, "error": res.error,
-                                      "run": rs.run_id, "store": str(rs.path)}, indent=2))
-        console.print(f"written: {report}; run {rs.run_id} in {rs.path}")
+        content = {"device": to_jsonable(device), "fit": to_jsonable(fits), "measured": measured,
+                   "error": res.error, "run": rs.run_id, "store": str(rs.path)}
+        report.write_text(json.dumps(content, indent=2))
+        say.print(f"written: {report}; run {rs.run_id} in {rs.path}")
+        if json_out:
+            print_json(content)
