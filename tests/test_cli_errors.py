@@ -51,3 +51,15 @@ def test_a_store_that_is_not_sqlite_is_one_line(cli, tmp_path):
 
     with pytest.raises(EdgepickError, match="not an edgepick results store"):
         ResultStore(not_a_store)
+
+
+def test_a_missing_data_file_and_a_refused_value_are_one_line(cli, tmp_path):
+    store = str(tmp_path / "s.sqlite")
+    for cmd in (["eval", "-m", "tiny", "-r", "tiny", "-d", "nosuch.jsonl"],
+                ["fidelity", "-m", "tiny", "-r", "tiny", "--text", "nosuch.jsonl"]):
+        r = cli(*cmd, "--store", store)
+        _one_line_error(r, "nosuch.jsonl: cannot read")
+        assert len(r.stderr.strip().splitlines()) == 1
+    # a value typer passes on but the stage's request refuses
+    r = cli("fidelity", "-m", "tiny", "-r", "tiny", "--threads", "0", "--store", store)
+    _one_line_error(r, "error: threads:", "(got 0)")
