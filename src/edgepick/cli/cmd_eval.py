@@ -103,10 +103,11 @@ def register(app: typer.Typer) -> None:
         model: List[str] = typer.Option(..., "--model", "-m",
                                         help="candidate: GGUF path, bundled name, or http://host:port/v1#name"),
         reference: str = typer.Option(..., "--reference", "-r", help="reference model, same forms"),
-        data: Optional[str] = typer.Option(None, "--data", "-d",
-                                           help="eval set JSONL, or a bundled set: demo (default), demo-tools"),
+        data: Optional[List[str]] = typer.Option(
+            None, "--data", "-d", help="eval set JSONL, or a bundled set: demo (default), "
+                                       "demo-tools; repeat to evaluate several sets as one"),
         limit: Optional[int] = typer.Option(None, "--limit", min=1,
-                                            help="N valid items, taken round-robin over tasks"),
+                                            help="N valid items per set, taken round-robin over tasks"),
         store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
         out: Optional[Path] = typer.Option(None, "--out", help="write eval.json, badcases.jsonl, gap.csv here"),
         threads: int = typer.Option(DEFAULTS.threads, "--threads", help="inference threads"),
@@ -120,7 +121,7 @@ def register(app: typer.Typer) -> None:
         from edgepick.records.candidate import Candidate, RuntimeSettings
         from edgepick.records.model_ref import ModelRef
 
-        path = bundled_set_path(data or "demo") or data
+        paths = [bundled_set_path(d) or d for d in (data or ["demo"])]
         settings = RuntimeSettings(threads=threads, n_ctx=ctx)
         ref = Candidate(ref=ModelRef.parse(reference), settings=settings)
         cands = [Candidate(ref=ModelRef.parse(m), settings=settings) for m in split_list(model)]
@@ -132,8 +133,9 @@ def register(app: typer.Typer) -> None:
         def tick(done: int, total: int, what: str) -> None:
             progress.update(bar, completed=done, total=total, description=what)
 
-        with open_store(store, path) as rs, progress:
-            res = run(EvalRequest(data=path, reference=ref, candidates=cands, limit=limit), rs, tick)
+        with open_store(store, paths[0]) as rs, progress:
+            res = run(EvalRequest(data=paths if len(paths) > 1 else paths[0], reference=ref,
+                                  candidates=cands, limit=limit), rs, tick)
         for p in res.problems:
             err_console.print(f"[yellow]skipped:[/] {p}", highlight=False, soft_wrap=True)
         if res.problems:

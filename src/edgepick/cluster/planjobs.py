@@ -81,6 +81,11 @@ def eval_inputs(lp) -> EvalInputs:
     from edgepick.records.candidate import Candidate
 
     plan = lp.plan
+    if len(lp.eval_specs()) > 1:  # one shipped file per eval job
+        from edgepick.errors import InputError
+
+        raise InputError(lp.path, "a cluster run evaluates one eval set; merge the sets into "
+                         "one JSONL file or run the plan without a cluster", field="eval.data")
     items, _ = load_eval_set(lp.eval_data())
     ref = Candidate(ref=lp.ref(plan.eval.reference), settings=plan.runtime)
     return EvalInputs(spread(items, plan.eval.limit), ref,

@@ -32,6 +32,11 @@ def status_of(violations: list, unchecked: list[str], gates: list) -> str:
     return "proven"
 
 
+def task_fails(r: RankedCandidate) -> list[str]:
+    """Task types whose own quality gates fail on the whole interval."""
+    return [t for t, gs in r.task_gates.items() if any(g.verdict == "fail" for g in gs)]
+
+
 def decide(summaries: list[CandidateSummary], scenario: Scenario,
            budget: int | None = None) -> Decision:
     checks = {s.candidate: check_constraints(s, scenario, budget) for s in summaries}
@@ -55,9 +60,15 @@ def decide(summaries: list[CandidateSummary], scenario: Scenario,
                    key=lambda r: (r.status != "proven", -(r.score or 0.0), r.candidate))
     ranking = alive + sorted((r for r in ranking if r.eliminated), key=nearness)
     by_name = {s.candidate: s for s in summaries}
-    hybrid = None if alive else best_hybrid(summaries, ranking, scenario)
-    if alive:
-        recommendation, status = alive[0].candidate, alive[0].status
+    # A survivor can still fail one task type on its whole interval (a few tool calls among many
+    # chat items leave the pooled rate undetermined): no single candidate clears every task then.
+    whole = [r for r in alive if not task_fails(r)]
+    hybrid = None if whole else best_hybrid(
+        [by_name[r.candidate] for r in alive] if alive else summaries,
+        alive or ranking, scenario)
+    if whole or (alive and not hybrid):
+        top = (whole or alive)[0]
+        recommendation, status = top.candidate, top.status
     elif hybrid:
         recommendation, status = hybrid.candidate, "hybrid"
     else:
@@ -65,7 +76,7 @@ def decide(summaries: list[CandidateSummary], scenario: Scenario,
     decision = Decision(
         scenario=scenario.name, budget_bytes=budget, ranking=ranking,
         recommendation=recommendation, status=status, hybrid=hybrid,
-        runner_up=alive[1].candidate if len(alive) > 1 else None,
+        runner_up=next((r.candidate for r in alive if r.candidate != recommendation), None),
         closest=None if alive or hybrid or not ranking else ranking[0].candidate,
         pareto=[r.candidate for r in ranking if r.pareto], normalisation=NORMALISATION)
     decision.explanation = explain(decision, by_name, scenario, "en")

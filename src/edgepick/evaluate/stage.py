@@ -3,11 +3,9 @@ EvalResult (seed 000 §3.1 and §3.3: the gap on your own data, per task, with i
 
 from __future__ import annotations
 
-import hashlib
-import json
-
 from pydantic import BaseModel, ConfigDict, Field
 
+from edgepick.evaluate.data_sets import DataSpec
 from edgepick.progress import Tick, silent
 from edgepick.records.candidate import Candidate
 from edgepick.records.evaluation import EvalResult
@@ -16,10 +14,11 @@ from edgepick.records.evaluation import EvalResult
 class EvalRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    data: str  # a JSONL file (the CLI and the plan turn "demo" into the bundled set's path)
+    # A JSONL file or bundled set name, or several, each with its own limit (data_sets.py).
+    data: str | list[str | DataSpec]
     reference: Candidate
     candidates: list[Candidate] = Field(..., min_length=1)
-    limit: int | None = Field(None, ge=1)  # items to use, spread over the tasks; None: all
+    limit: int | None = Field(None, ge=1)  # per set without its own: items spread over tasks
     max_tokens: dict[str, int] = Field(default_factory=dict)  # per-task generation budgets
 
 
@@ -50,14 +49,11 @@ def distinct_names(cands: list[Candidate]) -> None:
 def run(req: EvalRequest, store, progress: Tick = silent) -> EvalResult:
     """Outputs are stored one by one (an interrupted eval resumes), then scored; the result is
     stored under kind "eval". Bad lines of the data file are skipped and listed in the result."""
-    from edgepick.errors import EdgepickError
-    from edgepick.evaluate.dataset import file_sha256, load_eval_set
+    from edgepick.evaluate.data_sets import load_sets, specs_of
     from edgepick.evaluate.pipeline import run_eval
 
-    items, problems = load_eval_set(req.data)
-    if not items:
-        raise EdgepickError(f"{req.data}: no valid items to evaluate")
-    items = spread(items, req.limit)
+    sets = load_sets(specs_of(req.data, req.limit))
+    items = sets.items
     total = len(items) * (1 + len(req.candidates))
     state = {"done": 0, "who": "", "model": -1}
 
@@ -71,11 +67,9 @@ def run(req: EvalRequest, store, progress: Tick = silent) -> EvalResult:
         state["done"] += 1
         progress(state["done"], total, state["who"])
 
-    # The file and which of its items were used: a --limit slice is a different evaluation.
-    sha = hashlib.sha256(json.dumps([file_sha256(req.data), [it.id for it in items]])
-                         .encode()).hexdigest()[:32]
-    result = run_eval(items, req.reference, req.candidates, store, data_path=req.data,
-                      data_sha=sha, problems=problems, budgets=req.max_tokens or None,
+    # sets.sha: the files and which of their items were used (a --limit slice differs).
+    result = run_eval(items, req.reference, req.candidates, store, data_path=sets.label,
+                      data_sha=sets.sha, problems=sets.problems, budgets=req.max_tokens or None,
                       on_start=on_start, on_item=on_item)
     progress(total, total, "done")
     return result

@@ -6,6 +6,7 @@ import os
 from typing import Callable
 
 from edgepick.errors import EdgepickError, InputError
+from edgepick.evaluate.data_sets import specs_of
 
 LineOf = Callable[[tuple], int | None]
 
@@ -64,8 +65,16 @@ def check_plan(lp, line_of: LineOf) -> None:
     if plan.runtime.kv_type not in KV_TYPE_NAMES:
         fail(("runtime", "kv_type"), f"expected one of {', '.join(KV_TYPE_NAMES)}")
     if plan.eval.enabled:
-        if not os.path.isfile(lp.eval_data()):
-            fail(("eval", "data"), f"'{plan.eval.data}': no such eval set (or 'demo', 'demo-tools')")
+        many = isinstance(plan.eval.data, list)
+        if many and not plan.eval.data:
+            fail(("eval", "data"), "an empty list: name at least one eval set")
+        for i, (spec, given) in enumerate(zip(lp.eval_specs(), specs_of(plan.eval.data, None))):
+            where = ("eval", "data", i) if many else ("eval", "data")
+            if not os.path.isfile(spec.set):
+                fail(where, f"'{given.set}': no such eval set (or 'demo', 'demo-tools')")
+            if any(os.path.realpath(s.set) == os.path.realpath(spec.set)
+                   for s in lp.eval_specs()[:i]):
+                fail(where, f"'{given.set}' is listed twice; give it one entry with its limit")
         if not plan.eval.reference:
             fail(("eval", "reference"), "missing: quality gaps need a reference model or endpoint")
         if (p := _model_ok(lp, plan.eval.reference)):

@@ -45,10 +45,16 @@ class LoadedPlan:
         return Path(self.resolve(self.plan.store)) if self.plan.store \
             else self.output / "results.sqlite"
 
-    def eval_data(self) -> str:
-        from edgepick.evaluate.bundled_sets import bundled_set_path
+    def eval_specs(self) -> list:
+        """The plan's eval sets (DataSpec), paths resolved, each with its limit."""
+        from edgepick.evaluate.data_sets import set_path, specs_of
 
-        return bundled_set_path(self.plan.eval.data) or self.resolve(self.plan.eval.data)
+        return [s.model_copy(update={"set": set_path(s.set, self.resolve)})
+                for s in specs_of(self.plan.eval.data, self.plan.eval.limit)]
+
+    def eval_data(self) -> str:
+        """The eval set's file, for code that takes one set (see eval_specs for several)."""
+        return self.eval_specs()[0].set
 
     def fidelity_text(self) -> str:
         if self.plan.fidelity.text == "bundled":

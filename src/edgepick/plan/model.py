@@ -6,6 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from edgepick.cluster.config import ClusterSection
 from edgepick.convert.plan_section import ConvertEntry
+from edgepick.evaluate.data_sets import DataSpec
 from edgepick.records.candidate import RuntimeSettings
 
 
@@ -54,9 +55,11 @@ class BenchSection(_Strict):
 
 class EvalSection(_Strict):
     enabled: bool = True
-    data: str = "demo"  # a bundled set ("demo", "demo-tools") or a JSONL file
+    # A bundled set ("demo", "demo-tools") or a JSONL file, or a list of them, each a name or
+    # {set, limit}: one evaluation over all their items (docs/plan.md).
+    data: str | list[str | DataSpec] = "demo"
     reference: str | None = None  # GGUF, bundled name or endpoint; required when enabled
-    limit: int | None = Field(None, ge=1)  # items to use, spread over the tasks; none = all
+    limit: int | None = Field(None, ge=1)  # per set without its own: spread over tasks; none = all
     max_tokens: dict[str, int] = Field(default_factory=dict)  # per-task generation budgets
 
 

@@ -3,6 +3,7 @@ progress display (an overall bar and one bar per stage)."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 from dataclasses import dataclass, field
@@ -163,4 +164,7 @@ def _write_deploy(lp: LoadedPlan, decision, summaries, scenario, device: str, ru
 def _data_sha(lp: LoadedPlan) -> str | None:
     from edgepick.store.identity import file_sha256
 
-    return file_sha256(lp.eval_data()) if lp.plan.eval.enabled else None
+    if not lp.plan.eval.enabled:
+        return None
+    shas = [file_sha256(s.set) for s in lp.eval_specs()]
+    return shas[0] if len(shas) == 1 else hashlib.sha256(" ".join(shas).encode()).hexdigest()

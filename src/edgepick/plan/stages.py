@@ -122,7 +122,7 @@ def eval_stage(st: RunState, tick: Tick) -> None:
     if not active:
         return tick(0, 0, "done")
     ref = Candidate(ref=st.lp.ref(plan.eval.reference), settings=plan.runtime)
-    req = EvalRequest(data=st.lp.eval_data(), reference=ref,
+    req = EvalRequest(data=st.lp.eval_specs(), reference=ref,
                       candidates=[st.candidate(c) for c in active], limit=plan.eval.limit,
                       max_tokens=plan.eval.max_tokens)
     result = run(req, st.store, tick)
