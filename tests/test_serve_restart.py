@@ -100,3 +100,25 @@ def test_health_is_503_while_the_engine_loads(tiny_model, tmp_path):
         wait_until("healthy", lambda: _healthy(s), 60)
         t.join(timeout=60)
         assert answer and answer[0].choices
+
+
+def test_ctrl_c_to_the_foreground_group_stops_serve_and_engine_without_a_restart(tiny_model,
+                                                                                 tmp_path):
+    """A terminal's Ctrl-C reaches every process of the foreground group at once: the engine
+    must not see it first and be taken for a crash."""
+    import psutil
+
+    from edgepick.serve.spawn import spawn_serve
+    from serve_harness import need_llama_server
+
+    need_llama_server()
+    log = tmp_path / "serve.log"
+    with spawn_serve(["--log-dir", str(tmp_path), "-m", tiny_model, "--slots", "1", "--ctx",
+                      "512"], log, new_session=True, timeout_s=120) as (_, proc):
+        (engine,) = [c for c in psutil.Process(proc.pid).children() if "--port" in c.cmdline()]
+        # whether the engine would see the signal first is a race; being outside the group is not
+        assert os.getpgid(engine.pid) != os.getpgid(proc.pid)
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(timeout=60)
+        wait_until("engine gone", lambda: not engine.is_running(), 30)
+    assert "restarting" not in log.read_text()

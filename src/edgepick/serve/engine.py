@@ -121,7 +121,10 @@ class Engine:
         try:
             self.proc = await asyncio.create_subprocess_exec(
                 *self.spec.command(exe, self.port), stdout=logfile, stderr=asyncio.subprocess.STDOUT,
-                stdin=asyncio.subprocess.DEVNULL, preexec_fn=_die_with_parent)
+                stdin=asyncio.subprocess.DEVNULL, preexec_fn=_die_with_parent,
+                # its own session: a Ctrl-C or `timeout` aimed at serve's process group must not
+                # reach the engine first and read as a crash; serve stops it on the way out
+                start_new_session=True)
         finally:
             logfile.close()
         # the pool bounds concurrency itself, so the client never needs more than slots + a few

@@ -22,12 +22,15 @@ from edgepick.errors import EdgepickError
 
 @contextmanager
 def spawn_serve(args: list[str], log: Path, env: dict | None = None, ready: bool = True,
-                timeout_s: float = 180.0) -> Iterator[tuple[str, subprocess.Popen]]:
-    """Yields (http://127.0.0.1:PORT, process); stderr goes to `log`."""
+                timeout_s: float = 180.0,
+                new_session: bool = False) -> Iterator[tuple[str, subprocess.Popen]]:
+    """Yields (http://127.0.0.1:PORT, process); stderr goes to `log`. `new_session` makes serve
+    the leader of its own process group, as a shell makes a foreground job."""
     with open(log, "w") as fh:
         proc = subprocess.Popen([sys.executable, "-m", "edgepick", "serve", "--port", "0", *args],
                                 stdout=subprocess.PIPE, stderr=fh, text=True,
-                                env=dict(os.environ, **(env or {})))
+                                env=dict(os.environ, **(env or {})),
+                                start_new_session=new_session)
     box: list[str] = []
 
     def read_url() -> None:
