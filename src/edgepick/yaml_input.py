@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
+from pydantic import BaseModel, ValidationError
 
 from edgepick.errors import InputError
+
+M = TypeVar("M", bound=BaseModel)
 
 
 def parse_yaml(text: str, path: str | Path) -> Any:
@@ -39,3 +42,23 @@ def read_user_text(path: str | Path) -> str:
         raise InputError(path, f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset "
                          f"{exc.start}); save the file as UTF-8", line=line) from None
     return text
+
+
+def read_yaml_mapping(path: str | Path, expected: str, *, empty_ok: bool = True) -> dict:
+    """A user's YAML file that must hold a mapping; `expected` is the one line said otherwise.
+    An empty file is an empty mapping unless `empty_ok` is False."""
+    data = read_yaml(path)
+    if data is None and empty_ok:
+        return {}
+    if not isinstance(data, dict):
+        raise InputError(path, expected)
+    return data
+
+
+def validate_input(model: type[M], data: Any, path: str | Path) -> M:
+    """`data` from a user's file as `model`; the first problem is one line naming the field."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise InputError(path, err["msg"], field=".".join(map(str, err["loc"])) or None) from None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections import deque
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Callable, Protocol
 
@@ -41,7 +42,7 @@ class Embedder(Protocol):
         """One L2-normalised row per text."""
 
 
-class LongTermMemory:
+class LongTermMemory(AbstractContextManager):
     """Summaries with embeddings in SQLite under hard caps on entries and bytes."""
 
     def __init__(self, path: str | Path, embedder: Embedder,
@@ -61,9 +62,6 @@ class LongTermMemory:
 
     def close(self) -> None:
         self.db.close()
-
-    def __enter__(self) -> "LongTermMemory":
-        return self
 
     def __exit__(self, *exc) -> None:
         self.close()

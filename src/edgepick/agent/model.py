@@ -4,6 +4,7 @@ server such as `edgepick serve`), prompted with tools the way `prompting` decide
 from __future__ import annotations
 
 import time
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -25,7 +26,7 @@ class AgentModel(Protocol):
     def propose(self, messages: list[dict], tools: list[dict], max_tokens: int) -> Proposal: ...
 
 
-class BackendModel:
+class BackendModel(AbstractContextManager):
     """A loaded candidate; use as a context manager so the engine is always released."""
 
     def __init__(self, candidate: Candidate, force_mode: str | None = None) -> None:
@@ -52,9 +53,6 @@ class BackendModel:
 
     def close(self) -> None:
         self.backend.unload()
-
-    def __enter__(self) -> "BackendModel":
-        return self
 
     def __exit__(self, *exc) -> None:
         self.close()

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from edgepick.errors import EdgepickError, InputError
 from edgepick.units import parse_size
-from edgepick.yaml_input import read_yaml
+from edgepick.yaml_input import read_yaml_mapping
 
 LAYERS = ("quality", "efficiency", "robustness", "engineering")
 
@@ -116,10 +116,8 @@ def preset_names() -> list[str]:
 
 
 def _read(path: str) -> dict:
-    data = read_yaml(path)
-    if not isinstance(data, dict):
-        raise InputError(path, "a scenario must be a mapping with name, constraints, weights")
-    return data
+    return read_yaml_mapping(path, "a scenario must be a mapping with name, constraints, weights",
+                             empty_ok=False)
 
 
 def deep_merge(base: dict, override: dict) -> dict:

@@ -99,11 +99,10 @@ class DeployConfig(_Strict):
 
     @classmethod
     def load(cls, path: str | Path) -> "DeployConfig":
-        from edgepick.yaml_input import read_yaml
+        from edgepick.yaml_input import read_yaml_mapping
 
-        data = read_yaml(path)
-        if not isinstance(data, dict):
-            raise InputError(path, "expected a mapping (the deploy.yaml that decide writes)")
+        data = read_yaml_mapping(path, "expected a mapping (the deploy.yaml that decide writes)",
+                                 empty_ok=False)
         version = data.get("schema_version", DEPLOY_SCHEMA_VERSION)
         if version != DEPLOY_SCHEMA_VERSION:
             raise InputError(path, f"schema_version {version} is not supported "

@@ -95,13 +95,9 @@ class RoutePolicy(_Strict):
 
 def load_policy(path: str | Path) -> RoutePolicy:
     """The `route:` section of a policy file (a missing section is the default policy)."""
-    from edgepick.yaml_input import read_yaml
+    from edgepick.yaml_input import read_yaml_mapping
 
-    data = read_yaml(path)
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise InputError(path, "expected a mapping with 'route:' and/or 'swap:' sections")
+    data = read_yaml_mapping(path, "expected a mapping with 'route:' and/or 'swap:' sections")
     return policy_from(data.get("route") or {}, path)
 
 

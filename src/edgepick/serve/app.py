@@ -105,6 +105,8 @@ def create_app(state: ServeState) -> FastAPI:
 
     app = FastAPI(title="edgepick serve", lifespan=lifespan, docs_url=None, redoc_url=None,
                   openapi_url=None)
+    # a refusal raised by any handler answers in the OpenAI error shape
+    app.add_exception_handler(ServeError, lambda _request, err: error_response(err))
 
     def finish(kind: Kind, route: str, t0: float, req_body: dict, task: str | None,
                version: str, sampled: bool) -> Callable[[Outcome], None]:
@@ -186,10 +188,7 @@ def create_app(state: ServeState) -> FastAPI:
 
     @app.get("/v1/models")
     async def models(request: Request) -> Response:
-        try:
-            check_key(request, state.settings.api_key)
-        except ServeError as err:
-            return error_response(err)
+        check_key(request, state.settings.api_key)
         spec = state.pool.spec
         return JSONResponse({"object": "list", "data": [
             {"id": spec.name, "object": "model", "owned_by": "edgepick", "created": 0,
@@ -206,22 +205,15 @@ def create_app(state: ServeState) -> FastAPI:
 
     @app.get("/metrics")
     async def metrics(request: Request) -> Response:
-        try:
-            check_key(request, state.settings.api_key)
-        except ServeError as err:
-            return error_response(err)
+        check_key(request, state.settings.api_key)
         return Response(generate_latest(m.registry), media_type=CONTENT_TYPE_LATEST)
 
     @app.post("/admin/models/{action}")
     async def admin(action: str, request: Request) -> Response:
-        try:
-            check_key(request, state.settings.api_key)
-            if state.admin is None:
-                raise ServeError("this server was started without --registry", status=404)
-            raw = await read_json(request, state.settings.max_body)
-            result = await state.admin.handle(action, raw)
-        except ServeError as err:
-            return error_response(err)
-        return JSONResponse(result)
+        check_key(request, state.settings.api_key)
+        if state.admin is None:
+            raise ServeError("this server was started without --registry", status=404)
+        raw = await read_json(request, state.settings.max_body)
+        return JSONResponse(await state.admin.handle(action, raw))
 
     return app

@@ -8,9 +8,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from edgepick.errors import InputError
 from edgepick.serve.admission import ResourcePolicy
 from edgepick.serve.signals import Signals
 
@@ -106,22 +105,13 @@ class ServePolicy(BaseModel):
     def load(cls, path: str | Path | None) -> "ServePolicy":
         if path is None:
             return cls()
-        from edgepick.yaml_input import read_yaml
+        from edgepick.yaml_input import read_yaml_mapping, validate_input
 
-        try:
-            data = read_yaml(path) or {}
-        except OSError as exc:
-            raise InputError(path, f"cannot read the policy file ({exc.strerror})") from None
-        if not isinstance(data, dict):
-            raise InputError(path, "expected a mapping with resources:, swap: or route:")
+        data = read_yaml_mapping(path, "expected a mapping with resources:, swap: or route:")
         extra = {k: v for k, v in data.items() if k not in KNOWN_SECTIONS}
         for key in extra:
             log.info("%s: section '%s' is not used by serve; ignored", path, key)
-        try:
-            policy = cls.model_validate({k: v for k, v in data.items() if k in KNOWN_SECTIONS})
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            raise InputError(path, err["msg"], field=".".join(map(str, err["loc"]))) from None
+        policy = validate_input(cls, {k: v for k, v in data.items() if k in KNOWN_SECTIONS}, path)
         policy.extra = extra
         if policy.swap and policy.swap.signals_file and not policy.swap.signals_file.is_absolute():
             policy.swap.signals_file = Path(path).parent / policy.swap.signals_file

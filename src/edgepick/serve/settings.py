@@ -96,11 +96,9 @@ class _YamlSource(PydanticBaseSettingsSource):
         if self.path is None:
             return {}
         from edgepick.errors import InputError
-        from edgepick.yaml_input import read_yaml
+        from edgepick.yaml_input import read_yaml_mapping
 
-        data = read_yaml(self.path) or {}
-        if not isinstance(data, dict):
-            raise InputError(self.path, "expected a mapping of serve settings")
+        data = read_yaml_mapping(self.path, "expected a mapping of serve settings")
         data = {str(k).replace("-", "_"): v for k, v in data.items()}
         unknown = sorted(set(data) - set(ServeSettings.model_fields))
         if unknown:

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-
-from edgepick.errors import InputError
+from pydantic import BaseModel, ConfigDict
 
 POWER = Path("/sys/class/power_supply")
 THERMAL = Path("/sys/class/thermal")
@@ -59,19 +57,9 @@ def read_os() -> Signals:
 
 def read_file(path: str | Path) -> Signals:
     """A mapping with any of battery_percent, on_ac, temperature_c, memory_pressure."""
-    from edgepick.yaml_input import read_yaml
+    from edgepick.yaml_input import read_yaml_mapping, validate_input
 
-    try:
-        data = read_yaml(path) or {}
-    except OSError as exc:
-        raise InputError(path, f"cannot read the signals file ({exc.strerror})") from None
-    if not isinstance(data, dict):
-        raise InputError(path, "expected a mapping of signals")
-    try:
-        return Signals.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise InputError(path, err["msg"], field=".".join(map(str, err["loc"]))) from None
+    return validate_input(Signals, read_yaml_mapping(path, "expected a mapping of signals"), path)
 
 
 def read_signals(path: str | Path | None) -> Signals:

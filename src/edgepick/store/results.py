@@ -12,6 +12,7 @@ import os
 import sqlite3
 import sys
 import time
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -35,7 +36,7 @@ class RunInfo(BaseModel):
     rows: dict[str, int] = {}  # kind -> rows linked to the run
 
 
-class ResultStore:
+class ResultStore(AbstractContextManager):
     def __init__(self, path: str | Path | None = None, *, must_exist: bool = False):
         self.path = Path(path) if path else default_store_path()
         if must_exist and not self.path.is_file():
@@ -148,9 +149,6 @@ class ResultStore:
 
     def close(self) -> None:
         self._conn.close()
-
-    def __enter__(self) -> "ResultStore":
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
