@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Annotated, Iterator, Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -15,6 +15,13 @@ from edgepick.cli.options import STORE_HELP, merged, one_model, open_store
 from edgepick.cli.output import console, err_console, print_json
 from edgepick.progress import silent
 from edgepick.records.candidate import DEFAULTS
+
+# both commands compare one candidate with a reference
+CandidateOpt = Annotated[Optional[list[str]],
+                         typer.Option("--model", "-m", help="candidate GGUF or bundled name")]
+ReferenceOpt = Annotated[str, typer.Option("--reference", "-r",
+                                           help="reference GGUF or bundled name")]
+OldCandidateOpt = Annotated[Optional[str], typer.Option("--candidate", "-c", hidden=True)]
 
 
 @contextmanager
@@ -37,10 +44,9 @@ def _progress(enabled: bool) -> Iterator:
 def register(app: typer.Typer) -> None:
     @app.command()
     def fidelity(
-        model: Optional[list[str]] = typer.Option(None, "--model", "-m",
-                                                  help="candidate GGUF or bundled name"),
-        reference: str = typer.Option(..., "--reference", "-r", help="reference GGUF or bundled name"),
-        candidate: Optional[str] = typer.Option(None, "--candidate", "-c", hidden=True),
+        model: CandidateOpt = None,
+        reference: ReferenceOpt = ...,
+        candidate: OldCandidateOpt = None,
         text: Optional[str] = typer.Option(
             None, "--text", help="UTF-8 text file (default: the bundled fidelity text)"),
         ctx: int = typer.Option(512, "--ctx", help="tokens per chunk; the second half is scored"),
@@ -89,10 +95,9 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def consistency(
-        model: Optional[list[str]] = typer.Option(None, "--model", "-m",
-                                                  help="candidate GGUF or bundled name"),
-        reference: str = typer.Option(..., "--reference", "-r", help="reference GGUF or bundled name"),
-        candidate: Optional[str] = typer.Option(None, "--candidate", "-c", hidden=True),
+        model: CandidateOpt = None,
+        reference: ReferenceOpt = ...,
+        candidate: OldCandidateOpt = None,
         data: str = typer.Option(..., "--data", "-d",
                                  help="eval JSONL or a bundled set (demo, demo-tools): each "
                                       "item's messages/prompt"),

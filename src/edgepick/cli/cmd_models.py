@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
-from typing import Optional
+from typing import Annotated, Optional
 
 import typer
 from rich.table import Table
@@ -19,10 +19,20 @@ models_app = typer.Typer(help="The model registry: versions verified by SHA-256,
 REGISTRY_HELP = "registry directory (env EDGEPICK_REGISTRY; default ./edgepick-registry)"
 SERVER_HELP = ("a running `edgepick serve` (http://host:port): switch it live; without it, the "
                "version is started once to prove it loads, then recorded as active")
+RegistryOpt = Annotated[Optional[Path], typer.Option("--registry", help=REGISTRY_HELP)]
+ServerOpt = Annotated[Optional[str], typer.Option("--server", help=SERVER_HELP)]
+ApiKeyOpt = Annotated[Optional[str],
+                      typer.Option("--api-key", help="the server's key (env EDGEPICK_API_KEY)")]
 
 
 def _root(registry: Optional[Path]) -> Path:
     return registry or Path(os.environ.get("EDGEPICK_REGISTRY", "edgepick-registry"))
+
+
+def _switch_live(server: str, action: str, payload: dict, api_key: Optional[str]) -> None:
+    """Ask a running server to switch, and say what it switched from and to."""
+    out = _server_call(server, action, payload, api_key)
+    console.print(f"{server}: {payload['name']} {out.get('from') or '-'} → {out['to']}")
 
 
 def _server_call(server: str, action: str, payload: dict, api_key: Optional[str]) -> dict:
@@ -48,7 +58,7 @@ def _server_call(server: str, action: str, payload: dict, api_key: Optional[str]
 def add(file: Path = typer.Argument(..., help="the model file (GGUF)"),
         name: str = typer.Option(..., "--name", help="model name"),
         version: str = typer.Option(..., "--version", help="version label, e.g. 2 or q4"),
-        registry: Optional[Path] = typer.Option(None, "--registry", help=REGISTRY_HELP)) -> None:
+        registry: RegistryOpt = None) -> None:
     """Copy a model file into the registry and record its SHA-256."""
     from edgepick.registry.store import Registry
 
@@ -57,7 +67,7 @@ def add(file: Path = typer.Argument(..., help="the model file (GGUF)"),
 
 
 @models_app.command("list")
-def list_(registry: Optional[Path] = typer.Option(None, "--registry", help=REGISTRY_HELP),
+def list_(registry: RegistryOpt = None,
           json_out: bool = typer.Option(False, "--json", help="print JSON")) -> None:
     """The registry's models, their versions and which one is active."""
     from edgepick.registry.store import Registry
@@ -78,37 +88,26 @@ def list_(registry: Optional[Path] = typer.Option(None, "--registry", help=REGIS
 
 
 @models_app.command("remove")
-def remove(ref: str = typer.Argument(..., help="NAME@VERSION"),
-           registry: Optional[Path] = typer.Option(None, "--registry", help=REGISTRY_HELP)) -> None:
+def remove(ref: str = typer.Argument(..., help="NAME@VERSION"), registry: RegistryOpt = None) -> None:
     """Delete a version that is not active (its file too)."""
-    from edgepick.errors import EdgepickError
-    from edgepick.registry.store import Registry, split_ref
+    from edgepick.registry.store import Registry, split_versioned_ref
 
-    name, version = split_ref(ref)
-    if version is None:
-        raise EdgepickError(f"{ref}: give NAME@VERSION")
+    name, version = split_versioned_ref(ref)
     Registry(_root(registry)).remove(name, version)
     console.print(f"removed {name}@{version}")
 
 
 @models_app.command("activate")
-def activate(ref: str = typer.Argument(..., help="NAME@VERSION"),
-             registry: Optional[Path] = typer.Option(None, "--registry", help=REGISTRY_HELP),
-             server: Optional[str] = typer.Option(None, "--server", help=SERVER_HELP),
-             api_key: Optional[str] = typer.Option(None, "--api-key",
-                                                   help="the server's key (env EDGEPICK_API_KEY)")) -> None:
+def activate(ref: str = typer.Argument(..., help="NAME@VERSION"), registry: RegistryOpt = None,
+             server: ServerOpt = None, api_key: ApiKeyOpt = None) -> None:
     """Verify the SHA-256, start the version, and switch to it once healthy; the old version
     stays on disk. A checksum mismatch is refused and the active version stays."""
-    from edgepick.errors import EdgepickError
     from edgepick.registry.activation import activate as do_activate, check_engine
-    from edgepick.registry.store import Registry, split_ref
+    from edgepick.registry.store import Registry, split_versioned_ref
 
-    name, version = split_ref(ref)
-    if version is None:
-        raise EdgepickError(f"{ref}: give NAME@VERSION")
+    name, version = split_versioned_ref(ref)
     if server:
-        out = _server_call(server, "activate", {"name": name, "version": version}, api_key)
-        console.print(f"{server}: {name} {out.get('from') or '-'} → {out['to']}")
+        _switch_live(server, "activate", {"name": name, "version": version}, api_key)
         return
     reg = Registry(_root(registry))
 
@@ -120,18 +119,14 @@ def activate(ref: str = typer.Argument(..., help="NAME@VERSION"),
 
 
 @models_app.command("rollback")
-def rollback(name: str = typer.Argument(..., help="NAME"),
-             registry: Optional[Path] = typer.Option(None, "--registry", help=REGISTRY_HELP),
-             server: Optional[str] = typer.Option(None, "--server", help=SERVER_HELP),
-             api_key: Optional[str] = typer.Option(None, "--api-key",
-                                                   help="the server's key (env EDGEPICK_API_KEY)")) -> None:
+def rollback(name: str = typer.Argument(..., help="NAME"), registry: RegistryOpt = None,
+             server: ServerOpt = None, api_key: ApiKeyOpt = None) -> None:
     """Go back to the version that was active before."""
     from edgepick.registry.activation import check_engine, rollback as do_rollback
     from edgepick.registry.store import Registry
 
     if server:
-        out = _server_call(server, "rollback", {"name": name}, api_key)
-        console.print(f"{server}: {name} {out['from']} → {out['to']}")
+        _switch_live(server, "rollback", {"name": name}, api_key)
         return
 
     async def start(version: str, path: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Annotated, Iterator, Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -17,6 +17,23 @@ from edgepick.errors import EdgepickError
 from edgepick.records.candidate import DEFAULTS
 
 DEFAULT_TYPES = "F16,Q8_0,Q6_K,Q5_K_M,Q5_0,Q4_K_M,Q4_1,Q4_0,Q3_K_M,Q2_K"
+
+# The sensitivity analysis's knobs: `sensitivity` runs it and `quantize --recipe auto` runs it to
+# choose its recipe, so both take the same options with the same defaults.
+_PANEL = "Sensitivity analysis (quantize: with --recipe auto)"
+LowOpt = Annotated[str, typer.Option(
+    "--low", rich_help_panel=_PANEL,
+    help="the low type: each unit in turn is lowered to it; a recipe's less sensitive units")]
+HighOpt = Annotated[str, typer.Option(
+    "--high", rich_help_panel=_PANEL,
+    help="the high type: every other unit; a recipe's sensitive units")]
+TextOpt = Annotated[Optional[str], typer.Option(
+    "--text", rich_help_panel=_PANEL,
+    help="calibration text the KLD is measured on (default: the bundled one)")]
+ByOpt = Annotated[str, typer.Option("--by", rich_help_panel=_PANEL, help="units: block | class")]
+CtxOpt = Annotated[int, typer.Option("--ctx", rich_help_panel=_PANEL, help="tokens per chunk")]
+ChunksOpt = Annotated[int, typer.Option("--chunks", rich_help_panel=_PANEL,
+                                        help="chunks of the text scored per unit")]
 
 
 @contextmanager
@@ -104,16 +121,15 @@ def register(app: typer.Typer) -> None:
                                               "(from `edgepick imatrix`)"),
         recipe: Optional[str] = typer.Option(None, "--recipe", help="'auto' (choose from "
                                              "sensitivity) or a recipe YAML to rebuild"),
-        low: str = typer.Option("Q4_0", "--low", help="recipe: type of the less sensitive units"),
-        high: str = typer.Option("Q8_0", "--high", help="recipe: type of the sensitive units"),
+        low: LowOpt = "Q4_0",
+        high: HighOpt = "Q8_0",
         budget: Optional[str] = typer.Option(None, "--budget", help="recipe auto: file size "
                                              "(95MB, 90MiB), bits per weight (4.9bpw) or a "
                                              "multiple of the uniform --low file (1.15x)"),
-        text: Optional[str] = typer.Option(None, "--text", help="recipe auto: calibration text "
-                                           "for the sensitivity analysis [default: bundled]"),
-        by: str = typer.Option("block", "--by", help="recipe auto: units, block | class"),
-        ctx: int = typer.Option(512, "--ctx", help="recipe auto: context per chunk"),
-        chunks: int = typer.Option(4, "--chunks", help="recipe auto: chunks of the text scored"),
+        text: TextOpt = None,
+        by: ByOpt = "block",
+        ctx: CtxOpt = 512,
+        chunks: ChunksOpt = 4,
         threads: int = typer.Option(DEFAULTS.threads, "--threads", help="CPU threads"),
         store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
         json_out: bool = typer.Option(False, "--json", help="print JSON"),
@@ -234,13 +250,12 @@ def register(app: typer.Typer) -> None:
     def sensitivity(
         model: Optional[list[str]] = typer.Option(None, "--model", "-m", help="source GGUF (the reference) or bundled name"),
         src: Optional[str] = typer.Argument(None, hidden=True),
-        low: str = typer.Option("Q4_0", "--low", help="type one unit at a time is lowered to"),
-        high: str = typer.Option("Q8_0", "--high", help="type of every other unit"),
-        text: Optional[str] = typer.Option(None, "--text", help="text to measure KLD on "
-                                           "[default: bundled calibration text]"),
-        by: str = typer.Option("block", "--by", help="block | class"),
-        ctx: int = typer.Option(512, "--ctx", help="tokens per chunk"),
-        chunks: int = typer.Option(4, "--chunks", help="chunks of the text scored per unit"),
+        low: LowOpt = "Q4_0",
+        high: HighOpt = "Q8_0",
+        text: TextOpt = None,
+        by: ByOpt = "block",
+        ctx: CtxOpt = 512,
+        chunks: ChunksOpt = 4,
         threads: int = typer.Option(DEFAULTS.threads, "--threads", help="CPU threads"),
         imatrix: Optional[str] = typer.Option(None, "--imatrix", help="importance matrix"),
         store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),

@@ -74,6 +74,14 @@ def split_ref(ref: str) -> tuple[str, str | None]:
     return name, version or None
 
 
+def split_versioned_ref(ref: str) -> tuple[str, str]:
+    """`name@version` → (name, version); a ref without its version is refused in one line."""
+    name, version = split_ref(ref)
+    if version is None:
+        raise EdgepickError(f"{ref}: give NAME@VERSION")
+    return name, version
+
+
 class Registry:
     def __init__(self, root: str | Path, create: bool = False) -> None:
         self.root = Path(root).expanduser()
