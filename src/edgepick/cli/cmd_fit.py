@@ -6,7 +6,7 @@ import typer
 from rich.table import Table
 
 from edgepick.cli.options import STORE_HELP, int_list, merged, open_store, split_list
-from edgepick.cli.output import console, err_console, human_bytes, print_json
+from edgepick.cli.output import console, err_console, print_json
 from edgepick.errors import EdgepickError
 from edgepick.records.candidate import DEFAULTS
 

@@ -25,6 +25,14 @@ def _fmt(v, spec: str = ".0f", unit: str = "") -> str:
     return "not measured" if v is None else f"{v:{spec}}{unit}"
 
 
+def _remote(backend: str) -> bool:
+    """Whether a network round trip is part of this engine's figures (it does not run here)."""
+    from edgepick.backends import supports
+    from edgepick.backends.base import IN_PROCESS
+
+    return not supports(backend, IN_PROCESS)
+
+
 def _verdict(outcome: DeviceOutcome, name: str) -> str:
     d = outcome.decision
     r = next((r for r in d.ranking if r.candidate == name), None)
@@ -90,7 +98,7 @@ _METRICS = [
     ("unacceptable", lambda o, s: _fmt(s.unacceptable_rate and s.unacceptable_rate * 100,
                                        ".1f", "%")),
     ("network RTT", lambda o, s: _fmt((o.network.get(s.candidate) or {}).get("median"),
-                                      ".1f", " ms") if s.backend == "openai_http" else "—"),
+                                      ".1f", " ms") if _remote(s.backend) else "—"),
     ("verdict", lambda o, s: _verdict(o, s.candidate)),
 ]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -125,6 +125,3 @@ class GgufSource:
     def rope_factors(self) -> np.ndarray | None:
         """Llama 3.x frequency factors (`rope_freqs.weight`), if the GGUF carries them."""
         return self.array("rope_freqs.weight") if "rope_freqs.weight" in self._tensors else None
-
-    def tensor_names(self) -> Iterator[str]:
-        return iter(self._tensors)

@@ -8,7 +8,7 @@ URL). A figure no stage stored stays None: the decision and the report say "not 
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable
+from typing import Iterable
 
 from edgepick.decide import adapters
 from edgepick.decide.selection import Selection, model_key, select
@@ -78,7 +78,3 @@ def build_summaries(store: ResultStore, models: Iterable[str] | None = None,
         s.notes.extend(selection.notes.get(k, []))
         _file_facts(s)
     return out
-
-
-def fmt_missing(value: Any) -> str:
-    return "not measured" if value is None else str(value)

@@ -47,8 +47,9 @@ class LoadedSets:
 def load_sets(specs: list[DataSpec], resolve=lambda p: p) -> LoadedSets:
     """Every set loaded and cut to its limit. Two sets giving one item id would make their
     outputs and badcases indistinguishable: refused, naming both files."""
-    from edgepick.evaluate.dataset import file_sha256, load_eval_set
+    from edgepick.evaluate.dataset import load_eval_set
     from edgepick.evaluate.stage import spread
+    from edgepick.store.identity import file_sha256
 
     items, problems, parts, paths = [], [], [], []
     owner: dict[str, str] = {}

@@ -172,7 +172,3 @@ def load_eval_set(path: str | Path) -> tuple[list[EvalItem], list[InputError]]:
             seen[item.id] = lineno
             items.append(item)
     return items, problems
-
-
-def file_sha256(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from edgepick.models.quant_types import row_bytes, type_sizes
+from edgepick.models.quant_types import row_bytes
 from edgepick.records.model import ModelSpec
 
 KV_TYPE_NAMES = {"f32": "F32", "f16": "F16", "bf16": "BF16", "q8_0": "Q8_0", "q4_0": "Q4_0",
@@ -43,11 +43,6 @@ def kv_read_bytes(spec: ModelSpec, n_ctx: int, fill: int, kv_type: str = "f16",
     """KV bytes one decode step reads with `fill` tokens already in the cache."""
     return sum(min(fill, kv_cells(spec, i, n_ctx, n_ubatch)) * kv_row_bytes(spec, i, kv_type)
                for i in range(spec.n_layers))
-
-
-def kv_bytes_per_element(kv_type: str) -> float:
-    block, size = type_sizes(KV_TYPE_NAMES[kv_type])
-    return size / block
 
 
 def _kv_heads(spec: ModelSpec, layer: int) -> int:

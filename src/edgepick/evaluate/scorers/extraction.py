@@ -19,34 +19,32 @@ from typing import Any
 from edgepick.evaluate.scorers import ItemScore, mean_of, register_scorer
 from edgepick.evaluate.text import nfkc, strip_fences
 
+_DECODER = json.JSONDecoder()
+
+
+def _as_object(body: str, start: int | None = None) -> dict | None:
+    """The JSON object that `body` is (no `start`), or that begins at index `start` of it."""
+    try:
+        obj = json.loads(body) if start is None else _DECODER.raw_decode(body, start)[0]
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
 
 def find_json_object(text: str) -> tuple[dict | None, bool]:
     """(the object, whether the whole answer was exactly that object)."""
-    stripped = text.strip()
-    try:
-        obj = json.loads(stripped)
-        if isinstance(obj, dict):
-            return obj, True
-    except ValueError:
-        pass
-    decoder = json.JSONDecoder()
+    obj = _as_object(text.strip())
+    if obj is not None:
+        return obj, True
     for body in (strip_fences(text), text):
         body = body.strip()
-        try:
-            obj = json.loads(body)
-            if isinstance(obj, dict):
-                return obj, False
-        except ValueError:
-            pass
+        obj = _as_object(body)
         start = body.find("{")
-        while start >= 0:
-            try:
-                obj, _ = decoder.raw_decode(body, start)
-                if isinstance(obj, dict):
-                    return obj, False
-            except ValueError:
-                pass
+        while obj is None and start >= 0:
+            obj = _as_object(body, start)
             start = body.find("{", start + 1)
+        if obj is not None:
+            return obj, False
     return None, False
 
 
