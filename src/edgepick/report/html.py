@@ -55,16 +55,16 @@ def render_html(m: ReportModel, lang: str) -> str:
         if lines:
             parts.append(f"<h3>{escape(tr(key, lang))}</h3>{_list(lines)}")
     if d.hybrid:
-        parts.append(f"<h3>{escape(tr('routes', lang))}</h3>{_table(*m.routes(lang))}")
-    header, rows = m.ranking(lang)
+        parts.append(f"<h3>{escape(tr('routes', lang))}</h3>{_table(*m.table('routes', lang))}")
+    header, rows = m.table('ranking', lang)
     classes = ["elim" if r.eliminated else ("win" if r.candidate == d.recommendation else "")
                for r in d.ranking]
     parts += [f"<h2>{escape(tr('ranking', lang))}</h2>", _table(header, rows, classes),
-              f"<h3>{escape(tr('gates', lang))}</h3>", _table(*m.gates(lang)),
+              f"<h3>{escape(tr('gates', lang))}</h3>", _table(*m.table('gates', lang)),
               f"<p class='muted'>{escape(tr('normalisation', lang))}: "
               f"{escape(tr('normalisation_text', lang) or d.normalisation)}</p>",
-              f"<h2>{escape(tr('template', lang))}</h2>", _table(*m.template(lang)),
-              f"<h2>{escape(tr('pred_vs_meas', lang))}</h2>", _table(*m.predicted(lang)),
+              f"<h2>{escape(tr('template', lang))}</h2>", _table(*m.table('template', lang)),
+              f"<h2>{escape(tr('pred_vs_meas', lang))}</h2>", _table(*m.table('predicted', lang)),
               f"<h2>{escape(tr('charts', lang))}</h2>"]
     for name, title in m.chart_titles(lang):
         svg = m.charts[name]["svg"]
@@ -76,12 +76,12 @@ def render_html(m: ReportModel, lang: str) -> str:
     if (eng := engine_section(m.summaries, d, lang)):  # one model on two engines
         parts += [f"<h2>{escape(eng[0])}</h2>",
                   f"<p>{escape(eng[3]).replace('**', '')}</p>", _table(eng[1], eng[2])]
-    parts += [f"<h2>{escape(tr('per_task', lang))}</h2>", _table(*m.tasks(lang))]
+    parts += [f"<h2>{escape(tr('per_task', lang))}</h2>", _table(*m.table('tasks', lang))]
     tools = tool_table(m.summaries, lang)
     if tools:
         parts += [f"<h3>{escape(tools[0])}</h3>", _table(tools[1], tools[2]),
                   f"<p class='muted'>{escape(tools[3])}</p>"]
-    parts += [f"<h2>{escape(tr('badcases', lang))}</h2>", _table(*m.badcases(lang)),
+    parts += [f"<h2>{escape(tr('badcases', lang))}</h2>", _table(*m.table('badcases', lang)),
               f"<p class='muted'>{escape(tr('exports', lang))}</p>"]
     html_lang = "zh-CN" if lang == "zh" else "en"
     return (f"<!DOCTYPE html>\n<html lang='{html_lang}'><head><meta charset='utf-8'>"

@@ -46,12 +46,13 @@ def render_markdown(m: ReportModel, lang: str) -> str:
            f"- {tr('generated', lang)}: {m.generated}", *scenario_lines(m.scenario, lang), "",
            f"## {tr('decision', lang)}", "",
            *decision_lines(d, m.explanation(lang), lang, m.recommendation(lang)),
-           *([f"### {tr('routes', lang)}", "", _table(*m.routes(lang)), ""] if d.hybrid else []),
-           f"## {tr('ranking', lang)}", "", _table(*m.ranking(lang)), "",
-           f"### {tr('gates', lang)}", "", _table(*m.gates(lang)), "",
+           *([f"### {tr('routes', lang)}", "", _table(*m.table('routes', lang)), ""]
+             if d.hybrid else []),
+           f"## {tr('ranking', lang)}", "", _table(*m.table('ranking', lang)), "",
+           f"### {tr('gates', lang)}", "", _table(*m.table('gates', lang)), "",
            f"*{tr('normalisation', lang)}: {tr('normalisation_text', lang) or d.normalisation}*", "",
-           f"## {tr('template', lang)}", "", _table(*m.template(lang)), "",
-           f"## {tr('pred_vs_meas', lang)}", "", _table(*m.predicted(lang)), "",
+           f"## {tr('template', lang)}", "", _table(*m.table('template', lang)), "",
+           f"## {tr('pred_vs_meas', lang)}", "", _table(*m.table('predicted', lang)), "",
            f"## {tr('charts', lang)}", ""]
     for name, title in m.chart_titles(lang):
         out.append(f"### {title}")
@@ -63,10 +64,10 @@ def render_markdown(m: ReportModel, lang: str) -> str:
 
     if (eng := engine_section(m.summaries, d, lang)):  # one model on two engines
         out += [f"## {eng[0]}", "", eng[3], "", _table(eng[1], eng[2]), ""]
-    out += [f"## {tr('per_task', lang)}", "", _table(*m.tasks(lang)), ""]
+    out += [f"## {tr('per_task', lang)}", "", _table(*m.table('tasks', lang)), ""]
     tools = tool_table(m.summaries, lang)
     if tools:
         out += [f"### {tools[0]}", "", _table(tools[1], tools[2]), "", f"*{tools[3]}*", ""]
-    out += [f"## {tr('badcases', lang)}", "", _table(*m.badcases(lang)), "",
+    out += [f"## {tr('badcases', lang)}", "", _table(*m.table('badcases', lang)), "",
             tr("exports", lang), ""]
     return "\n".join(out)

@@ -14,6 +14,11 @@ from edgepick.report.i18n import tr
 CHARTS = (("pareto", "chart_pareto"), ("ttft_vs_length", "chart_ttft"),
           ("sustained", "chart_sustain"), ("task_quality", "chart_tasks"),
           ("predicted_vs_measured", "chart_pvm"))
+# The report's tables by name (report/tables.py builds them), by what they are built from.
+FROM_SUMMARIES = {"template": tables.template_table, "predicted": tables.predicted_table,
+                  "tasks": tables.task_table, "badcases": tables.badcase_table}
+FROM_DECISION = {"ranking": tables.ranking_table, "gates": tables.gates_table,
+                 "routes": tables.routes_table}
 
 
 @dataclass
@@ -30,11 +35,11 @@ class ReportModel:
         if not self.charts:
             self.charts = all_charts(self.summaries, self.decision, self.scenario)
 
-    def template(self, lang: str):
-        return tables.template_table(self.summaries, lang)
-
-    def ranking(self, lang: str):
-        return tables.ranking_table(self.decision, lang)
+    def table(self, name: str, lang: str):
+        """One of the report's tables in `lang`, as (header, rows)."""
+        if name in FROM_DECISION:
+            return FROM_DECISION[name](self.decision, lang)
+        return FROM_SUMMARIES[name](self.summaries, lang)
 
     def scenario_description(self, lang: str) -> str:
         sc = self.scenario
@@ -49,27 +54,12 @@ class ReportModel:
         return explain(self.decision, {s.candidate: s for s in self.summaries}, self.scenario,
                        lang)
 
-    def gates(self, lang: str):
-        return tables.gates_table(self.decision, lang)
-
-    def routes(self, lang: str):
-        return tables.routes_table(self.decision, lang)
-
     def recommendation(self, lang: str) -> str:
         """'smollm2-Q8_0 (provisional)', or the none text."""
         d = self.decision
         if d.recommendation is None:
             return tr("none", lang)
         return f"{d.recommendation} ({tr(d.status, lang)})"
-
-    def predicted(self, lang: str):
-        return tables.predicted_table(self.summaries, lang)
-
-    def tasks(self, lang: str):
-        return tables.task_table(self.summaries, lang)
-
-    def badcases(self, lang: str):
-        return tables.badcase_table(self.summaries, lang)
 
     def chart_titles(self, lang: str) -> list[tuple[str, str]]:
         return [(name, tr(key, lang)) for name, key in CHARTS]

@@ -29,13 +29,13 @@ def write_report(summaries: list[CandidateSummary], decision: Decision, scenario
         write_rows(data / name, chart["data"])
         if chart["svg"]:
             (out / "charts" / f"{name}.svg").write_text(chart["svg"], encoding="utf-8")
-    write_table(data / "record_template", *m.template("en"))
-    write_table(data / "predicted_vs_measured_table", *m.predicted("en"))
-    write_table(data / "task_quality_table", *m.tasks("en"))
-    write_table(data / "badcases", *m.badcases("en"))
-    write_table(data / "gates", *m.gates("en"))
+    write_table(data / "record_template", *m.table("template", "en"))
+    write_table(data / "predicted_vs_measured_table", *m.table("predicted", "en"))
+    write_table(data / "task_quality_table", *m.table("tasks", "en"))
+    write_table(data / "badcases", *m.table("badcases", "en"))
+    write_table(data / "gates", *m.table("gates", "en"))
     if decision.hybrid:
-        write_table(data / "hybrid_routes", *m.routes("en"))
+        write_table(data / "hybrid_routes", *m.table("routes", "en"))
     (data / "decision.json").write_text(decision.model_dump_json(indent=2), encoding="utf-8")
     (data / "summaries.json").write_text(
         json.dumps([s.model_dump(mode="json") for s in summaries], indent=2, ensure_ascii=False),
