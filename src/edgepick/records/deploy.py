@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from edgepick.errors import InputError
 from edgepick.records.candidate import RuntimeSettings
@@ -99,7 +99,7 @@ class DeployConfig(_Strict):
 
     @classmethod
     def load(cls, path: str | Path) -> "DeployConfig":
-        from edgepick.yaml_input import read_yaml_mapping
+        from edgepick.yaml_input import read_yaml_mapping, validate_input
 
         data = read_yaml_mapping(path, "expected a mapping (the deploy.yaml that decide writes)",
                                  empty_ok=False)
@@ -107,12 +107,7 @@ class DeployConfig(_Strict):
         if version != DEPLOY_SCHEMA_VERSION:
             raise InputError(path, f"schema_version {version} is not supported "
                                    f"(this release reads {DEPLOY_SCHEMA_VERSION})")
-        try:
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            field = ".".join(str(p) for p in err["loc"])
-            raise InputError(path, err["msg"], field=field) from None
+        return validate_input(cls, data, path)
 
     def dump(self, path: str | Path) -> Path:
         path = Path(path)
