@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import time
 from contextlib import contextmanager
@@ -13,12 +12,7 @@ import httpx
 import pytest
 
 from edgepick.errors import EdgepickError
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from edgepick.serve.engine import free_port
 
 
 @contextmanager
