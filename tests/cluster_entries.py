@@ -41,3 +41,24 @@ def sleep(req: dict, store) -> None:
 
 def note(req: dict, store) -> None:
     store.put("probe_row", req["key"], {"here": os.getpid()})
+
+
+def on_node(req: dict, store) -> None:
+    """Say which Ray node runs it (a file named after the node), stay there a while on the first
+    attempt so the test can take that node down, then store the node's id."""
+    import ray
+
+    node = ray.get_runtime_context().get_node_id()
+    first = not list(Path(req["dir"]).glob(f"{req['key']}.*.started"))
+    Path(req["dir"], f"{req['key']}.{node}.started").touch()
+    time.sleep(req["seconds"] if first else 0.2)
+    store.put("probe_row", req["key"], {"node": node})
+
+
+def make_job(name: str, device: str | None, entry: str, tmp: Path, **req):
+    """A one-row job calling one of these entry points on `device`."""
+    from edgepick.cluster.jobs import Job
+
+    return Job(id=f"test/{device}/{name}", kind="bench", device=device, candidate=name,
+               entry=f"cluster_entries:{entry}", request=dict(req, key=name, dir=str(tmp)),
+               keys=(("probe_row", name),), scopes=(device,), cpus=1)

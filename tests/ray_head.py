@@ -15,10 +15,11 @@ TESTS = str(Path(__file__).resolve().parent)
 
 use_loopback()
 os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+os.environ.setdefault("RAY_AUTH_MODE", "token")  # as every edgepick process speaks to Ray
 
 
 @contextmanager
-def tests_importable() -> Iterator[None]:
+def workers_import_tests() -> Iterator[None]:
     """Workers started inside the block import the tests' entry points (cluster_entries)."""
     old = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = TESTS + (os.pathsep + old if old else "")
@@ -42,7 +43,7 @@ def assert_loopback() -> None:
 def ray_head(*devices: str, cpus: int = 2) -> Iterator[None]:
     import ray
 
-    with tests_importable():
+    with workers_import_tests():
         ray.init(address="local", num_cpus=cpus, resources={f"device:{d}": 1 for d in devices},
                  include_dashboard=False, namespace="edgepick", log_to_driver=False,
                  _node_ip_address="127.0.0.1")

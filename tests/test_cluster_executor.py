@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
 import pytest
 
 # first: importing ray_head keeps Ray on loopback
 from ray_head import listening_sockets, ray_head, ray_process_ids  # noqa: E402, I001
+from cluster_entries import make_job  # noqa: E402, I001
 
 ray = pytest.importorskip("ray")
 
@@ -28,10 +28,7 @@ def head():
         yield
 
 
-def _job(name: str, device: str | None, entry: str, tmp: Path, **req) -> Job:
-    return Job(id=f"test/{device}/{name}", kind="bench", device=device, candidate=name,
-               entry=f"cluster_entries:{entry}", request=dict(req, key=name, dir=str(tmp)),
-               keys=(("probe_row", name),), scopes=(device,), cpus=1)
+_job = make_job
 
 
 def _executor(**kw):

@@ -99,17 +99,21 @@ class RayExecutor:
                     f"`edgepick node start --device {missing[0]} --address HEAD`")
             time.sleep(min(1.0, self.poll_s * 2))
 
-    def _options(self, job: Job) -> dict:
+    @staticmethod
+    def _here():
+        """On the driver's own node: a measuring node that dies takes nothing of the driver's."""
         import ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+        return NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+
+    def _options(self, job: Job) -> dict:
         opts: dict = {"num_cpus": job.cpus, "max_retries": self.max_retries,
                       "retry_exceptions": False}
         if job.memory:
             opts["memory"] = int(job.memory)
         if job.pin_local:
-            opts["scheduling_strategy"] = NodeAffinitySchedulingStrategy(
-                ray.get_runtime_context().get_node_id(), soft=False)
+            opts["scheduling_strategy"] = self._here()
         elif job.device:
             opts["resources"] = {tag_resource(job.device): 1}
         return opts
@@ -121,7 +125,8 @@ class RayExecutor:
             return
         self.wait_for_tags(jobs)
         remote = ray.remote(_run)
-        tracker = ray.remote(num_cpus=0)(_Tracker).options(namespace=RAY_NAMESPACE).remote()
+        tracker = ray.remote(num_cpus=0)(_Tracker).options(
+            namespace=RAY_NAMESPACE, scheduling_strategy=self._here()).remote()
         pending: dict = {}
         refs: dict = {}
         for job in ordered(jobs):
@@ -133,16 +138,13 @@ class RayExecutor:
             pending[ref] = job
             event(job.id, "queued")
         seen: dict[str, int] = {}
+        poll = None
         orphaned_since: dict[str, float] = {}
         next_check = time.monotonic() + 5.0
         try:
             while pending:
                 ready, _ = ray.wait(list(pending), num_returns=1, timeout=self.poll_s)
-                starts = ray.get(tracker.poll.remote())
-                for job_id, n in starts.items():
-                    if n > seen.get(job_id, 0):
-                        seen[job_id] = n
-                        event(job_id, "running")
+                poll = self._starts(tracker, poll, seen, event)
                 for ref in ready:
                     job = pending.pop(ref)
                     res = self._collect(ref, job, seen.get(job.id, 1))
@@ -157,6 +159,29 @@ class RayExecutor:
             for ref in pending:
                 ray.cancel(ref, force=True)
             raise
+        finally:
+            ray.kill(tracker)
+
+    @staticmethod
+    def _starts(tracker, poll, seen: dict[str, int], event: Event):
+        """Report the attempts that began since the last look; never waits on the tracker (a
+        slow or lost tracker costs the `running` state, not the run)."""
+        import ray
+        from ray.exceptions import RayError
+
+        if poll is not None:
+            done, _ = ray.wait([poll], timeout=0)
+            if not done:
+                return poll
+            try:
+                starts = ray.get(poll)
+            except RayError:
+                starts = {}
+            for job_id, n in starts.items():
+                if n > seen.get(job_id, 0):
+                    seen[job_id] = n
+                    event(job_id, "running")
+        return tracker.poll.remote()
 
     def _collect(self, ref, job: Job, attempts: int) -> JobResult:
         import ray
