@@ -22,6 +22,7 @@ from edgepick.cluster.fleet_report import (DeviceOutcome, fleet_choice, recommen
 from edgepick.cluster.jobs import scoped_key
 from edgepick.cluster.planjobs import (DeviceWork, bench_jobs, eval_inputs, eval_jobs,
                                        fidelity_jobs, reference_job)
+from edgepick.cli.output import err_console
 from edgepick.cluster.progress import DeviceBoard
 from edgepick.errors import EdgepickError
 from edgepick.progress import silent
@@ -106,7 +107,7 @@ def run_fleet(lp, executor: str = "ray", address: str | None = None,
     from edgepick.store import ResultStore
 
     plan = lp.plan
-    console = console or Console(stderr=True)
+    console = console or err_console
     multi = bool(plan.devices)
     tags = list(plan.devices) or [plan.device]
     sc_name = plan.scenario.name if plan.scenario.name in preset_names() \

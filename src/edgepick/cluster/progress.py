@@ -1,12 +1,16 @@
-"""A live table with one row per device: jobs queued, running, done, failed, and already stored."""
+"""A live table with one row per device: jobs queued, running, done, failed, and already stored
+(issue 19 §6). It goes to the CLI's shared console and, like every edgepick table, reads at the
+terminal's width (at 80 columns, long device tags turn it into one block per device)."""
 
 from __future__ import annotations
 
 from collections import Counter
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
+
+from edgepick.cli.output import err_console, fit_table
 
 STATES = ("queued", "running", "done", "failed", "stored")
 ANY_NODE = "(any node)"
@@ -17,7 +21,7 @@ class DeviceBoard:
         self.where = {j.id: (j.device or ANY_NODE) for j in jobs}
         self.state: dict[str, str] = {}
         self.devices = list(dict.fromkeys(self.where.values()))
-        self.console = console or Console(stderr=True)
+        self.console = console or err_console
         self._live: Live | None = None
 
     def counts(self) -> dict[str, Counter]:
@@ -33,14 +37,14 @@ class DeviceBoard:
         if self._live is not None:
             self._live.update(self.table())
 
-    def table(self) -> Table:
+    def table(self) -> Table | Group:
         t = Table(title="jobs by device", title_justify="left")
         t.add_column("device")
         for s in STATES:
             t.add_column(s, justify="right")
         for device, c in self.counts().items():
             t.add_row(device, *(str(c[s]) for s in STATES))
-        return t
+        return fit_table(t, self.console.width)
 
     def __enter__(self) -> "DeviceBoard":
         self._live = Live(self.table(), console=self.console, refresh_per_second=4,
