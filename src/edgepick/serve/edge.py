@@ -218,7 +218,10 @@ class EdgePool:
                     resp = await engine.client.send(req, stream=True)
                 except httpx.RemoteProtocolError:
                     # a pooled connection the engine closed as we sent on it: nothing was
-                    # answered, so once more on a fresh connection
+                    # answered, so once more on a fresh connection, unless the engine itself is
+                    # gone (the supervisor then closes this client under us)
+                    if engine.client.is_closed or not engine.alive:
+                        raise
                     resp = await engine.client.send(req, stream=True)
                 if stream and resp.status_code == 200:
                     keep = True
@@ -229,6 +232,12 @@ class EdgePool:
         except httpx.HTTPError as exc:
             raise EngineUnavailable(f"engine connection lost ({type(exc).__name__}); "
                                     "it is restarting", retry_after=2) from None
+        except RuntimeError:
+            if not engine.client.is_closed:
+                raise
+            # the engine died and its client was closed while this request waited on it
+            raise EngineUnavailable("engine connection lost; it is restarting",
+                                    retry_after=2) from None
         finally:
             # a cancelled or failed read must not leave the connection (and the slot) busy
             if resp is not None and not keep:

@@ -68,14 +68,25 @@ async def relay_stream(resp: ServedResponse, t0: float, keep_text: bool,
     out = Outcome()
     buf = b""
     last = None
+    finished = False
+
+    def settle() -> None:
+        nonlocal finished
+        if not finished:
+            finished = True
+            if out.gaps and sum(out.gaps) > 0:
+                out.decode_tps = len(out.gaps) / sum(out.gaps)
+            finish(out)
+
     try:
         assert resp.chunks is not None
         async for chunk in resp.chunks:
-            yield chunk
             buf += chunk
+            ended = False
             while b"\n\n" in buf:
                 raw, buf = buf.split(b"\n\n", 1)
                 line = raw.strip()
+                ended = ended or line.endswith(b"data: [DONE]")
                 if not line.startswith(b"data:") or line.endswith(b"[DONE]"):
                     continue
                 try:
@@ -102,13 +113,15 @@ async def relay_stream(resp: ServedResponse, t0: float, keep_text: bool,
                 if usage:
                     out.prompt_tokens = int(usage.get("prompt_tokens") or 0)
                     out.completion_tokens = int(usage.get("completion_tokens") or 0)
-        if out.gaps:
-            out.decode_tps = len(out.gaps) / sum(out.gaps) if sum(out.gaps) > 0 else None
+            if ended:  # counted before the client sees the end, so a scrape right after has it
+                settle()
+            yield chunk
     except BaseException:
-        out.status = 499  # the client went away (nginx's code for it)
+        if not finished:
+            out.status = 499  # the client went away (nginx's code for it)
         raise
     finally:
         # cleanup must run even while the task is being cancelled by the disconnect
         with anyio.CancelScope(shield=True):
             await resp.aclose()
-        finish(out)
+        settle()
