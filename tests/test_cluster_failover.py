@@ -54,6 +54,13 @@ def _kill_where_started(cluster, nodes: list, tmp_path, key: str, stop, timeout_
     return node_id
 
 
+def _store_early(store, tag: str, tmp_path) -> dict:
+    """A job of the tag run and stored before the fault; its row."""
+    early = make_job("early", tag, "note", tmp_path)
+    assert run_jobs([early], store, RayExecutor(poll_s=0.2), lambda j, s: None)[early.id].ok
+    return store.get("probe_row", scoped_key("early", tag))
+
+
 def _run_killing(cluster, nodes, tmp_path, store, jobs, key, **kw):
     import threading
 
@@ -74,9 +81,7 @@ def _run_killing(cluster, nodes, tmp_path, store, jobs, key, **kw):
 def test_a_job_whose_node_dies_completes_on_the_other_node_with_its_tag(cluster, tmp_path):
     nodes = _add(cluster, "twin", 2)
     with ResultStore(tmp_path / "r.sqlite") as store:
-        early = make_job("early", "twin", "note", tmp_path)
-        assert run_jobs([early], store, RayExecutor(poll_s=0.2), lambda j, s: None)[early.id].ok
-        before = store.get("probe_row", scoped_key("early", "twin"))
+        before = _store_early(store, "twin", tmp_path)
         victim = make_job("victim", "twin", "on_node", tmp_path, seconds=60)
         results, killed = _run_killing(cluster, nodes, tmp_path, store, [victim], "victim",
                                        max_retries=2, node_timeout_s=30)
@@ -92,9 +97,7 @@ def test_a_job_whose_node_dies_completes_on_the_other_node_with_its_tag(cluster,
 def test_a_tag_losing_its_last_node_mid_run_fails_its_job_with_the_reason(cluster, tmp_path):
     nodes = _add(cluster, "solo", 1)
     with ResultStore(tmp_path / "r.sqlite") as store:
-        early = make_job("early", "solo", "note", tmp_path)
-        assert run_jobs([early], store, RayExecutor(poll_s=0.2), lambda j, s: None)[early.id].ok
-        before = store.get("probe_row", scoped_key("early", "solo"))
+        before = _store_early(store, "solo", tmp_path)
         lost = make_job("lost", "solo", "on_node", tmp_path, seconds=60)
         other = make_job("other", "steady", "note", tmp_path)
         results, _ = _run_killing(cluster, nodes, tmp_path, store, [lost, other], "lost",
