@@ -88,7 +88,8 @@ def has_token() -> bool:
 def connect(address: str | None = None, loopback: bool | None = None) -> bool:
     """Join the cluster at `address` (`auto` = the one started on this machine), or start a
     private Ray for this process when none is given; True when this call started Ray. A private
-    Ray, and a head at a loopback address, are reached over 127.0.0.1 only (`loopback` overrides)."""
+    Ray, and a head at a loopback address, are reached over 127.0.0.1 only (unless `loopback`
+    says otherwise)."""
     late = "ray" in sys.modules and os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER") != "0"
     if loopback if loopback is not None else (address is None or is_loopback(address)):
         use_loopback()
