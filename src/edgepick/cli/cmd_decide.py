@@ -114,6 +114,8 @@ def register(app: typer.Typer) -> None:
             print_json(data)
             return
         print_decision(decision)
+        if deploy:
+            console.print(f"deploy: {data_path}", highlight=False)
         console.print(_runs_line(runs), style="dim", highlight=False)
 
     @app.command()
