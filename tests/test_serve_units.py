@@ -142,3 +142,24 @@ def test_monitor_quantiles_and_verdicts():
     assert rows["error rate (5xx)"].live == pytest.approx(0.1)
     unacc = rows["unacceptable (sampled)"]
     assert unacc.live == pytest.approx(0.2) and unacc.low > 0.05 and unacc.verdict == "worse"
+
+
+def test_a_hybrid_deploy_routes_by_task_and_says_when_it_has_no_cloud(caplog):
+    """The decision's per-task routes hold in serve without a policy file; a hybrid decided
+    against a local reference has no cloud to send to, and serve says so at start."""
+    from edgepick.records.deploy import CloudEndpoint, DeployConfig, DeployModel, TaskRoute
+    from edgepick.serve.launch import load_router
+    from edgepick.serve.policy import ServePolicy
+    from edgepick.serve.router_api import EdgeOnlyRouter
+
+    deploy = DeployConfig(status="hybrid", model=DeployModel(name="m", path="/m.gguf", sha256="0"),
+                          routes=[TaskRoute(task="summary", route="edge"),
+                                  TaskRoute(task="math", route="cloud")])
+    with caplog.at_level("WARNING", logger="edgepick.serve"):
+        assert isinstance(load_router(ServePolicy(), deploy), EdgeOnlyRouter)
+    assert "math" in caplog.text and "no cloud endpoint" in caplog.text
+    with_cloud = deploy.model_copy(update={"cloud": CloudEndpoint(url="http://127.0.0.1:9/v1")})
+    router = load_router(ServePolicy(), with_cloud)
+    assert router.policy.mode == "by_task" and router.deploy.route_for("math") == "cloud"
+    assert isinstance(load_router(ServePolicy(), deploy.model_copy(update={"routes": []})),
+                      EdgeOnlyRouter)

@@ -92,11 +92,23 @@ def load_router(policy: ServePolicy, deploy: DeployConfig | None,
         section = dict(section)
         if settings.route_mode:
             section["mode"] = settings.route_mode
+        elif "mode" not in section and deploy is not None \
+                and any(r.route == "cloud" for r in deploy.routes):
+            section["mode"] = "by_task"  # a hybrid deploy.yaml given a cloud: its routes hold
         if settings.cloud:
             url, served = parse_endpoint(settings.cloud)
             section["cloud"] = dict(section.get("cloud") or {}, url=url, model=served)
     elif policy.route is None:
-        return EdgeOnlyRouter()
+        cloud_tasks = [r.task for r in (deploy.routes if deploy else []) if r.route == "cloud"]
+        if not cloud_tasks:
+            return EdgeOnlyRouter()
+        if deploy is None or deploy.cloud is None:
+            # a hybrid decision made against a local reference: nothing to send those tasks to
+            log.warning("deploy.yaml routes %s to the cloud but names no cloud endpoint; the "
+                        "edge serves them (give --cloud URL, or cloud.url in deploy.yaml)",
+                        ", ".join(cloud_tasks))
+            return EdgeOnlyRouter()
+        section = {"mode": "by_task"}  # the decision's per-task routes, as deploy.yaml gives them
     from importlib.metadata import entry_points
 
     name = str(section.get("router", "default"))
