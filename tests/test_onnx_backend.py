@@ -134,3 +134,23 @@ def test_import_and_help_work_without_the_engine():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert "pip install 'edgepick[onnx]'" in r.stdout, r.stderr
     assert run_cli("--help").returncode == 0
+
+
+def test_the_full_bundled_smollm2_converts_and_answers_like_its_llama_cpp_build(smollm2_q4_1):
+    """Beyond the 2-block cut: the whole SmolLM2, converted torch-free, keeps llama.cpp's
+    tokenizer and, like its llama.cpp build, answers a plain question right."""
+    og = get_backend("onnxruntime_genai")
+    og.load(Candidate(ref=ModelRef.parse("smollm2-og-int4"),
+                      settings=RuntimeSettings(n_ctx=256, threads=2)))
+    llama = get_backend("llama_cpp")
+    llama.load(Candidate(ref=ModelRef.parse(smollm2_q4_1), settings=RuntimeSettings(n_ctx=256)))
+    try:
+        text = "The capital of France is Paris. 法国的首都是巴黎。"
+        assert og.tokenize(text) == llama.tokenize(text)
+        ask = [{"role": "user", "content": "What is the capital of France? Answer in one word."}]
+        a = og.generate(ask, 8, chat=True).text
+        b = llama.generate(ask, 8, chat=True).text
+        assert "Paris" in a and "Paris" in b
+    finally:
+        og.unload()
+        llama.unload()
