@@ -26,21 +26,11 @@ METRICS = ("prefill_tps", "decode_tps", "peak_rss_mib")
 
 
 def figures(ref) -> dict[str, float]:
-    from edgepick.bench.measure import measure_point
-    from edgepick.bench.metrics import aggregate
-    from edgepick.launch import run_isolated
+    from benchmarks._point import point_figures
     from edgepick.records import Candidate, RuntimeSettings
 
     settings = RuntimeSettings(threads=THREADS, n_ctx=N_PROMPT + N_GEN, kv_type="f16")
-    cand = Candidate(ref=ref, settings=settings)
-    out = run_isolated(measure_point, cand.model_dump(),
-                       {"prompt_tokens": N_PROMPT, "gen_tokens": N_GEN, "warmup": 1,
-                        "repeats": REPEATS}, timeout=1800)
-    if not out.ok:
-        raise SystemExit(f"bench of {ref.label} failed: {out.error}")
-    m = aggregate(out.value, None, None)
-    return {"prefill_tps": m["prefill_tps"].median, "decode_tps": m["decode_tps"].median,
-            "peak_rss_mib": out.peak_rss_bytes / 2**20}
+    return point_figures(Candidate(ref=ref, settings=settings), N_PROMPT, N_GEN, REPEATS)
 
 
 # The block-size sweep of seed 001 §4 (EDGEPICK_ENGINES_SWEEP=1): k_quant packs only an even

@@ -51,21 +51,12 @@ def quantized(ftype: str) -> Path:
 
 
 def edgepick_figures(path: Path) -> dict[str, float]:
-    from edgepick.bench.measure import measure_point
-    from edgepick.bench.metrics import aggregate
-    from edgepick.launch import run_isolated
+    from benchmarks._point import point_figures
     from edgepick.records import Candidate, RuntimeSettings
 
     settings = RuntimeSettings(threads=THREADS, n_ctx=N_PROMPT + N_GEN, n_batch=BATCH,
                                n_ubatch=UBATCH, kv_type="f16", flash_attn=True)
-    cand = Candidate(model=str(path), settings=settings)
-    out = run_isolated(measure_point, cand.model_dump(),
-                       {"prompt_tokens": N_PROMPT, "gen_tokens": N_GEN, "warmup": 1,
-                        "repeats": REPEATS}, timeout=1800)
-    if not out.ok:
-        raise SystemExit(f"edgepick bench of {path.name} failed: {out.error}")
-    m = aggregate(out.value, None, None)
-    return {"prefill_tps": m["prefill_tps"].median, "decode_tps": m["decode_tps"].median}
+    return point_figures(Candidate(model=str(path), settings=settings), N_PROMPT, N_GEN, REPEATS)
 
 
 def llama_bench(path: Path, extra: list[str]) -> dict:

@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from edgepick.errors import EdgepickError
+from edgepick.launch import stop
 from edgepick.serve.engine import free_port
 
 
@@ -43,10 +44,5 @@ def llama_server(model: str, alias: str, log_dir: Path, parallel: int = 1) -> It
             time.sleep(0.2)
         yield f"{base}/v1#{alias}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, timeout=20)
         log.close()

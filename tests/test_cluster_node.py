@@ -18,6 +18,7 @@ from ray_head import listening_sockets, ray_process_ids  # noqa: I001
 pytest.importorskip("ray")
 
 from edgepick.cluster.nodes import is_loopback  # noqa: E402
+from edgepick.launch import stop  # noqa: E402
 from llama_server import free_port  # noqa: E402
 
 ENV = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
@@ -54,12 +55,7 @@ def test_node_start_publishes_the_probed_profile_and_node_list_shows_it(tmp_path
         assert node["profile"]["name"] == "bench-box" and node["profile"]["measured"]
         assert node["profile"]["bandwidth_gbps"] > 0 and node["profile"]["model_budget_bytes"] > 0
     finally:
-        proc.send_signal(signal.SIGINT)  # node start stops its `ray start --block` child
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, signal.SIGINT, 60)  # node start stops its `ray start --block` child
         log.close()
 
 

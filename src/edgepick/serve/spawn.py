@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -18,6 +17,7 @@ from typing import Iterator
 import httpx
 
 from edgepick.errors import EdgepickError
+from edgepick.launch.stop import stop
 
 
 @contextmanager
@@ -54,13 +54,7 @@ def spawn_serve(args: list[str], log: Path, env: dict | None = None, ready: bool
             time.sleep(0.05)
         yield box[0], proc
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop(proc)
 
 
 def _healthy(url: str) -> bool:
