@@ -9,6 +9,10 @@ from pathlib import Path
 
 import pytest
 
+# Tests live in one folder per stage (tests/<stage>/); the shared helpers stay here, importable
+# by every folder and by Ray workers (tests/ray_head.py puts this folder on their PYTHONPATH).
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
 
 @pytest.fixture(scope="session")
 def tiny_model() -> str:

@@ -11,7 +11,8 @@ from typing import Iterator
 import httpx
 import pytest
 
-from edgepick.errors import EdgepickError
+from parts import need_tool
+
 from edgepick.launch import stop
 from edgepick.serve.engine import free_port
 
@@ -19,12 +20,7 @@ from edgepick.serve.engine import free_port
 @contextmanager
 def llama_server(model: str, alias: str, log_dir: Path, parallel: int = 1) -> Iterator[str]:
     """Yields the endpoint as edgepick writes it: `http://127.0.0.1:PORT/v1#alias`."""
-    from edgepick.llama_tools import tool_path
-
-    try:
-        exe = tool_path("llama-server")
-    except EdgepickError as exc:
-        pytest.skip(str(exc))
+    exe = need_tool("llama-server")
     port = free_port()
     log = open(log_dir / "llama-server.log", "w")
     proc = subprocess.Popen([exe, "-m", model, "--host", "127.0.0.1", "--port", str(port),

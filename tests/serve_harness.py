@@ -14,16 +14,12 @@ import httpx
 import psutil
 import pytest
 
-from edgepick.errors import EdgepickError
+from parts import need_tool
+
 
 
 def need_llama_server() -> None:
-    from edgepick.llama_tools import tool_path
-
-    try:
-        tool_path("llama-server")
-    except EdgepickError as exc:
-        pytest.skip(str(exc))
+    need_tool("llama-server")
 
 
 class Served:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from test_decide_payloads import filled_store
+from decide_payloads import filled_store
 
 from edgepick.decide.decision import decide
 from edgepick.decide.scenarios import load_scenario

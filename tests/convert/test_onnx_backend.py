@@ -8,10 +8,11 @@ import sys
 
 import numpy as np
 import pytest
+from parts import need_module
 
 from conftest import run_cli
 
-pytest.importorskip("onnxruntime_genai")
+need_module("onnxruntime_genai")
 
 from edgepick.backends import LoadOptions, base, get_backend, supports  # noqa: E402
 from edgepick.errors import EdgepickError  # noqa: E402

@@ -10,7 +10,7 @@ import typer
 
 from edgepick.cli.app import app
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 
 
 def _commands(cmd=None, path=()) -> dict[str, object]:

@@ -14,7 +14,7 @@ from edgepick.errors import EdgepickError, InputError
 from edgepick.records.candidate import DEFAULTS, Candidate, RuntimeSettings
 from edgepick.records.model_ref import ModelRef
 
-SRC = Path(__file__).resolve().parent.parent / "src" / "edgepick"
+SRC = Path(__file__).resolve().parents[2] / "src" / "edgepick"
 
 
 def test_candidate_carries_its_model_ref_and_round_trips(tiny_model):

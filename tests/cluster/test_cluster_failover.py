@@ -8,11 +8,12 @@ from __future__ import annotations
 import time
 
 import pytest
+from parts import need_module
 
 from ray_head import assert_loopback, workers_import_tests  # noqa: I001  (first: Ray on loopback)
 from cluster_entries import make_job  # noqa: I001
 
-ray = pytest.importorskip("ray")
+ray = need_module("ray")
 
 from edgepick.cluster.dispatch import JOB_KIND, job_key, run_jobs  # noqa: E402
 from edgepick.cluster.jobs import scoped_key  # noqa: E402

@@ -6,13 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from parts import need_module
 
-pytest.importorskip("onnxruntime_genai")
+need_module("onnxruntime_genai")
 
 from edgepick.plan.loader import load_plan  # noqa: E402
 from edgepick.plan.runner import run_plan  # noqa: E402
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def test_one_model_on_two_engines(tmp_path):

@@ -4,7 +4,7 @@ rows of one candidate measured under different settings merged in silence."""
 from __future__ import annotations
 
 import pytest
-from test_decide_payloads import (ACCURATE, FAST, TASKS_FAST, bench_rows, cand_eval,
+from decide_payloads import (ACCURATE, FAST, TASKS_FAST, bench_rows, cand_eval,
                                   eval_result)
 
 from edgepick.decide.selection import select

@@ -12,10 +12,11 @@ import sys
 import time
 
 import pytest
+from parts import need_module
 
 from ray_head import listening_sockets, ray_process_ids  # noqa: I001
 
-pytest.importorskip("ray")
+need_module("ray")
 
 from edgepick.cluster.nodes import is_loopback  # noqa: E402
 from edgepick.launch import stop  # noqa: E402

@@ -11,7 +11,7 @@ from edgepick.plan.loader import load_plan
 from edgepick.plan.runner import run_plan
 from edgepick.store import ResultStore
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def _quantizer() -> bool:

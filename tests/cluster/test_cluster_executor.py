@@ -7,12 +7,13 @@ import os
 import time
 
 import pytest
+from parts import need_module
 
 # first: importing ray_head keeps Ray on loopback
 from ray_head import listening_sockets, ray_head, ray_process_ids  # noqa: E402, I001
 from cluster_entries import make_job  # noqa: E402, I001
 
-ray = pytest.importorskip("ray")
+ray = need_module("ray")
 
 from edgepick.cluster.dispatch import JOB_KIND, job_key, run_jobs  # noqa: E402
 from edgepick.cluster.executor import LocalExecutor  # noqa: E402

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 HIDE_RAY = ("import sys; sys.modules['ray'] = None\n"  # any `import ray` now raises ImportError
             "from edgepick.cli.app import main\n"
             "main(sys.argv[1:])\n")

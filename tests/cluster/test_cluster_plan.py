@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from parts import need_module
 
 from ray_head import ray_head  # noqa: E402, I001  (first: it keeps Ray on loopback)
 
-ray = pytest.importorskip("ray")
+ray = need_module("ray")
 
 from edgepick.cli.app import main  # noqa: E402
 from edgepick.cluster.dispatch import JOB_KIND  # noqa: E402

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from edgepick.strings import catalog, say
 
-SRC = Path(__file__).resolve().parent.parent / "src" / "edgepick"
+SRC = Path(__file__).resolve().parents[2] / "src" / "edgepick"
 
 
 def _entries():

@@ -6,7 +6,7 @@ import csv
 import json
 import re
 
-from test_decide_payloads import filled_store
+from decide_payloads import filled_store
 
 
 def _write(store_path, out, cli, *extra):

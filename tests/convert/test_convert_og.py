@@ -7,10 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
+from parts import need_module
 
 from conftest import run_cli
 
-pytest.importorskip("onnxruntime_genai")
+need_module("onnxruntime_genai")
 
 
 def _sha(path: Path) -> str:

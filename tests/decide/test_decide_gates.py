@@ -98,7 +98,7 @@ def test_no_hybrid_when_a_speed_gate_fails_and_the_nearest_is_named():
 def test_decide_cli_json_and_deploy(store_path, cli, tmp_path):
     import json
 
-    from test_decide_payloads import filled_store
+    from decide_payloads import filled_store
 
     from edgepick.records.deploy import DeployConfig
 

@@ -90,7 +90,7 @@ def test_default_and_example_plans_validate(tmp_path, monkeypatch):
     assert {c.model for c in lp.plan.candidates} == {"smollm2"}
     assert lp.plan.eval.limit >= 100  # enough items for the 5% gate to resolve (issue 15)
     assert lp.output == tmp_path / "edgepick-out"
-    examples = Path(__file__).resolve().parent.parent / "examples"
+    examples = Path(__file__).resolve().parents[2] / "examples"
     for p in sorted(examples.glob("*.yaml")):
         load_plan(p)
     assert os.listdir(tmp_path) == []
