@@ -56,6 +56,20 @@ class TaskRoute(_Strict):
     share: float | None = None  # this task's share of requests in the scenario's mix
 
 
+class Sampling(_Strict):
+    """Sampling defaults serve applies to requests that do not set their own (seed 000 §6).
+
+    A field left out keeps the engine's/client's own value; the whole block absent means greedy
+    or whatever the client sends. With `DeployConfig.lock_sampling` serve overrides the client.
+    """
+
+    temperature: float | None = Field(default=None, ge=0)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    top_k: int | None = Field(default=None, ge=0)
+    repeat_penalty: float | None = Field(default=None, gt=0)
+    seed: int | None = None
+
+
 class CloudEndpoint(_Strict):
     url: str  # OpenAI-compatible base URL, ending in /v1
     model: str | None = None
@@ -90,6 +104,11 @@ class DeployConfig(_Strict):
     gates: list[Gate] = Field(default_factory=list)
     baseline: Baseline = Field(default_factory=Baseline)
     notes: list[str] = Field(default_factory=list)
+    # The product's own constraints (issue 26): what the edge must serve alone and how.
+    sampling: Sampling | None = None  # absent: greedy / the client's own sampling
+    lock_sampling: bool = False  # true: serve replaces a client's sampling with `sampling`
+    edge_only_tasks: list[str] = Field(default_factory=list)  # never routed to the cloud (privacy)
+    network: Literal["online", "offline"] = "online"  # offline: no cloud route at all
 
     def route_for(self, task: str | None) -> str:
         for r in self.routes:
@@ -112,7 +131,10 @@ class DeployConfig(_Strict):
     def dump(self, path: str | Path) -> Path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        text = yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
+        data = self.model_dump(mode="json")
+        if data.get("sampling") is None:
+            data.pop("sampling", None)  # absent means greedy/client's own: say nothing
+        text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(path)
