@@ -6,8 +6,8 @@ import json
 import sqlite3
 
 from edgepick.cli.cmd_eval import demo_eval_path
-from edgepick.evaluate.dataset import load_eval_set
-from edgepick.evaluate.stage import spread
+from edgepick.evaluate.items import load_eval_set
+from edgepick.evaluate.eval_sets import spread
 
 GROUP_KEYS = {"n", "score", "ref_score", "gap_abs", "gap_rel", "ci95", "badcases_per_1000",
               "format_ok_rate", "unacceptable_rate"}

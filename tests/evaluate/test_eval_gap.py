@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edgepick.evaluate.dataset import EvalItem
+from edgepick.evaluate.items import EvalItem
 from edgepick.evaluate.gap import paired_bootstrap
-from edgepick.evaluate.pipeline import _candidate_eval, score_outputs
+from edgepick.evaluate.eval_result import _candidate_eval, score_outputs
 from edgepick.records.candidate import Candidate
 from edgepick.records.model_ref import ModelRef
 

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from edgepick.evaluate.dataset import EvalItem
+from edgepick.evaluate.items import EvalItem
 from edgepick.evaluate.intervals import wilson
-from edgepick.evaluate.pipeline import _candidate_eval, score_outputs
-from edgepick.evaluate.runner import DEFAULT_MAX_TOKENS
+from edgepick.evaluate.eval_result import _candidate_eval, score_outputs
+from edgepick.evaluate.outputs import DEFAULT_MAX_TOKENS
 from edgepick.evaluate.scorers import get_scorer
 from edgepick.evaluate.unacceptable import reasons
 from edgepick.records.candidate import Candidate

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from edgepick.evaluate.dataset import EvalItem
+from edgepick.evaluate.items import EvalItem
 from edgepick.evaluate.scorers import get_scorer
 from edgepick.evaluate.scorers.extraction import find_json_object
 from edgepick.evaluate.scorers.labels import macro_f1

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from edgepick.evaluate.dataset import EvalItem
+from edgepick.evaluate.items import EvalItem
 from edgepick.evaluate.scorers import get_scorer
 from edgepick.evaluate.unacceptable import reasons
 

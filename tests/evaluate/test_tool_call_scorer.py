@@ -7,7 +7,7 @@ from importlib.resources import files
 
 import pytest
 
-from edgepick.evaluate.dataset import EvalItem, load_eval_set
+from edgepick.evaluate.items import EvalItem, load_eval_set
 from edgepick.evaluate.scorers import get_scorer
 from edgepick.evaluate.unacceptable import reasons
 

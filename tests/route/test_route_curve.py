@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from edgepick.evaluate.dataset import EvalItem
+from edgepick.evaluate.items import EvalItem
 from edgepick.route.confidence import FormatValidator, confidence
 from edgepick.evaluate.intervals import wilson
 from edgepick.route.consistency import consistency

@@ -8,7 +8,7 @@ import json
 import openai
 import pytest
 
-from edgepick.evaluate.dataset import load_eval_set
+from edgepick.evaluate.items import load_eval_set
 from edgepick.records.deploy import Baseline, DeployConfig, DeployModel
 from edgepick.registry.store import sha256_of
 from serve_harness import need_llama_server, serve

@@ -116,7 +116,7 @@ def register(app: typer.Typer) -> None:
         json_out: bool = typer.Option(False, "--json", help="print JSON (per-item outcomes in --out only)"),
     ) -> None:
         """Score candidates and a reference on an eval set: gap per task with bootstrap CI, badcases."""
-        from edgepick.evaluate.bundled_sets import bundled_set_path
+        from edgepick.evaluate.eval_sets import bundled_set_path
         from edgepick.evaluate.stage import EvalRequest, distinct_names, run
         from edgepick.records.candidate import Candidate, RuntimeSettings
         from edgepick.records.model_ref import ModelRef

@@ -110,7 +110,7 @@ def register(app: typer.Typer) -> None:
         show: int = typer.Option(10, "--show", help="diverging items to list"),
     ) -> int:
         """Greedy answers of the model and REFERENCE: identical share, first diverging token."""
-        from edgepick.evaluate.bundled_sets import bundled_set_path
+        from edgepick.evaluate.eval_sets import bundled_set_path
         from edgepick.evaluate.consistency_stage import ConsistencyRequest, run
         from edgepick.records.model_ref import ModelRef
 

@@ -83,7 +83,7 @@ def register(app: typer.Typer) -> None:
         from edgepick.cli.cmd_eval import demo_eval_path
         from edgepick.cli.cmd_fidelity import _progress
         from edgepick.errors import EdgepickError
-        from edgepick.evaluate.dataset import load_eval_set
+        from edgepick.evaluate.items import load_eval_set
         from edgepick.records.candidate import RuntimeSettings
         from edgepick.records.model_ref import ModelRef
         from edgepick.route import route_eval as stage

@@ -103,13 +103,13 @@ def bench(req: BenchJobRequest, store) -> None:
 
 def outputs(req: OutputsJobRequest, store) -> None:
     """One model's eval outputs (the reference's, once for every device)."""
-    from edgepick.evaluate.runner import collect_outputs
+    from edgepick.evaluate.outputs import collect_outputs
 
     collect_outputs(req.candidate, req.items, store, req.budgets)
 
 
 def evaluate(req: EvalJobRequest, store) -> None:
-    from edgepick.evaluate.pipeline import EVAL_KIND
+    from edgepick.evaluate.eval_result import EVAL_KIND
     from edgepick.evaluate.stage import run
 
     with tempfile.TemporaryDirectory(prefix="edgepick-eval-") as tmp:

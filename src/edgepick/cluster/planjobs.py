@@ -75,9 +75,9 @@ class EvalInputs:
 
 
 def eval_inputs(lp) -> EvalInputs:
-    from edgepick.evaluate.dataset import load_eval_set
-    from edgepick.evaluate.runner import DEFAULT_MAX_TOKENS
-    from edgepick.evaluate.stage import spread
+    from edgepick.evaluate.eval_sets import spread
+    from edgepick.evaluate.items import load_eval_set
+    from edgepick.evaluate.outputs import DEFAULT_MAX_TOKENS
     from edgepick.records.candidate import Candidate
 
     plan = lp.plan
@@ -94,7 +94,7 @@ def eval_inputs(lp) -> EvalInputs:
 
 
 def _output_keys(cand, inputs: EvalInputs) -> list[tuple[str, str]]:
-    from edgepick.evaluate.runner import OUTPUT_KIND, budget, output_key
+    from edgepick.evaluate.outputs import OUTPUT_KIND, budget, output_key
 
     ck = cand.content_key()
     return [(OUTPUT_KIND, output_key(ck, it, budget(it, inputs.budgets), cand.settings.seed))
@@ -114,7 +114,7 @@ def reference_job(inputs: EvalInputs, scopes: tuple) -> Job:
 
 
 def eval_jobs(lp, dev: DeviceWork, inputs: EvalInputs, ref_job: Job) -> list[Job]:
-    from edgepick.evaluate.pipeline import result_key
+    from edgepick.evaluate.eval_result import result_key
     from edgepick.evaluate.gap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
     from edgepick.evaluate.stage import EvalRequest
     from edgepick.records.candidate import Candidate

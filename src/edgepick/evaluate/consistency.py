@@ -24,7 +24,7 @@ Progress = Callable[[str, int, int], None]
 
 def load_prompts(path: str | Path) -> tuple[list[tuple[str, list[dict]]], list[str]]:
     """(id, chat messages) for every usable line of an eval JSONL, and one message per bad line."""
-    from edgepick.evaluate.dataset import Message, load_eval_set
+    from edgepick.evaluate.items import Message, load_eval_set
 
     items, problems = load_eval_set(path)
     prompts = [(it.id, it.chat_messages()) for it in items]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from edgepick.evaluate.data_sets import DataSpec
+from edgepick.evaluate.eval_sets import DataSpec
 from edgepick.progress import Tick, silent
 from edgepick.records.candidate import Candidate
 from edgepick.records.evaluation import EvalResult
@@ -14,27 +14,12 @@ from edgepick.records.evaluation import EvalResult
 class EvalRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    # A JSONL file or bundled set name, or several, each with its own limit (data_sets.py).
+    # A JSONL file or bundled set name, or several, each with its own limit (eval_sets.py).
     data: str | list[str | DataSpec]
     reference: Candidate
     candidates: list[Candidate] = Field(..., min_length=1)
     limit: int | None = Field(None, ge=1)  # per set without its own: items spread over tasks
     max_tokens: dict[str, int] = Field(default_factory=dict)  # per-task generation budgets
-
-
-def spread(items: list, limit: int | None) -> list:
-    """The first `limit` items taken round-robin over tasks, so every task stays represented."""
-    if limit is None or limit >= len(items):
-        return items
-    by_task: dict[str, list] = {}
-    for it in items:
-        by_task.setdefault(it.task, []).append(it)
-    out, queues = [], list(by_task.values())
-    while len(out) < limit:
-        for q in queues:
-            if q and len(out) < limit:
-                out.append(q.pop(0))
-    return out
 
 
 def distinct_names(cands: list[Candidate]) -> None:
@@ -49,8 +34,8 @@ def distinct_names(cands: list[Candidate]) -> None:
 def run(req: EvalRequest, store, progress: Tick = silent) -> EvalResult:
     """Outputs are stored one by one (an interrupted eval resumes), then scored; the result is
     stored under kind "eval". Bad lines of the data file are skipped and listed in the result."""
-    from edgepick.evaluate.data_sets import load_sets, specs_of
-    from edgepick.evaluate.pipeline import run_eval
+    from edgepick.evaluate.eval_sets import load_sets, specs_of
+    from edgepick.evaluate.eval_result import run_eval
 
     sets = load_sets(specs_of(req.data, req.limit))
     items = sets.items

@@ -6,7 +6,7 @@ import os
 from typing import Callable
 
 from edgepick.errors import EdgepickError, InputError
-from edgepick.evaluate.data_sets import specs_of
+from edgepick.evaluate.eval_sets import specs_of
 
 LineOf = Callable[[tuple], int | None]
 

@@ -47,7 +47,7 @@ class LoadedPlan:
 
     def eval_specs(self) -> list:
         """The plan's eval sets (DataSpec), paths resolved, each with its limit."""
-        from edgepick.evaluate.data_sets import set_path, specs_of
+        from edgepick.evaluate.eval_sets import set_path, specs_of
 
         return [s.model_copy(update={"set": set_path(s.set, self.resolve)})
                 for s in specs_of(self.plan.eval.data, self.plan.eval.limit)]

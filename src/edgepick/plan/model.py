@@ -6,7 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from edgepick.cluster.config import ClusterSection
 from edgepick.convert.plan_section import ConvertEntry
-from edgepick.evaluate.data_sets import DataSpec
+from edgepick.evaluate.eval_sets import DataSpec
 from edgepick.records.candidate import RuntimeSettings
 
 

@@ -17,7 +17,7 @@ from typing import Callable
 from pydantic import BaseModel, ConfigDict, Field
 
 from edgepick.errors import EdgepickError
-from edgepick.evaluate.dataset import EvalItem
+from edgepick.evaluate.items import EvalItem
 from edgepick.evaluate.gap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from edgepick.records.candidate import Candidate, RuntimeSettings
 from edgepick.records.model_ref import ModelRef
@@ -87,7 +87,7 @@ def collect(ref: ModelRef, items: list[EvalItem], store: ResultStore, settings: 
     """One output per item (text, finish reason, token log-probabilities when asked), from the
     store when there, else generated greedily and stored; and how many were generated now."""
     from edgepick.backends import get_backend
-    from edgepick.evaluate.runner import DEFAULT_MAX_TOKENS, OUTPUT_KIND, budget, output_key
+    from edgepick.evaluate.outputs import DEFAULT_MAX_TOKENS, OUTPUT_KIND, budget, output_key
 
     cand = _candidate(ref, settings)
     ckey = cand.content_key()
@@ -129,7 +129,7 @@ def collect(ref: ModelRef, items: list[EvalItem], store: ResultStore, settings: 
 def analyse(req: RouteEvalRequest, edge_out: list[dict], cloud_out: list[dict],
             generated: dict[str, int]) -> RouteEvalResult:
     """Everything but inference: scores, curve, calibration, comparisons, consistency."""
-    from edgepick.evaluate.pipeline import score_outputs
+    from edgepick.evaluate.eval_result import score_outputs
 
     items = req.items
     e_outcomes, _ = score_outputs(items, edge_out)

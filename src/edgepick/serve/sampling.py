@@ -15,7 +15,7 @@ import threading
 import time
 from pathlib import Path
 
-from edgepick.evaluate.dataset import TASKS, EvalItem
+from edgepick.evaluate.items import TASKS, EvalItem
 from edgepick.evaluate.scorers import ItemScore
 from edgepick.evaluate.unacceptable import reasons
 

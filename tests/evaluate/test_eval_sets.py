@@ -11,7 +11,7 @@ import yaml
 
 from edgepick.decide.selection import select
 from edgepick.errors import EdgepickError, InputError
-from edgepick.evaluate.data_sets import DataSpec, load_sets, specs_of
+from edgepick.evaluate.eval_sets import DataSpec, load_sets, specs_of
 from edgepick.plan.loader import load_plan
 from edgepick.plan.runner import run_plan
 from edgepick.store import ResultStore

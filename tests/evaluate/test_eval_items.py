@@ -7,7 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 from edgepick.cli.cmd_eval import demo_eval_path
-from edgepick.evaluate.dataset import load_eval_set
+from edgepick.evaluate.items import load_eval_set
 
 GOOD_QA = {"id": "q1", "task": "qa", "prompt": "Capital of France?", "reference": "Paris"}
 GOOD_MATH = {"id": "m1", "task": "math", "prompt": "2+2?", "reference": 4, "difficulty": "easy"}

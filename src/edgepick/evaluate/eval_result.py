@@ -7,10 +7,10 @@ import json
 from typing import Callable
 
 from edgepick.errors import InputError
-from edgepick.evaluate.dataset import EvalItem
 from edgepick.evaluate.gap import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, badcase_list, gaps_by,
                                    group_gap, unacceptable_summary)
-from edgepick.evaluate.runner import DEFAULT_MAX_TOKENS, budget, collect_outputs
+from edgepick.evaluate.items import EvalItem
+from edgepick.evaluate.outputs import DEFAULT_MAX_TOKENS, budget, collect_outputs
 from edgepick.evaluate.scorers import ItemScore, get_scorer
 from edgepick.evaluate.unacceptable import reasons
 from edgepick.records.candidate import Candidate

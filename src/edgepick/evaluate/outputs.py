@@ -12,7 +12,7 @@ import json
 from typing import Callable
 
 from edgepick.errors import EdgepickError
-from edgepick.evaluate.dataset import EvalItem
+from edgepick.evaluate.items import EvalItem
 from edgepick.records.candidate import Candidate
 from edgepick.store.results import ResultStore
 

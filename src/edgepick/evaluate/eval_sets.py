@@ -1,16 +1,44 @@
-"""One evaluation over several eval sets, each with its own item limit (e.g. the demo text tasks
-and a few tool calls, seed 004 §4 and seed 000 §3.1): the items are concatenated, so every
-candidate and the reference see the same items and one EvalResult holds every task type."""
+"""Eval sets by name and in groups: the bundled sets (`demo`: every text task, en/zh;
+`demo-tools`: tool calls, seed 004 §4; docs/agent.md) addressable wherever an eval set is named
+(`--data`, a plan's `eval.data`), and one evaluation over several sets, each with its own item
+limit (seed 000 §3.1): the items are concatenated, so every candidate and the reference see the
+same items and one EvalResult holds every task type."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from dataclasses import dataclass
+from importlib.resources import files
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from edgepick.errors import EdgepickError, InputError
+
+
+BUNDLED_SETS = {"demo": "demo_eval.jsonl", "demo-tools": "demo_tools.jsonl"}
+
+
+def bundled_set_path(name: str) -> str | None:
+    """The file of a bundled set, or None when `name` is not one."""
+    if name not in BUNDLED_SETS:
+        return None
+    return str(files("edgepick").joinpath("data", BUNDLED_SETS[name]))
+
+
+def spread(items: list, limit: int | None) -> list:
+    """The first `limit` items taken round-robin over tasks, so every task stays represented."""
+    if limit is None or limit >= len(items):
+        return items
+    by_task: dict[str, list] = {}
+    for it in items:
+        by_task.setdefault(it.task, []).append(it)
+    out, queues = [], list(by_task.values())
+    while len(out) < limit:
+        for q in queues:
+            if q and len(out) < limit:
+                out.append(q.pop(0))
+    return out
 
 
 class DataSpec(BaseModel):
@@ -31,8 +59,6 @@ def specs_of(data, default_limit: int | None) -> list[DataSpec]:
 
 
 def set_path(name: str, resolve=lambda p: p) -> str:
-    from edgepick.evaluate.bundled_sets import bundled_set_path
-
     return bundled_set_path(name) or resolve(name)
 
 
@@ -47,8 +73,7 @@ class LoadedSets:
 def load_sets(specs: list[DataSpec], resolve=lambda p: p) -> LoadedSets:
     """Every set loaded and cut to its limit. Two sets giving one item id would make their
     outputs and badcases indistinguishable: refused, naming both files."""
-    from edgepick.evaluate.dataset import load_eval_set
-    from edgepick.evaluate.stage import spread
+    from edgepick.evaluate.items import load_eval_set
     from edgepick.store.identity import file_sha256
 
     items, problems, parts, paths = [], [], [], []
