@@ -8,7 +8,7 @@ import pytest
 from edgepick.evaluate.items import EvalItem
 from edgepick.route.confidence import FormatValidator, confidence
 from edgepick.evaluate.intervals import wilson
-from edgepick.route.consistency import consistency
+from edgepick.route.path_agreement import consistency
 from edgepick.route.curve import (by_task_scores, calibrate_quality, calibrate_share,
                                   cascade_curve, cascade_scores, comparisons, gap_recovered,
                                   random_scores)

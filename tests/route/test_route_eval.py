@@ -43,7 +43,7 @@ def test_route_eval_curve_ends_calibration_and_reuse(tiny_model, tmp_path, cli):
 def test_route_section_joins_the_main_report(tmp_path):
     from edgepick.report.route_section import append_to_report
     from edgepick.route.route_eval import RouteEvalResult
-    from edgepick.route.consistency import consistency
+    from edgepick.route.path_agreement import consistency
     from edgepick.route.curve import cascade_curve, comparisons
     from edgepick.route.confidence import ConfidenceSettings
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from edgepick.errors import InputError
-from edgepick.route.policy import Latches, Rule, load_policy
-from edgepick.route.signals import DeviceSignals
+from edgepick.route.route_policy import Latches, Rule, load_policy
+from edgepick.route.probes import DeviceSignals
 
 
 def test_policy_sections_and_defaults(tmp_path):

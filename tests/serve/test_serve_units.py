@@ -12,8 +12,8 @@ from edgepick.errors import EdgepickError, InputError
 from edgepick.monitor.live import figures, parse, quantile
 from edgepick.records.deploy import Baseline
 from edgepick.serve.admission import Admission, ResourceCheck, ResourcePolicy
-from edgepick.serve.checks import check_body
-from edgepick.serve.policy import ServePolicy
+from edgepick.serve.request_checks import check_body
+from edgepick.serve.policy_file import ServePolicy
 from edgepick.serve.router_api import BadRequest, DeadlineExceeded, Overloaded, ResourceRefused
 from edgepick.serve.settings import ServeSettings
 from edgepick.serve.signals import Signals, read_file
@@ -148,8 +148,8 @@ def test_a_hybrid_deploy_routes_by_task_and_says_when_it_has_no_cloud(caplog):
     """The decision's per-task routes hold in serve without a policy file; a hybrid decided
     against a local reference has no cloud to send to, and serve says so at start."""
     from edgepick.records.deploy import CloudEndpoint, DeployConfig, DeployModel, TaskRoute
-    from edgepick.serve.launch import load_router
-    from edgepick.serve.policy import ServePolicy
+    from edgepick.serve.assemble import load_router
+    from edgepick.serve.policy_file import ServePolicy
     from edgepick.serve.router_api import EdgeOnlyRouter
 
     deploy = DeployConfig(status="hybrid", model=DeployModel(name="m", path="/m.gguf", sha256="0"),

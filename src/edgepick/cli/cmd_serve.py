@@ -57,7 +57,7 @@ def register(app: typer.Typer) -> None:
         admission, deadlines, a memory watchdog, a model registry and hot swap by policy."""
         from edgepick.errors import EdgepickError
         from edgepick.registry.store import Registry
-        from edgepick.serve import launch
+        from edgepick.serve import assemble
 
         settings = ServeSettings.load(
             config, host=host, port=port, slots=slots, queue=queue, deadline=deadline,
@@ -75,14 +75,14 @@ def register(app: typer.Typer) -> None:
         if deploy is not None and model is not None:
             raise EdgepickError("give a deploy.yaml or -m MODEL, not both")
         if deploy is not None:
-            source = launch.from_deploy(deploy, runtime)
+            source = assemble.from_deploy(deploy, runtime)
         elif reg is not None and (model is None or not Path(model).exists()):
-            source = launch.from_registry(reg, model, runtime)
+            source = assemble.from_registry(reg, model, runtime)
         elif model is not None:
-            source = launch.from_model(model, runtime)
+            source = assemble.from_model(model, runtime)
         else:
             raise EdgepickError("nothing to serve: give a deploy.yaml, -m MODEL or --registry DIR")
-        state = launch.build_state(settings, source, registry=reg)
+        state = assemble.build_state(settings, source, registry=reg)
         from edgepick.serve.run import run_server
 
         run_server(state)

@@ -22,7 +22,7 @@ from edgepick.evaluate.gap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from edgepick.records.candidate import Candidate, RuntimeSettings
 from edgepick.records.model_ref import ModelRef
 from edgepick.route.confidence import ConfidenceSettings, confidence
-from edgepick.route.consistency import ConsistencyReport, consistency
+from edgepick.route.path_agreement import ConsistencyReport, consistency
 from edgepick.route.curve import (DEFAULT_SHARES, Calibration, Comparison, CurvePoint,
                                   calibrate_quality, calibrate_share, cascade_curve, comparisons,
                                   gap_recovered)

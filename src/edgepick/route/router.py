@@ -21,9 +21,9 @@ from edgepick.route.answers import (answer_logprobs, answer_text, ask_logprobs, 
                                     strip_logprobs)
 from edgepick.route.cloud import CloudClient, CloudError
 from edgepick.route.confidence import confidence
-from edgepick.route.policy import Latches, Rule, RoutePolicy
+from edgepick.route.route_policy import Latches, Rule, RoutePolicy
 from edgepick.route.serve_context import ContextFitter
-from edgepick.route.signals import DeviceSignals, NetworkProbe
+from edgepick.route.probes import DeviceSignals, NetworkProbe
 from edgepick.serve.router_api import (BadRequest, EngineUnavailable, Overloaded, Routed,
                                        RouteRequest, ServedResponse, ServeError)
 
@@ -49,7 +49,7 @@ def from_section(section: dict, deploy: DeployConfig | None = None) -> "EdgeClou
     """The `edgepick.routers` entry point `default`: serve calls it with the policy file's
     `route:` section and the deploy.yaml (whose cloud endpoint is used when the section names
     none)."""
-    from edgepick.route.policy import policy_from
+    from edgepick.route.route_policy import policy_from
 
     section = dict(section or {})
     if "cloud" not in section and deploy is not None and deploy.cloud is not None:

@@ -17,7 +17,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from edgepick.serve.checks import check_body, check_key, read_json
+from edgepick.serve.request_checks import check_body, check_key, read_json
 from edgepick.serve.edge import EdgePool
 from edgepick.serve.relay import Outcome, measure_body, relay_stream
 from edgepick.serve.router_api import (EdgeOnlyRouter, Kind, RouteRequest, Router, ServeError,

@@ -15,7 +15,7 @@ from pathlib import Path
 from edgepick.errors import EdgepickError
 from edgepick.registry.store import Registry, split_ref
 from edgepick.serve.edge import EdgePool
-from edgepick.serve.policy import SwapPolicy, SwapRule
+from edgepick.serve.policy_file import SwapPolicy, SwapRule
 from edgepick.serve.signals import read_signals
 
 log = logging.getLogger("edgepick.serve")

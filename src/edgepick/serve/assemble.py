@@ -14,7 +14,7 @@ from edgepick.registry.store import Registry, sha256_of, split_ref
 from edgepick.serve.app import ServeState
 from edgepick.serve.edge import EdgePool
 from edgepick.serve.engine import EngineSpec
-from edgepick.serve.policy import ServePolicy
+from edgepick.serve.policy_file import ServePolicy
 from edgepick.serve.router_api import EdgeOnlyRouter, Router
 from edgepick.serve.settings import ServeSettings
 
