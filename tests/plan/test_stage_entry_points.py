@@ -8,6 +8,7 @@ import inspect
 
 import pytest
 
+from edgepick.progress import ProgressEvent, silent
 from edgepick.records.candidate import Candidate, RuntimeSettings
 from edgepick.records.model_ref import ModelRef
 from edgepick.store import ResultStore
@@ -80,15 +81,16 @@ def test_stages_store_their_rows_and_a_rerun_owns_them_without_measuring(store_p
     tiny = ModelRef.parse("tiny")
     for module, kind, req in _requests(tiny, tmp_path / "q"):
         run = importlib.import_module(module).run
-        ticks: list[tuple[int, int, str]] = []
+        ticks: list[ProgressEvent] = []
         with ResultStore(store_path) as st:
             first = st.begin_run(f"first {kind}")
-            run(req, st, lambda d, n, w: ticks.append((d, n, w)))
+            run(req, st, ticks.append)
             rows = {k: p for k, p, _ in st.rows_with_runs(kind)}
         assert rows and ticks, kind
+        assert all(isinstance(t, ProgressEvent) for t in ticks), kind
         with ResultStore(store_path) as st:
             second = st.begin_run(f"second {kind}")
-            run(req, st, lambda d, n, w: None)
+            run(req, st, silent)
             again = list(st.rows_with_runs(kind))
         assert {k: p for k, p, _ in again} == rows, f"{kind}: a rerun measured again"
         assert all(owners[-2:] == [first, second] for _, _, owners in again), kind

@@ -16,7 +16,7 @@ from edgepick.bench.measure import measure_point, measure_sustain
 from edgepick.bench.metrics import aggregate, sustain_report
 from edgepick.bench.sweeps import BenchRequest, Config, expand
 from edgepick.launch import run_isolated
-from edgepick.progress import Tick, silent
+from edgepick.progress import ProgressEvent, Tick, silent
 from edgepick.records.bench import BenchResult, MachineState
 from edgepick.store import ResultStore
 
@@ -102,8 +102,9 @@ def run(req: BenchRequest, store: ResultStore, progress: Tick = silent, *, fresh
 
     def on_start(cfg: Config, i: int, n: int) -> None:
         configs[0] = n
-        progress(i, n, f"{cfg.candidate.name if cfg.candidate else cfg.model} {cfg.label}")
+        who = cfg.candidate.name if cfg.candidate else cfg.model
+        progress(ProgressEvent(i, n, f"{who} {cfg.label}"))
 
     out = run_bench(req, store, fresh=fresh, on_start=on_start, on_result=on_result)
-    progress(configs[0], configs[0], "done")
+    progress(ProgressEvent(configs[0], configs[0], "done"))
     return out

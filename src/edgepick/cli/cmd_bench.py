@@ -7,6 +7,7 @@ import typer
 from edgepick.cli.options import STORE_HELP, int_list, open_store, split_list
 from edgepick.cli.output import console, err_console, print_json
 from edgepick.errors import EdgepickError
+from edgepick.progress import ProgressEvent
 from edgepick.records.candidate import DEFAULTS
 
 
@@ -100,8 +101,8 @@ def _run_with_progress(req, store, fresh: bool, *, quiet_stdout: bool, run):
                          transient=False) as progress:
         task = progress.add_task("bench", total=None)
 
-        def tick(done: int, total: int, what: str) -> None:
-            progress.update(task, total=total, description=what)
+        def tick(ev: ProgressEvent) -> None:
+            progress.update(task, total=ev.total, description=ev.what)
 
         def on_result(res):
             mark = "stored" if res.cached else res.status

@@ -12,6 +12,7 @@ from rich.table import Table
 from edgepick.cli.options import STORE_HELP, one_model
 from edgepick.cli.output import console, err_console, human_bytes, print_json
 from edgepick.errors import EdgepickError
+from edgepick.progress import ProgressEvent
 
 ENGINES = ("onnxruntime-genai",)
 
@@ -92,10 +93,10 @@ def register(app: typer.Typer) -> None:
                        TimeElapsedColumn(), console=err_console, transient=True)
         tasks: dict[str, int] = {}
 
-        def progress(step: str, done: int, total: int) -> None:
-            if step not in tasks:
-                tasks[step] = bar.add_task(step, total=total)
-            bar.update(tasks[step], completed=done, total=total)
+        def progress(ev: ProgressEvent) -> None:
+            if ev.what not in tasks:
+                tasks[ev.what] = bar.add_task(ev.what, total=ev.total)
+            bar.update(tasks[ev.what], completed=ev.done, total=ev.total)
 
         def warn(msg: str) -> None:
             err_console.print(f"[bold yellow]warning:[/] {msg}", highlight=False, soft_wrap=True)

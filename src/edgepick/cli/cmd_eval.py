@@ -13,6 +13,7 @@ from rich.table import Table
 
 from edgepick.cli.options import STORE_HELP, open_store, split_list
 from edgepick.cli.output import console, err_console, print_json
+from edgepick.progress import ProgressEvent
 from edgepick.records.candidate import DEFAULTS
 
 ELIMINATE_ABOVE = 0.05  # seed 004 §2.3: more than 5% unacceptable outputs eliminates a candidate
@@ -130,8 +131,8 @@ def register(app: typer.Typer) -> None:
                             TimeElapsedColumn(), console=err_console, transient=json_out)
         bar = progress.add_task("eval", total=None)
 
-        def tick(done: int, total: int, what: str) -> None:
-            progress.update(bar, completed=done, total=total, description=what)
+        def tick(ev: ProgressEvent) -> None:
+            progress.update(bar, completed=ev.done, total=ev.total, description=ev.what)
 
         with open_store(store, paths[0]) as rs, progress:
             res = run(EvalRequest(data=paths if len(paths) > 1 else paths[0], reference=ref,

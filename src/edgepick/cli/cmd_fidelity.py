@@ -13,7 +13,7 @@ from rich.table import Table
 
 from edgepick.cli.options import STORE_HELP, merged, one_model, open_store
 from edgepick.cli.output import console, err_console, print_json
-from edgepick.progress import silent
+from edgepick.progress import ProgressEvent, silent
 from edgepick.records.candidate import DEFAULTS
 
 # both commands compare one candidate with a reference
@@ -35,8 +35,8 @@ def _progress(enabled: bool) -> Iterator:
     with bar:
         task = bar.add_task("loading", total=None)
 
-        def update(what: str, done: int, total: int) -> None:
-            bar.update(task, description=what, completed=done, total=total)
+        def update(ev: ProgressEvent) -> None:
+            bar.update(task, description=ev.what, completed=ev.done, total=ev.total)
 
         yield update
 
@@ -69,7 +69,7 @@ def register(app: typer.Typer) -> None:
                               text=path, ctx=ctx, max_chunks=chunks, threads=threads,
                               cache=not no_cache)
         with _progress(not json_out) as cb, open_store(store, path) as rs:
-            res = run(req, rs, (lambda d, n, what: cb(what, d, n)) if cb else silent)
+            res = run(req, rs, cb or silent)
         if json_out:
             print_json(res)
             return
@@ -121,7 +121,7 @@ def register(app: typer.Typer) -> None:
                                  candidate=ModelRef.parse(cand), data=path,
                                  max_tokens=max_tokens, threshold=threshold, threads=threads)
         with _progress(not json_out) as cb, open_store(store, path) as rs:
-            res = run(req, rs, (lambda d, n, what: cb(what, d, n)) if cb else silent)
+            res = run(req, rs, cb or silent)
         for msg in res.skipped:
             err_console.print(f"[yellow]skipped:[/] {msg}", highlight=False, soft_wrap=True)
         if json_out:

@@ -14,6 +14,7 @@ from rich.table import Table
 from edgepick.cli.options import STORE_HELP, merged, one_model, open_store, split_list
 from edgepick.cli.output import console, err_console, human_bytes, print_json
 from edgepick.errors import EdgepickError
+from edgepick.progress import ProgressEvent
 from edgepick.records.candidate import DEFAULTS
 
 DEFAULT_TYPES = "F16,Q8_0,Q6_K,Q5_K_M,Q5_0,Q4_K_M,Q4_1,Q4_0,Q3_K_M,Q2_K"
@@ -100,9 +101,9 @@ def _sensitivity(src, low, high, text, by, ctx, chunks, threads, imatrix, store_
     with store, _progress() as bar:
         task = bar.add_task("sensitivity", total=None)
 
-        def on_unit(unit: str, i: int, n: int) -> None:
-            bar.update(task, completed=i, total=n,
-                       description=f"sensitivity: {unit} at {low}" if unit else "sensitivity")
+        def on_unit(ev: ProgressEvent) -> None:
+            bar.update(task, completed=ev.done, total=ev.total,
+                       description=f"sensitivity: {ev.what} at {low}" if ev.what else "sensitivity")
 
         return analyze(src, low=low, high=high, text=text, by=by, ctx=ctx, chunks=chunks,
                        threads=threads, imatrix=imatrix, store=store, on_unit=on_unit)
@@ -152,15 +153,17 @@ def register(app: typer.Typer) -> None:
         with _progress() as bar:
             task = bar.add_task("quantize", total=len(names))
 
-            def tick(i: int, n: int, what: str) -> None:
-                bar.update(task, completed=i, description=f"{what} ({min(i + 1, n)}/{n})")
+            def tick(ev: ProgressEvent) -> None:
+                n = ev.total or 0
+                bar.update(task, completed=ev.done,
+                           description=f"{ev.what} ({min(ev.done + 1, n)}/{n})")
 
             def on_tensor(ftype: str):
                 sub = bar.add_task(f"  {ftype} tensors", total=None)
 
-                def step(k: int, total: int) -> None:
-                    bar.update(sub, completed=k, total=total)
-                    if k >= total:
+                def step(ev: ProgressEvent) -> None:
+                    bar.update(sub, completed=ev.done, total=ev.total)
+                    if ev.total is not None and ev.done >= ev.total:
                         bar.remove_task(sub)
                 return step
 
@@ -200,7 +203,8 @@ def register(app: typer.Typer) -> None:
         with _progress() as bar:
             task = bar.add_task("mixed build tensors", total=None)
             built = build_recipe(src, rec, out, imatrix=imatrix, threads=threads,
-                                 on_progress=lambda k, n: bar.update(task, completed=k, total=n))
+                                 on_progress=lambda ev: bar.update(task, completed=ev.done,
+                                                                   total=ev.total))
         rpath = str(recipe_path(recipe_output(src, rec, out)))
         over = rec.budget_bytes is not None and built.size_bytes > rec.budget_bytes
         if json_out:

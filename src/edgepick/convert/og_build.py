@@ -16,15 +16,13 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable
 
 from edgepick.convert.gguf_source import GgufSource, LlamaHParams
 from edgepick.convert.og_tokenizer import write_tokenizer
 from edgepick.convert.recipe import (KNOWN_PITFALLS, RECORD_FILE, ConvertRecipe, ConvertRecord,
                                      odd_block_widths)
 from edgepick.errors import EdgepickError
-
-Progress = Callable[[str, int, int], None]  # (step, done, total)
+from edgepick.progress import ProgressEvent, Tick, silent
 
 
 def genai_config(hp: LlamaHParams, src: GgufSource, recipe: ConvertRecipe) -> dict:
@@ -103,13 +101,13 @@ def check_block_sizes(model, recipe: ConvertRecipe) -> int:
 
 
 def build_gguf(source: str, recipe: ConvertRecipe, out: Path, *, source_sha256: str,
-               progress: Progress | None = None) -> ConvertRecord:
+               progress: Tick | None = None) -> ConvertRecord:
     """Convert `source` into `out` (written through a temporary folder, then moved in place)."""
     import onnx
     import onnxruntime
     import onnxruntime_genai
 
-    say = progress or (lambda step, done, total: None)
+    say = progress or silent
     t_all = time.perf_counter()
     seconds: dict[str, float] = {}  # step → its wall time, kept in the record
     steps: list[str] = []  # what each step did, in words, for the engineering-cost table
@@ -137,24 +135,19 @@ def build_gguf(source: str, recipe: ConvertRecipe, out: Path, *, source_sha256: 
         write_tokenizer(src, tmp)  # fails early on a tokenizer it cannot rebuild
         t = timed("graph", f"dequantize {sum(hp.weight_types.values())} GGUF tensors into an "
                            f"ONNX decoder graph ({hp.n_layers} blocks)")
-        say("graph", 0, hp.n_layers)
-        done = [0]
-
-        def tick(k: int) -> None:
-            done[0] += k
-            say("graph", done[0], hp.n_layers)
+        say(ProgressEvent(0, hp.n_layers, "graph"))
 
         from edgepick.convert.onnx_llama import build_llama
 
-        model = build_llama(src, recipe.context_length, tick)
+        model = build_llama(src, recipe.context_length, say)
         seconds["graph"] = time.perf_counter() - t
         if recipe.precision == "int4":
             t = timed("quantize", f"quantize MatMuls to INT4 ({recipe.algo}, block "
                                   f"{recipe.block_size}, symmetric) with onnxruntime")
-            say("quantize", 0, 1)
+            say(ProgressEvent(0, 1, "quantize"))
             model = _quantize(model, recipe)
             n_q = check_block_sizes(model, recipe)
-            say("quantize", 1, 1)
+            say(ProgressEvent(1, 1, "quantize"))
             seconds["quantize"] = time.perf_counter() - t
         else:
             n_q = 0

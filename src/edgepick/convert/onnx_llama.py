@@ -8,11 +8,11 @@ into group-wise INT4 MatMulNBits.
 
 from __future__ import annotations
 
-from typing import Callable
 
 import numpy as np
 
 from edgepick.convert.gguf_source import GgufSource, LlamaHParams
+from edgepick.progress import ProgressEvent, Tick
 
 OPSET = 21
 MS = "com.microsoft"
@@ -58,8 +58,8 @@ class _Graph:
 
 
 def build_llama(src: GgufSource, n_pos: int,
-                progress: Callable[[int], None] | None = None):
-    """The fp32-weight ModelProto for `src`; `progress(1)` after each block."""
+                progress: Tick | None = None):
+    """The fp32-weight ModelProto for `src`; `progress` hears each block done."""
     from onnx import TensorProto, helper
 
     hp = src.hparams
@@ -139,7 +139,7 @@ def build_llama(src: GgufSource, n_pos: int,
             name="/model/norm" if last else f"/layers.{i + 1}/input_layernorm", domain=MS,
             epsilon=hp.rms_eps)
         if progress:
-            progress(1)
+            progress(ProgressEvent(i + 1, hp.n_layers, "graph"))
     head = emb if hp.tied_output else src.array("output.weight")
     logits = linear("/lm_head", hidden, head)
     g.nodes.append(helper.make_node("Identity", [logits], ["logits"], name="/lm_head/Identity"))

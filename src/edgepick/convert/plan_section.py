@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from edgepick.convert.recipe import BACKEND, BLOCK_SIZES, ConvertRecipe
 from edgepick.errors import EdgepickError
+from edgepick.progress import ProgressEvent, Tick
 
 
 class ConvertEntry(BaseModel):
@@ -90,14 +91,14 @@ def convert_candidates(lp, make) -> list:
     return out
 
 
-def convert_stage(st, tick) -> None:
+def convert_stage(st, tick: Tick) -> None:
     """Build every planned conversion (an identical earlier build is reused)."""
     from edgepick.convert.recipe import RECORD_KIND
     from edgepick.convert.run import convert_gguf
 
     todo = [c for c in st.active() if c.build is not None]
     for i, c in enumerate(todo):
-        tick(i, len(todo), f"{c.name}")
+        tick(ProgressEvent(i, len(todo), c.name))
         try:
             rec = convert_gguf(c.build.source, c.build.recipe, c.build.out, quiet=True)
         except EdgepickError as exc:
@@ -107,4 +108,4 @@ def convert_stage(st, tick) -> None:
         st.store.put(RECORD_KIND, rec.build_key, rec.model_dump(mode="json"), label=c.name)
         for w in rec.warnings:
             st.notes.append(f"convert: {c.name}: {w}")
-    tick(len(todo), len(todo), "done")
+    tick(ProgressEvent(len(todo), len(todo), "done"))

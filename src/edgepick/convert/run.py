@@ -21,7 +21,7 @@ from typing import Callable
 from edgepick.convert.recipe import (KNOWN_PITFALLS, RECORD_FILE, RECORD_KIND, ConvertRecipe,
                                      ConvertRecord, check_recipe)
 from edgepick.errors import EdgepickError
-from edgepick.convert.og_build import Progress
+from edgepick.progress import ProgressEvent, Tick
 
 ONNX_EXTRA = "pip install 'edgepick[onnx]'"
 
@@ -65,7 +65,7 @@ def _check_out(out: Path, build_key: str, force: bool) -> ConvertRecord | None:
 
 
 def convert_gguf(source: str, recipe: ConvertRecipe, out: str | Path, *, force: bool = False,
-                 quiet: bool = False, progress: Progress | None = None,
+                 quiet: bool = False, progress: Tick | None = None,
                  warn: Callable[[str], None] | None = None) -> ConvertRecord:
     """Convert a GGUF without torch; `warn(msg)` hears each pitfall that applies."""
     from edgepick.convert.gguf_source import GgufSource
@@ -96,7 +96,7 @@ def torch_available() -> bool:
 
 
 def convert_hf(folder: str, recipe: ConvertRecipe, out: str | Path, *, force: bool = False,
-               progress: Progress | None = None) -> ConvertRecord:
+               progress: Tick | None = None) -> ConvertRecord:
     """A Hugging Face folder through onnxruntime-genai's official builder (needs torch)."""
     require_onnx()
     if not torch_available():
@@ -125,7 +125,7 @@ def convert_hf(folder: str, recipe: ConvertRecipe, out: str | Path, *, force: bo
            "-o", str(out), "-p", "int4", "-e", "cpu", "-c", str(out / ".cache"),
            "--extra_options", *extra]
     if progress:
-        progress("builder", 0, 1)
+        progress(ProgressEvent(0, 1, "builder"))
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -137,7 +137,7 @@ def convert_hf(folder: str, recipe: ConvertRecipe, out: str | Path, *, force: bo
 
     check_block_sizes(onnx.load(str(out / "model.onnx"), load_external_data=False), recipe)
     if progress:
-        progress("builder", 1, 1)
+        progress(ProgressEvent(1, 1, "builder"))
     record = ConvertRecord(
         recipe=recipe.model_copy(update={"route": "hf-builder"}), source=os.path.realpath(folder),
         source_sha256=sha, out_dir=str(out),

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Callable
 
 from edgepick.errors import EdgepickError, InputError
+from edgepick.progress import ProgressEvent, Tick
 from edgepick.records.fidelity import ConsistencyItem, ConsistencyResult
 from edgepick.records.model_ref import ModelRef
 
@@ -19,7 +19,6 @@ from edgepick.records.model_ref import ModelRef
 # line whose only problems are in these fields is still used.
 ANSWER_FIELDS = {"reference", "labels", "schema"}
 
-Progress = Callable[[str, int, int], None]
 
 
 def load_prompts(path: str | Path) -> tuple[list[tuple[str, list[dict]]], list[str]]:
@@ -62,7 +61,7 @@ def first_divergence(a: list[int], b: list[int]) -> int | None:
 
 
 def _run(ref: ModelRef, prompts: list[tuple[str, list[dict]]], max_tokens: int, threads: int,
-         label: str, progress: Progress | None, tokenize_also: list[str] | None = None):
+         label: str, progress: Tick | None, tokenize_also: list[str] | None = None):
     from edgepick.backends import get_backend
     from edgepick.records.candidate import Candidate, RuntimeSettings
 
@@ -74,7 +73,7 @@ def _run(ref: ModelRef, prompts: list[tuple[str, list[dict]]], max_tokens: int, 
             texts.append(backend.generate(msgs, max_tokens, chat=True).text)
             rendered.append(backend.render_chat(msgs))
             if progress:
-                progress(label, i + 1, len(prompts))
+                progress(ProgressEvent(i + 1, len(prompts), label))
         toks = [backend.tokenize(t, add_bos=False) for t in texts]
         other = [backend.tokenize(t, add_bos=False) for t in (tokenize_also or [])]
         # the prompt + answer as this engine reads them: compared with the other engine's IDs
@@ -94,7 +93,7 @@ def check_limits(max_tokens: int, threshold: float) -> None:
 
 def consistency(reference: ModelRef, candidate: ModelRef, data: str | Path, max_tokens: int = 64,
                 threshold: float = 0.9, threads: int = 2,
-                progress: Progress | None = None) -> ConsistencyResult:
+                progress: Tick | None = None) -> ConsistencyResult:
     """Greedy answers of both models with each model's chat template, compared token by token.
 
     Both texts are tokenized by the reference's tokenizer without BOS, so `first_divergence` is

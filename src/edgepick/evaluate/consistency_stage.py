@@ -9,7 +9,7 @@ import json
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from edgepick.progress import Tick, silent
+from edgepick.progress import ProgressEvent, Tick, silent
 from edgepick.records.candidate import DEFAULTS
 from edgepick.records.fidelity import ConsistencyResult
 from edgepick.records.model_ref import ModelRef
@@ -58,8 +58,8 @@ def run(req: ConsistencyRequest, store, progress: Tick = silent) -> ConsistencyR
         res = ConsistencyResult.model_validate({k: v for k, v in held.items() if k != "name"})
         return _judged(res, req.threshold)
 
-    def on_step(who: str, done: int, total: int) -> None:
-        progress(done, total, f"{name}: {who}")
+    def on_step(ev: ProgressEvent) -> None:
+        progress(ProgressEvent(ev.done, ev.total, f"{name}: {ev.what}"))
 
     res = consistency(req.reference, req.candidate, req.data, max_tokens=req.max_tokens,
                       threshold=req.threshold, threads=req.threads, progress=on_step)

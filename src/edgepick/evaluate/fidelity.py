@@ -15,11 +15,11 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
 from edgepick.errors import EdgepickError
+from edgepick.progress import ProgressEvent, Tick
 from edgepick.evaluate.fidelity_stats import Accumulator, compare_rows, reference_rows
 from edgepick.evaluate.logits_cache import ReferenceStore, default_cache_dir
 from edgepick.records.fidelity import FidelityResult
@@ -27,7 +27,6 @@ from edgepick.records.model_ref import ModelRef
 
 __all__ = ["fidelity", "FidelityResult", "read_text", "bundled_text", "plan_chunks"]
 
-Progress = Callable[[str, int, int], None]  # (what is running, steps done, steps in all)
 
 
 def read_text(path: str | Path) -> str:
@@ -118,7 +117,7 @@ def reference_key(ref_path: str, source_key: str, ctx: int) -> str:
 
 
 def fidelity(reference: ModelRef, candidate: ModelRef, text: str | Path | list[int], ctx: int = 512,
-             threads: int = 2, max_chunks: int | None = None, progress: Progress | None = None,
+             threads: int = 2, max_chunks: int | None = None, progress: Tick | None = None,
              cache: bool = True, cache_dir: str | Path | None = None) -> FidelityResult:
     """Compare `candidate` with `reference` on `text`.
 
@@ -176,7 +175,7 @@ def fidelity(reference: ModelRef, candidate: ModelRef, text: str | Path | list[i
                 _reference_chunk(store, ref_backend, chunks[i], i, first)
                 done += 1
                 if progress:
-                    progress("reference", done, total)
+                    progress(ProgressEvent(done, total, "reference"))
             ref_backend.unload()
             ref_backend = None
 
@@ -191,7 +190,7 @@ def fidelity(reference: ModelRef, candidate: ModelRef, text: str | Path | list[i
             acc.add(compare_rows(*ref_rows, logits, chunk[first + 1:]), ref_rows[1])
             done += 1
             if progress:
-                progress("candidate", done, total)
+                progress(ProgressEvent(done, total, "candidate"))
     finally:
         for b in (ref_backend, cand_backend):
             if b is not None:

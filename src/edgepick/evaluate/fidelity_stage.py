@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from edgepick.progress import Tick, silent
+from edgepick.progress import ProgressEvent, Tick, silent
 from edgepick.records.candidate import DEFAULTS
 from edgepick.records.fidelity import FidelityResult
 from edgepick.records.model_ref import ModelRef
@@ -49,8 +49,8 @@ def run(req: FidelityRequest, store, progress: Tick = silent) -> FidelityResult:
     if held is not None:
         return FidelityResult.model_validate({k: v for k, v in held.items() if k != "name"})
 
-    def on_step(what: str, done: int, total: int) -> None:
-        progress(done, total, f"{name}: {what}")
+    def on_step(ev: ProgressEvent) -> None:
+        progress(ProgressEvent(ev.done, ev.total, f"{name}: {ev.what}"))
 
     res = fidelity(req.reference, req.candidate, Path(req.text), ctx=req.ctx,
                    threads=req.threads, max_chunks=req.max_chunks, progress=on_step,

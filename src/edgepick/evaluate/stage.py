@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from edgepick.evaluate.eval_sets import DataSpec
-from edgepick.progress import Tick, silent
+from edgepick.progress import ProgressEvent, Tick, silent
 from edgepick.records.candidate import Candidate
 from edgepick.records.evaluation import EvalResult
 
@@ -46,15 +46,15 @@ def run(req: EvalRequest, store, progress: Tick = silent) -> EvalResult:
         state["model"] += 1
         state["who"] = name
         state["done"] = state["model"] * len(items) + len(items) - missing
-        progress(state["done"], total, name)
+        progress(ProgressEvent(state["done"], total, name))
 
     def on_item() -> None:
         state["done"] += 1
-        progress(state["done"], total, state["who"])
+        progress(ProgressEvent(state["done"], total, state["who"]))
 
     # sets.sha: the files and which of their items were used (a --limit slice differs).
     result = run_eval(items, req.reference, req.candidates, store, data_path=sets.label,
                       data_sha=sets.sha, problems=sets.problems, budgets=req.max_tokens or None,
                       on_start=on_start, on_item=on_item)
-    progress(total, total, "done")
+    progress(ProgressEvent(total, total, "done"))
     return result

@@ -8,7 +8,7 @@ import json
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from edgepick.progress import Tick, silent
+from edgepick.progress import ProgressEvent, Tick, silent
 from edgepick.records.candidate import DEFAULTS
 from edgepick.records.device import DeviceProfile
 from edgepick.records.fit import FitEstimate
@@ -42,6 +42,7 @@ class FitRequest(BaseModel):
     fill: int | None = None
     n_ubatch: int = DEFAULTS.n_ubatch
     swa_full: bool = False
+    mmap: bool = DEFAULTS.mmap
 
     @classmethod
     def for_models(cls, models: list[ModelRef], quants: list[str], **kw) -> "FitRequest":
@@ -70,10 +71,10 @@ def run(req: FitRequest, store, progress: Tick = silent) -> list[FitEstimate]:
     for t in req.targets:
         spec = spec_of(str(t.model.path))
         for ctx in req.ctxs:
-            progress(len(out), total, t.label or t.model.label)
+            progress(ProgressEvent(len(out), total, t.label or t.model.label))
             est = fit_one(spec, t.quant, ctx, req.device, kv_type=req.kv_type, margin=req.margin,
                           efficiency=req.efficiency, n_ubatch=req.n_ubatch, fill=req.fill,
-                          swa_full=req.swa_full)
+                          swa_full=req.swa_full, mmap=req.mmap)
             out.append(est)
             payload = est.model_dump(mode="json")
             payload["model"] = t.file  # the file the estimate is for; None: no candidate
@@ -82,5 +83,5 @@ def run(req: FitRequest, store, progress: Tick = silent) -> list[FitEstimate]:
             key = _key(payload, req.device)
             if store is not None and not store.has(KIND, key):
                 store.put(KIND, key, payload, label=t.label or t.model.label)
-    progress(total, total, "done")
+    progress(ProgressEvent(total, total, "done"))
     return out

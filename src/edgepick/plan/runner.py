@@ -15,6 +15,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
 
 from edgepick.plan.loader import LoadedPlan
 from edgepick.plan.stages import STAGES, RunCandidate, RunState
+from edgepick.progress import ProgressEvent
 from edgepick.records.decision import CandidateSummary, Decision
 
 
@@ -115,10 +116,11 @@ def run_plan(lp: LoadedPlan, console: Console | None = None) -> RunResult:
                     continue
                 bar = prog.add_task("", total=None, stage=name)
 
-                def tick(done: int, total: int, what: str, _bar=bar) -> None:
-                    if total <= 0:  # nothing to do in this stage: show it complete
+                def tick(ev: ProgressEvent, _bar=bar) -> None:
+                    done, total = ev.done, ev.total
+                    if total is not None and total <= 0:  # nothing to do here: show it complete
                         done = total = 1
-                    prog.update(_bar, completed=done, total=total, description=what[:60])
+                    prog.update(_bar, completed=done, total=total, description=ev.what[:60])
 
                 fn(st, tick)
                 prog.advance(overall)

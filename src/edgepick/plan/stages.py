@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from edgepick.progress import Tick
+from edgepick.progress import ProgressEvent, Tick
 from edgepick.records.candidate import Candidate
 from edgepick.records.model_ref import ModelRef
 
@@ -53,7 +53,7 @@ def fit_stage(st: RunState, tick: Tick) -> None:
     # a converted engine build has no GGUF header to estimate from: bench measures it
     todo = [c for c in st.candidates if not c.ref.is_endpoint and c.build is None]
     if not todo:
-        return tick(0, 0, "done")
+        return tick(ProgressEvent(0, 0, "done"))
     req = FitRequest(targets=[FitTarget(model=c.source or c.ref, quant=c.qtype, file=c.ref.path,
                                         label=c.name) for c in todo],
                      ctxs=[rt.n_ctx], device=st.device, kv_type=rt.kv_type,
@@ -72,7 +72,7 @@ def quantize_stage(st: RunState, tick: Tick) -> None:
 
     todo = [c for c in st.active() if c.source]
     if not todo:
-        return tick(0, 0, "done")
+        return tick(ProgressEvent(0, 0, "done"))
     req = QuantizeRequest(threads=st.lp.plan.runtime.threads, builds=[
         QuantizeBuild(source=c.source, qtype=c.qtype, target=c.ref.path, imatrix=c.imatrix,
                       label=c.name) for c in todo])
@@ -100,7 +100,7 @@ def bench_stage(st: RunState, tick: Tick) -> None:
     b = plan.bench
     active = st.active()
     if not active:
-        return tick(0, 0, "done")
+        return tick(ProgressEvent(0, 0, "done"))
     mem = None if b.mem_limit is None else (st.device.model_budget_bytes if b.mem_limit == "budget"
                                              else parse_size(b.mem_limit))
     req = BenchRequest(models=[c.ref for c in active], settings=plan.runtime,
@@ -120,7 +120,7 @@ def eval_stage(st: RunState, tick: Tick) -> None:
     plan = st.lp.plan
     active = st.active()
     if not active:
-        return tick(0, 0, "done")
+        return tick(ProgressEvent(0, 0, "done"))
     ref = Candidate(ref=st.lp.ref(plan.eval.reference), settings=plan.runtime)
     req = EvalRequest(data=st.lp.eval_specs(), reference=ref,
                       candidates=[st.candidate(c) for c in active], limit=plan.eval.limit,
@@ -139,14 +139,14 @@ def fidelity_stage(st: RunState, tick: Tick) -> None:
     if not any(c.reference for c in st.active(local_only=True)):
         st.notes.append("fidelity: no candidate names a same-tokenizer reference; skipped")
     for i, c in enumerate(todo):
-        def step(done: int, total: int, what: str, _i=i) -> None:
-            tick(_i, len(todo), f"{what} {done}/{total}")
+        def step(ev: ProgressEvent, _i=i) -> None:
+            tick(ProgressEvent(_i, len(todo), f"{ev.what} {ev.done}/{ev.total}"))
 
-        tick(i, len(todo), c.name)
+        tick(ProgressEvent(i, len(todo), c.name))
         run(FidelityRequest(reference=c.reference, candidate=c.ref, text=st.lp.fidelity_text(),
                             ctx=f.ctx, max_chunks=f.max_chunks,
                             threads=st.lp.plan.runtime.threads, label=c.name), st.store, step)
-    tick(len(todo), len(todo), "done")
+    tick(ProgressEvent(len(todo), len(todo), "done"))
 
 
 STAGES: list[tuple[str, Callable[[RunState, Tick], None], str]] = [

@@ -36,8 +36,7 @@ def default_output(src: str) -> str:
 
 
 def compute_imatrix(src: str, text: str, out: str | None = None, *, ctx: int = 512,
-                    chunks: int | None = None, threads: int = 2,
-                    on_progress=None) -> ImatrixResult:
+                    chunks: int | None = None, threads: int = 2) -> ImatrixResult:
     from edgepick.models.gguf_info import read_gguf
     from edgepick.quantize.tools import imatrix_argv, run_tool
 

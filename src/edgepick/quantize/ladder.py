@@ -13,10 +13,9 @@ import os
 import time
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
-
 from edgepick.errors import EdgepickError
 from edgepick.models.quant_types import normalize_ftype
+from edgepick.progress import Tick
 from edgepick.records.quantize import QuantizedFile, TensorOverride
 from edgepick.store.identity import file_sha256
 
@@ -24,8 +23,6 @@ from edgepick.store.identity import file_sha256
 FLOAT_TYPES = {"F32", "F16", "BF16", "F64"}
 DEFAULT_LADDER = ["F16", "Q8_0", "Q6_K", "Q5_K_M", "Q5_0", "Q4_K_M", "Q4_1", "Q4_0", "Q3_K_M",
                   "Q2_K"]
-
-ProgressFn = Callable[[int, int], None]
 
 
 def parse_types(text: str) -> list[str]:
@@ -107,7 +104,7 @@ def _existing(dst: Path, key: str) -> QuantizedFile | None:
 
 def build(src: str, dst: str | Path, ftype: str, *, imatrix: str | None = None,
           overrides: list[TensorOverride] | None = None, pure: bool = False, threads: int = 2,
-          label: str | None = None, on_progress: ProgressFn | None = None,
+          label: str | None = None, on_progress: Tick | None = None,
           quantized: dict[str, int] | None = None) -> QuantizedFile:
     """Build one file with llama-quantize (or reuse an identical earlier build)."""
     from edgepick.quantize.tools import parse_fallbacks, quantize_argv, run_tool
@@ -150,17 +147,12 @@ def build(src: str, dst: str | Path, ftype: str, *, imatrix: str | None = None,
 
 
 def build_ladder(src: str, types: list[str], out_dir: str | Path, *, imatrix: str | None = None,
-                 threads: int = 2,
-                 on_file: Callable[[str, int, int], ProgressFn] | None = None) -> list[QuantizedFile]:
-    """One file per type in `out_dir`, named `<source stem>.<TYPE>.gguf`.
-
-    `on_file(type, index, count)` may return a per-tensor progress callback for that file.
-    """
+                 threads: int = 2) -> list[QuantizedFile]:
+    """One file per type in `out_dir`, named `<source stem>.<TYPE>.gguf`."""
     types = [normalize_ftype(t) for t in types]
     quantized = quantized_tensor_types(src)
     out: list[QuantizedFile] = []
-    for i, ftype in enumerate(types):
-        cb = on_file(ftype, i, len(types)) if on_file else None
+    for ftype in types:
         out.append(build(src, output_path(src, ftype, out_dir), ftype, imatrix=imatrix,
-                         threads=threads, on_progress=cb, quantized=quantized))
+                         threads=threads, quantized=quantized))
     return out

@@ -21,6 +21,7 @@ from pathlib import Path
 import yaml
 
 from edgepick.errors import EdgepickError, InputError
+from edgepick.progress import Tick
 from edgepick.yaml_input import parse_yaml
 from edgepick.quantize.units import ggml_type_of
 from edgepick.records.quantize import (QuantizedFile, Recipe, RecipeUnit, SensitivityReport,
@@ -157,7 +158,7 @@ def load_recipe(path: str | Path) -> Recipe:
 
 
 def build_recipe(src: str, recipe: Recipe, out_dir: str | Path, *, imatrix: str | None = None,
-                 threads: int = 2, on_progress=None) -> QuantizedFile:
+                 threads: int = 2, on_progress: Tick | None = None) -> QuantizedFile:
     """Build the file a recipe describes; the source must be the one it was made for."""
     from edgepick.quantize.ladder import build
 

@@ -14,10 +14,10 @@ import json
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Callable
 
 from edgepick.errors import EdgepickError
 from edgepick.models.quant_types import normalize_ftype
+from edgepick.progress import ProgressEvent, Tick
 from edgepick.quantize.units import Unit, ggml_type_of, model_units
 from edgepick.records.quantize import SensitivityEntry, SensitivityReport
 from edgepick.store.identity import file_sha256
@@ -26,7 +26,6 @@ KIND = "sensitivity"
 BASELINE = "(all high)"
 _FLOAT = {"F32", "F16", "BF16"}
 
-UnitProgress = Callable[[str, int, int], None]  # (unit, index, count)
 
 
 def check_types(low: str, high: str) -> tuple[str, str]:
@@ -92,7 +91,7 @@ def _unit_bytes(whole: dict, unit: Unit) -> int:
 
 def analyze(src: str, *, low: str = "Q4_0", high: str = "Q8_0", text: str, by: str = "block",
             ctx: int = 512, chunks: int | None = 4, threads: int = 2, imatrix: str | None = None,
-            store=None, on_unit: UnitProgress | None = None,
+            store=None, on_unit: Tick | None = None,
             work_dir: str | None = None) -> SensitivityReport:
     """Rank the units of `src` by the KLD they cause when they alone are at `low`."""
     from edgepick.quantize.ladder import quantized_tensor_types, spec_of
@@ -131,7 +130,7 @@ def analyze(src: str, *, low: str = "Q4_0", high: str = "Q8_0", text: str, by: s
         entries: list[SensitivityEntry] = []
         for i, unit in enumerate(units):
             if on_unit:
-                on_unit(unit.name, i, len(units))
+                on_unit(ProgressEvent(i, len(units), unit.name))
             key = _key({**common, "unit": unit.name, "tensors": list(unit.tensors)})
             cached = store.get(KIND, key)
             if cached is not None:
@@ -149,7 +148,7 @@ def analyze(src: str, *, low: str = "Q4_0", high: str = "Q8_0", text: str, by: s
                       label=f"{Path(src).name} {unit.name}")
             entries.append(entry)
         if on_unit:
-            on_unit("", len(units), len(units))
+            on_unit(ProgressEvent(len(units), len(units)))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     entries.sort(key=lambda e: (-e.kld_mean, e.unit))

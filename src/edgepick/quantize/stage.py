@@ -10,7 +10,7 @@ from typing import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from edgepick.progress import Tick, silent
+from edgepick.progress import ProgressEvent, Tick, silent
 from edgepick.records.candidate import DEFAULTS
 from edgepick.records.model_ref import ModelRef
 from edgepick.records.quantize import QuantizedFile
@@ -59,7 +59,7 @@ def store_key(path: str) -> str:
 
 
 def run(req: QuantizeRequest, store, progress: Tick = silent, *,
-        on_tensor: Callable[[str], Callable[[int, int], None] | None] | None = None
+        on_tensor: Callable[[str], Tick | None] | None = None
         ) -> list[QuantizeOutcome]:
     """Build (or reuse) every file; each record is stored under kind "quantize", keyed by path.
     `on_tensor(type)` may return a per-tensor progress callback for that build."""
@@ -69,7 +69,7 @@ def run(req: QuantizeRequest, store, progress: Tick = silent, *,
     out: list[QuantizeOutcome] = []
     quantized_of: dict[str, dict[str, int]] = {}
     for i, b in enumerate(req.builds):
-        progress(i, len(req.builds), f"{b.label or b.source.label} ({b.qtype})")
+        progress(ProgressEvent(i, len(req.builds), f"{b.label or b.source.label} ({b.qtype})"))
         src = str(b.source.path)
         if src not in quantized_of:
             quantized_of[src] = {t: n for t, n in spec_of(src).quant_types.items()
@@ -85,5 +85,5 @@ def run(req: QuantizeRequest, store, progress: Tick = silent, *,
         if store is not None and not (rec.skipped and store.has(KIND, key)):
             store.put(KIND, key, rec.model_dump(mode="json"), label=b.label or Path(rec.path).name)
         out.append(QuantizeOutcome(build=b, file=rec))
-    progress(len(req.builds), len(req.builds), "done")
+    progress(ProgressEvent(len(req.builds), len(req.builds), "done"))
     return out

@@ -11,9 +11,8 @@ from __future__ import annotations
 import re
 import subprocess
 from pathlib import Path
-from typing import Callable
-
 from edgepick.errors import EdgepickError
+from edgepick.progress import ProgressEvent, Tick
 from edgepick.records.quantize import Fallback, TensorOverride
 
 # llama-quant.cpp, tensor_type_fallback():
@@ -44,7 +43,7 @@ def parse_fallbacks(log: str) -> list[Fallback]:
 
 
 def run_tool(argv: list[str], log_path: Path | None = None,
-             on_progress: Callable[[int, int], None] | None = None) -> str:
+             on_progress: Tick | None = None) -> str:
     """Run a llama.cpp tool; return its merged stdout+stderr, or raise a one-line error."""
     lines: list[str] = []
     try:
@@ -58,7 +57,7 @@ def run_tool(argv: list[str], log_path: Path | None = None,
         if on_progress:
             m = _PROGRESS_RE.match(line)
             if m:
-                on_progress(int(m.group(1)), int(m.group(2)))
+                on_progress(ProgressEvent(int(m.group(1)), int(m.group(2))))
     rc = proc.wait()
     log = "".join(lines)
     if log_path is not None:

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from edgepick.errors import EdgepickError
+from edgepick.progress import ProgressEvent, Tick
 from edgepick.evaluate.items import EvalItem
 from edgepick.evaluate.gap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from edgepick.records.candidate import Candidate, RuntimeSettings
@@ -29,7 +29,6 @@ from edgepick.route.curve import (DEFAULT_SHARES, Calibration, Comparison, Curve
 from edgepick.store.results import ResultStore
 
 ROUTE_EVAL_KIND = "route_eval"
-Progress = Callable[[str, int, int], None]
 
 
 class RouteEvalRequest(BaseModel):
@@ -83,7 +82,7 @@ def _candidate(ref: ModelRef, settings: RuntimeSettings) -> Candidate:
 
 
 def collect(ref: ModelRef, items: list[EvalItem], store: ResultStore, settings: RuntimeSettings,
-            logprobs: bool, progress: Progress | None = None) -> tuple[list[dict], int]:
+            logprobs: bool, progress: Tick | None = None) -> tuple[list[dict], int]:
     """One output per item (text, finish reason, token log-probabilities when asked), from the
     store when there, else generated greedily and stored; and how many were generated now."""
     from edgepick.backends import get_backend
@@ -98,7 +97,7 @@ def collect(ref: ModelRef, items: list[EvalItem], store: ResultStore, settings: 
         outs.append(got if got is not None and (not logprobs or "token_logprobs" in got) else None)
     missing = [i for i, o in enumerate(outs) if o is None]
     if progress:
-        progress(ref.label, 0, len(missing))
+        progress(ProgressEvent(0, len(missing), ref.label))
     if missing:
         backend = get_backend(cand.backend)
         backend.load(cand)
@@ -120,7 +119,7 @@ def collect(ref: ModelRef, items: list[EvalItem], store: ResultStore, settings: 
                     store.put(OUTPUT_KIND, keys[i], rec, label=f"{cand.name}:{it.id}")
                     outs[i] = rec
                 if progress:
-                    progress(ref.label, done, len(missing))
+                    progress(ProgressEvent(done, len(missing), ref.label))
         finally:
             backend.unload()
     return [o for o in outs if o is not None], len(missing)
@@ -173,7 +172,7 @@ def result_key(req: RouteEvalRequest) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
-def run(req: RouteEvalRequest, store: ResultStore, progress: Progress | None = None) -> RouteEvalResult:
+def run(req: RouteEvalRequest, store: ResultStore, progress: Tick | None = None) -> RouteEvalResult:
     """The stage's entry point: outputs (stored), then the analysis, stored under its key."""
     if any(it.tools for it in req.items):
         # A tool item's prompt is built by the tool prompter (seed 004 §4.1); a cascade over
