@@ -5,7 +5,7 @@ Pure: the report calls it again with lang="zh" for the Chinese page."""
 from __future__ import annotations
 
 from edgepick.decide.closest import best_value, binding_constraints
-from edgepick.decide.gates import CONSTRAINT_OF, gate_text
+from edgepick.decide.gates import constraint_of, gate_text
 from edgepick.decide.scenarios import Scenario
 from edgepick.decide.texts import (advice, constraint_advice, gate_phrase, label, reasons_text,
                                    t, unchecked_text)
@@ -68,7 +68,7 @@ def _status_lines(top: RankedCandidate, sc: Scenario, lang: str) -> list[str]:
         return [t("proven", lang, sc=sc.name)]
     open_ = [gate_phrase(g, lang) for g in top.gates if g.verdict in ("undetermined", "unmeasured")]
     open_ += [unchecked_text(u, lang) for u in top.unchecked
-              if u not in {CONSTRAINT_OF.get(g.metric) for g in top.gates}]
+              if u not in {constraint_of(g.metric) for g in top.gates}]
     return [t("provisional", lang, u="; ".join(open_))]
 
 
@@ -92,14 +92,14 @@ def _hybrid_lines(d: Decision, by_name: dict[str, CandidateSummary], sc: Scenari
         bad = [g for g in ranked.task_gates.get(task, []) if g.verdict == "fail"
                or (g.verdict != "pass" and g.value is not None and g.limit is not None
                    and (g.value > g.limit if g.direction == "max" else g.value < g.limit))]
-        why = "; ".join(f"{label(CONSTRAINT_OF.get(g.metric, g.metric), lang)} {gate_text(g)} "
+        why = "; ".join(f"{label(constraint_of(g.metric), lang)} {gate_text(g)} "
                         f"({g.verdict})" for g in bad) or t("nm", lang)
         out.append(t("task_fail", lang, t=task, why=why))
-    from edgepick.decide.hybrid import ROUTABLE
+    from edgepick.decide.hybrid import routable
 
     open_ = [gate_phrase(g, lang) for g in ranked.gates
              if g.verdict in ("undetermined", "unmeasured")
-             and CONSTRAINT_OF.get(g.metric) not in ROUTABLE]
+             and constraint_of(g.metric) not in routable()]
     if open_:  # the edge side itself is only provisionally cleared on speed, memory, decay
         out.append(t("edge_open", lang, u="; ".join(open_)))
     return out

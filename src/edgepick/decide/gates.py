@@ -11,43 +11,39 @@ from __future__ import annotations
 
 import math
 
+from edgepick.decide.gate_spec import GateSpec, gate_of, gate_table
 from edgepick.decide.scenarios import Scenario
 from edgepick.evaluate.intervals import (Z95, items_to_settle_mean, items_to_settle_rate, verdict,
                                          wilson)
 from edgepick.records.decision import CandidateSummary, Figure, TaskQuality
 from edgepick.records.deploy import Gate
+from edgepick.units import parse_size
 
-# constraint -> (metric, direction, display format; None = bytes)
-GATES: dict[str, tuple[str, str, str | None]] = {
-    "ttft_p50_ms_max": ("ttft_p50_ms", "max", "{:.0f} ms"),
-    "ttft_p99_ms_max": ("ttft_p99_ms", "max", "{:.0f} ms"),
-    "decode_tps_min": ("decode_tps", "min", "{:.1f} tok/s"),
-    "peak_memory_max": ("peak_memory", "max", None),
-    "unacceptable_rate_max": ("unacceptable_rate", "max", "{:.1%}"),
-    "decay_max": ("decay", "max", "{:.1%}"),
-    "format_compliance_min": ("format_compliance", "min", "{:.1%}"),
-    "strict_format_min": ("strict_format", "min", "{:.1%}"),
-    "quality_min": ("quality", "min", "{:.1%}"),
-    "tool_choice_accuracy_min": ("tool_choice_accuracy", "min", "{:.1%}"),
-    "tool_schema_valid_min": ("schema_valid_rate", "min", "{:.1%}"),
-}
-# Gates that a task type can pass or fail on its own (hybrid routing).
-TASK_GATES = ("unacceptable_rate_max", "format_compliance_min", "strict_format_min", "quality_min",
-              "extra_badcases_per_1000_max")
-CONSTRAINT_OF = {m: c for c, (m, _, _) in GATES.items()} | {
-    "extra_badcases_per_1000": "extra_badcases_per_1000_max"}
+
+def candidate_specs() -> list[GateSpec]:
+    return [g for g in gate_table().values() if "candidate" in g.scope]
+
+
+def task_specs() -> list[GateSpec]:
+    return [g for g in gate_table().values() if "task" in g.scope]
+
+
+def constraint_of(metric: str) -> str:
+    """The gate (constraint) name of a metric; the metric itself when no gate reads it."""
+    g = gate_of(metric)
+    return g.name if g else metric
 
 
 def fmt_value(constraint: str, v: float | None) -> str:
+    g = gate_of(constraint)
     if v is None:
         return "-"
-    fmt = GATES.get(constraint, ("", "", "{:.0f}"))[2]
-    return f"{v / 2**20:.0f} MiB" if fmt is None else fmt.format(v)
+    return g.show(v) if g else f"{v:.0f}"
 
 
 def gate_text(g: Gate) -> str:
     """'6.7% [1.8%, 21.3%]' — the value and its interval as shown everywhere."""
-    c = CONSTRAINT_OF.get(g.metric, g.metric)
+    c = constraint_of(g.metric)
     text = fmt_value(c, g.value)
     if g.low is not None and g.high is not None and (g.low, g.high) != (g.value, g.value):
         text += f" [{fmt_value(c, g.low)}, {fmt_value(c, g.high)}]"
@@ -80,21 +76,36 @@ def _point(v: float | None) -> Figure | None:
     return None if v is None else Figure(value=float(v))
 
 
+def _fig(name: str):
+    return lambda s, sc: s.figures.get(name)
+
+
+# The built-in gates' producers, by metric: what the table's `candidate_figure` is when the
+# entry (data/gates.yaml) names none. Any other metric is read from `CandidateSummary.figures`.
+CANDIDATE_FIGURES = {
+    "ttft_p50_ms": lambda s, sc: s.figures.get("ttft_p50_ms") or _point(s.ttft_p50_ms),
+    "ttft_p99_ms": lambda s, sc: _point(s.ttft_p99_ms),
+    "decode_tps": lambda s, sc: s.figures.get("decode_tps") or _point(s.decode_tps),
+    "peak_memory": lambda s, sc: _point(s.peak_rss_bytes),
+    "unacceptable_rate": lambda s, sc: s.figures.get("unacceptable_rate")
+    or _point(s.unacceptable_rate),
+    "decay": lambda s, sc: _point(s.decay),
+    "format_compliance": lambda s, sc: s.figures.get("format_compliance")
+    or _point(s.format_compliance),
+    "strict_format": _fig("strict_format"),
+    "quality": lambda s, sc: quality_figure(s, sc.task_weights),
+    "tool_choice_accuracy": lambda s, sc: tool_figure(s, "tool_choice_accuracy"),
+    "schema_valid_rate": lambda s, sc: tool_figure(s, "schema_valid_rate"),
+}
+
+
+def candidate_figure(spec: GateSpec, s: CandidateSummary, sc: Scenario) -> Figure | None:
+    fn = spec.candidate_figure or CANDIDATE_FIGURES.get(spec.metric) or _fig(spec.metric)
+    return fn(s, sc)
+
+
 def candidate_figures(s: CandidateSummary, sc: Scenario) -> dict[str, Figure | None]:
-    f = s.figures
-    return {
-        "ttft_p50_ms": f.get("ttft_p50_ms") or _point(s.ttft_p50_ms),
-        "ttft_p99_ms": _point(s.ttft_p99_ms),
-        "decode_tps": f.get("decode_tps") or _point(s.decode_tps),
-        "peak_memory": _point(s.peak_rss_bytes),
-        "unacceptable_rate": f.get("unacceptable_rate") or _point(s.unacceptable_rate),
-        "decay": _point(s.decay),
-        "format_compliance": f.get("format_compliance") or _point(s.format_compliance),
-        "strict_format": f.get("strict_format"),
-        "quality": quality_figure(s, sc.task_weights),
-        "tool_choice_accuracy": tool_figure(s, "tool_choice_accuracy"),
-        "schema_valid_rate": tool_figure(s, "schema_valid_rate"),
-    }
+    return {g.metric: candidate_figure(g, s, sc) for g in candidate_specs()}
 
 
 def tool_figure(s: CandidateSummary, metric: str) -> Figure | None:
@@ -108,16 +119,35 @@ def tool_figure(s: CandidateSummary, metric: str) -> Figure | None:
     return Figure(value=rate, low=lo, high=hi, n=int(n), count=count, method="wilson")
 
 
-def task_figures(q: TaskQuality) -> dict[str, Figure | None]:
-    score = None if q.score is None else Figure(
+def _score(q: TaskQuality) -> Figure | None:
+    return None if q.score is None else Figure(
         value=q.score, low=(q.score_ci95 or [None])[0], high=(q.score_ci95 or [None, None])[1],
         n=q.n, method="bootstrap" if q.score_ci95 else "point")
-    extra = None if q.badcases_per_1000 is None else Figure(
+
+
+def _extra(q: TaskQuality) -> Figure | None:
+    return None if q.badcases_per_1000 is None else Figure(
         value=q.badcases_per_1000, n=q.n, method="bootstrap",
         low=(q.badcases_per_1000_ci95 or [None])[0], high=(q.badcases_per_1000_ci95 or [None, None])[1])
-    return {"unacceptable_rate": q.unacceptable or _point(q.unacceptable_rate),
-            "format_compliance": q.format_ok or _point(q.format_ok_rate),
-            "strict_format": q.strict_format, "quality": score, "extra_badcases_per_1000": extra}
+
+
+TASK_FIGURES = {
+    "unacceptable_rate": lambda q: q.unacceptable or _point(q.unacceptable_rate),
+    "format_compliance": lambda q: q.format_ok or _point(q.format_ok_rate),
+    "strict_format": lambda q: q.strict_format,
+    "quality": _score,
+    "extra_badcases_per_1000": _extra,
+}
+
+
+def task_figure(spec: GateSpec, q: TaskQuality) -> Figure | None:
+    fn = spec.task_figure or TASK_FIGURES.get(spec.metric) or (
+        lambda q: _point(q.metrics.get(spec.metric)))
+    return fn(q)
+
+
+def task_figures(q: TaskQuality) -> dict[str, Figure | None]:
+    return {g.metric: task_figure(g, q) for g in task_specs()}
 
 
 def settle(fig: Figure, limit: float) -> int | None:
@@ -142,36 +172,39 @@ def make_gate(metric: str, fig: Figure | None, limit: float, direction: str) -> 
 
 
 def limits(sc: Scenario, budget: int | None) -> dict[str, float | None]:
+    """Gate name -> the scenario's limit as a number (None: not set)."""
     c = sc.constraints
-    out = {name: getattr(c, name, None) for name in GATES if name != "peak_memory_max"}
-    mem = c.memory_limit(budget)
-    out["peak_memory_max"] = None if mem is None else float(mem)
-    out["extra_badcases_per_1000_max"] = c.extra_badcases_per_1000_max
+    out = {}
+    for g in gate_table().values():
+        if g.size:
+            mem = c.memory_limit(budget) if g.name == "peak_memory_max" else c.limit(g.name)
+            out[g.name] = None if mem is None or mem == "budget" else float(
+                mem if not isinstance(mem, str) else parse_size(mem))
+        else:
+            v = c.limit(g.name)
+            out[g.name] = None if v is None else float(v)
     return out
 
 
 def candidate_gates(s: CandidateSummary, sc: Scenario, budget: int | None) -> list[Gate]:
-    """One gate per constraint the scenario sets, in GATES order."""
-    figs = candidate_figures(s, sc)
+    """One gate per constraint the scenario sets, in the gate table's order."""
     lim = limits(sc, budget)
-    return [make_gate(metric, figs[metric], lim[c], direction)
-            for c, (metric, direction, _) in GATES.items() if lim[c] is not None]
+    return [make_gate(g.metric, candidate_figure(g, s, sc), lim[g.name], g.direction)
+            for g in candidate_specs() if lim[g.name] is not None]
 
 
 def task_gates(s: CandidateSummary, sc: Scenario) -> dict[str, list[Gate]]:
-    """Per task type, the quality gates the scenario sets (for hybrid routing)."""
+    """Per task type, the task-scoped gates the scenario sets (for hybrid routing)."""
     lim = limits(sc, None)
     out: dict[str, list[Gate]] = {}
     for task, q in sorted(s.tasks.items()):
-        figs = task_figures(q)
         gates = []
-        for c in TASK_GATES:
-            if lim.get(c) is None:
+        for g in task_specs():
+            if lim.get(g.name) is None:
                 continue
-            metric = GATES[c][0] if c in GATES else "extra_badcases_per_1000"
-            direction = GATES[c][1] if c in GATES else "max"
-            if metric == "strict_format" and figs[metric] is None:
-                continue  # no item of this task has a strict form
-            gates.append(make_gate(metric, figs[metric], lim[c], direction))
+            fig = task_figure(g, q)
+            if fig is None and g.task_optional:
+                continue  # e.g. no item of this task has a strict form
+            gates.append(make_gate(g.metric, fig, lim[g.name], g.direction))
         out[task] = gates
     return out

@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import math
 
-from edgepick.decide.gates import TASK_GATES
+from edgepick.decide.gates import task_specs
 from edgepick.decide.scenarios import Scenario
 from edgepick.evaluate.intervals import Z95
 from edgepick.records.decision import CandidateSummary, Figure, HybridPlan, RankedCandidate
 from edgepick.records.deploy import Gate, TaskRoute
 
-# Violations a hybrid can route around: the task-level quality constraints. Anything else
-# (speed, memory, a failed run) rules the candidate out of the edge altogether.
-ROUTABLE = set(TASK_GATES)
+
+def routable() -> set[str]:
+    """Violations a hybrid can route around: the task-scoped gates. Anything else (speed,
+    memory, a failed run) rules the candidate out of the edge altogether."""
+    return {g.name for g in task_specs()}
 
 
 def task_mix(s: CandidateSummary, sc: Scenario) -> tuple[dict[str, float], str]:
@@ -58,7 +60,7 @@ def _route(task: str, route: str, fig: Figure | None, share: float) -> TaskRoute
 def plan_for(s: CandidateSummary, ranked: RankedCandidate, sc: Scenario) -> HybridPlan | None:
     """The split for one candidate, or None when it has nothing to give the edge, nothing to
     give the cloud, or fails a constraint no routing avoids."""
-    if any(v.constraint not in ROUTABLE for v in ranked.violations):
+    if any(v.constraint not in routable() for v in ranked.violations):
         return None
     mix, source = task_mix(s, sc)
     routes = []

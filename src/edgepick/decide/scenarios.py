@@ -6,11 +6,15 @@ same shape, and a plan may override any field (deep merge) without copying the p
 
 from __future__ import annotations
 
+import difflib
 import os
+import sys
 from importlib.resources import files
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, create_model,
+                      model_validator)
 
+from edgepick.decide.gate_spec import aliases, builtin_gates, gate_table
 from edgepick.errors import EdgepickError, InputError
 from edgepick.units import parse_size
 from edgepick.yaml_input import read_yaml_mapping
@@ -22,33 +26,43 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class Constraints(_Strict):
-    """Hard limits; a candidate breaking one is eliminated. None = no limit."""
+class _ConstraintsBase(BaseModel):
+    """Hard limits; a candidate breaking one is eliminated. None = no limit.
 
-    ttft_p50_ms_max: float | None = Field(None, gt=0)
-    ttft_p99_ms_max: float | None = Field(None, gt=0)
-    decode_tps_min: float | None = Field(None, ge=0)
-    # "budget" = the device's model budget; or a size such as 1.5GiB; or bytes.
-    peak_memory_max: str | int | None = "budget"
-    unacceptable_rate_max: float | None = Field(None, ge=0, le=1)
-    decay_max: float | None = Field(None, ge=0, le=1)
-    format_compliance_min: float | None = Field(None, ge=0, le=1)
-    # The bare answer with nothing around it (label alone, JSON alone): what code that parses
-    # the output strictly needs, e.g. an agent's tool calls.
-    strict_format_min: float | None = Field(None, ge=0, le=1)
-    quality_min: float | None = Field(None, ge=0, le=1)
-    # Per task type: extra badcases per 1000 requests against the reference (seed 000 §3.3).
-    extra_badcases_per_1000_max: float | None = Field(None, ge=0)
-    # Task tool_call (seed 004 §4): the right tool (or none), and calls valid for their schema.
-    tool_choice_accuracy_min: float | None = Field(None, ge=0, le=1)
-    tool_schema_valid_min: float | None = Field(None, ge=0, le=1)
+    The fields are the gate table's (decide/gate_spec.py, data/gates.yaml): one per gate, named
+    as the gate. A gate registered after import is accepted too, read with `limit(name)`.
+    """
 
-    @field_validator("peak_memory_max")
+    model_config = ConfigDict(extra="allow")
+
+    @model_validator(mode="before")
     @classmethod
-    def _size(cls, v):
-        if v is None or v == "budget" or isinstance(v, int):
-            return v
-        parse_size(v)  # raises ValueError with the accepted forms
+    def _gates(cls, data):
+        if not isinstance(data, dict):
+            return data
+        table, old = gate_table(), aliases()
+        out = {}
+        for key, v in data.items():
+            name = old.get(key, key)
+            if name != key:
+                print(f"note: constraints.{key} is deprecated; write {name}", file=sys.stderr)
+            spec = table.get(name)
+            if spec is None:
+                close = difflib.get_close_matches(name, list(table), n=1)
+                hint = f" (did you mean {close[0]}?)" if close else ""
+                raise ValueError(f"unknown constraint '{key}'{hint}")
+            try:
+                spec.check_limit(v)
+            except ValueError as exc:
+                raise ValueError(f"{key}: {exc}") from None
+            out[name] = v
+        return out
+
+    def limit(self, name: str):
+        """The scenario's limit for a gate (None: not set), registered late or not."""
+        v = getattr(self, name, None)
+        if v is None and self.model_extra:
+            v = self.model_extra.get(name)
         return v
 
     def memory_limit(self, budget_bytes: int | None) -> int | None:
@@ -57,7 +71,21 @@ class Constraints(_Strict):
             return None
         if v == "budget":
             return budget_bytes
-        return parse_size(v)
+        return v if isinstance(v, int) else parse_size(v)
+
+
+def _constraint_fields() -> dict:
+    out = {}
+    for g in builtin_gates():
+        if g.size:
+            out[g.name] = (str | int | None, "budget")
+        else:
+            out[g.name] = (float | None, None)
+    return out
+
+
+Constraints = create_model("Constraints", __base__=_ConstraintsBase, __module__=__name__,
+                           **_constraint_fields())
 
 
 class LayerWeights(_Strict):
@@ -134,6 +162,7 @@ def validate_scenario(data: dict, source: str) -> Scenario:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"])
         msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
+        msg = msg.removeprefix("Value error, ")
         raise InputError(source, msg, field=field) from None
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 
 from edgepick.decide.engineering import engineering_facts
-from edgepick.decide.gates import CONSTRAINT_OF, GATES, candidate_gates, gate_text
+from edgepick.decide.gate_spec import gate_of
+from edgepick.decide.gates import candidate_gates, gate_text
 from edgepick.decide.scenarios import LAYERS, Scenario
 from edgepick.decide.texts import label, violation_text
 from edgepick.records.decision import CandidateSummary, Violation
@@ -94,11 +95,12 @@ def check_constraints(s: CandidateSummary, sc: Scenario,
                              value_text=_mib(pred) if pred else "",
                              limit_text=_mib(budget) if budget else "", op=">"))
     for g in gates:
-        name = CONSTRAINT_OF[g.metric]
+        spec = gate_of(g.metric)
+        name = spec.name
         if g.verdict == "unmeasured":
             unchecked.append(name)
         elif g.verdict == "fail":
-            unit = "bytes" if GATES[name][2] is None else ""
+            unit = "bytes" if spec.format == "bytes" else ""
             limit_text = gate_text(Gate(metric=g.metric, value=g.limit))
             violations.append(_v(name, label(name), value=float(g.value), limit=float(g.limit),
                                  unit=unit, op=">" if g.direction == "max" else "<",

@@ -13,7 +13,11 @@ def t(key: str, lang: str = "en", **kw: object) -> str:
 
 
 def label(key: str, lang: str = "en") -> str:
-    return say("labels", key, lang)
+    """A gate's own label (the gate table), else the catalog's `labels`."""
+    from edgepick.decide.gate_spec import gate_table
+
+    g = gate_table().get(key)
+    return g.text(lang) if g else say("labels", key, lang)
 
 
 def advice(task: str, lang: str = "en") -> str:
@@ -21,7 +25,11 @@ def advice(task: str, lang: str = "en") -> str:
 
 
 def constraint_advice(constraint: str, lang: str = "en") -> str:
-    return in_lang(entry("constraint_advice", constraint) or catalog()["default_advice"], lang)
+    from edgepick.decide.gate_spec import gate_table
+
+    g = gate_table().get(constraint)
+    e = (g.advice if g else None) or entry("constraint_advice", constraint)
+    return in_lang(e or catalog()["default_advice"], lang)
 
 
 def violation_text(v: Violation, lang: str = "en") -> str:
@@ -45,10 +53,10 @@ def unchecked_text(constraint: str, lang: str = "en") -> str:
 
 def gate_phrase(g, lang: str) -> str:
     """An undetermined or unmeasured gate in a sentence, with the items that would settle it."""
-    from edgepick.decide.gates import CONSTRAINT_OF, gate_text
+    from edgepick.decide.gates import constraint_of, gate_text
     from edgepick.records.deploy import Gate
 
-    m = label(CONSTRAINT_OF.get(g.metric, g.metric), lang)
+    m = label(constraint_of(g.metric), lang)
     if g.verdict == "unmeasured":
         return t("unmeasured", lang, m=m)
     n = t("settle", lang, k=g.items_to_settle) if g.items_to_settle else t("nosettle", lang)

@@ -77,7 +77,7 @@ def ranking_table(decision: Decision, lang: str) -> tuple[list[str], list[list[s
 
 def gates_table(decision: Decision, lang: str) -> tuple[list[str], list[list[str]]]:
     """Every hard constraint of every candidate: value [95% interval], limit, verdict."""
-    from edgepick.decide.gates import CONSTRAINT_OF, gate_text
+    from edgepick.decide.gates import constraint_of, gate_text
     from edgepick.decide.texts import label
     from edgepick.records.deploy import Gate
 
@@ -86,7 +86,7 @@ def gates_table(decision: Decision, lang: str) -> tuple[list[str], list[list[str
     rows = []
     for r in decision.ranking:
         for g in r.gates:
-            c = CONSTRAINT_OF.get(g.metric, g.metric)
+            c = constraint_of(g.metric)
             limit = gate_text(Gate(metric=g.metric, value=g.limit))
             rows.append([r.candidate, label(c, lang), gate_text(g),
                          ("≤ " if g.direction == "max" else "≥ ") + limit, tr(g.verdict, lang),
