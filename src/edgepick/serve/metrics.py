@@ -7,6 +7,8 @@ from typing import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from edgepick.serve.availability import AvailabilityCollector, EngineFate, ReadyClock
+
 # seconds; dense below 1 s where TTFT and inter-token gaps live
 LATENCY_BUCKETS = (0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0,
                    1.5, 2.0, 3.0, 5.0, 7.5, 10.0, 20.0, 30.0, 60.0, 120.0)
@@ -62,7 +64,28 @@ class ServeMetrics:
                                   "Watchdog threshold (0: none)", registry=r)
         self.active_model = Gauge("edgepick_active_model", "1 for the model version serving",
                                   ["name", "version"], registry=r)
-        self.ready = Gauge("edgepick_ready", "1 when an engine is ready", registry=r)
+        self.ready = _ReadyGauge("edgepick_ready", "1 when an engine is ready", registry=r)
+        # the loop's figures (issue 29, seed 000 §7.4): availability, exits/OOM, peak memory,
+        # per-task sampled verdicts, user feedback, cloud references for sampled items
+        self.ready_clock = self.ready.clock = ReadyClock()
+        self.engine_fate = EngineFate()
+        self.availability = AvailabilityCollector(self.ready_clock, self.engine_fate)
+        r.register(self.availability)
+        self.sampled_by_task = Counter("edgepick_sampled_task_outputs",
+                                       "Sampled outputs by task and verdict (ok, unacceptable)",
+                                       ["task", "verdict"], registry=r)
+        self.sampled_task_format_errors = Counter("edgepick_sampled_task_format_errors",
+                                                  "Sampled outputs without the form asked for, "
+                                                  "by task", ["task"], registry=r)
+        self.badcases = Counter("edgepick_badcases", "Sampled items marked badcases, by task and "
+                                "by what marked them (judged: unacceptable; feedback: rated down)",
+                                ["task", "source"], registry=r)
+        self.feedback = Counter("edgepick_feedback", "User feedback by rating (up, down)",
+                                ["rating"], registry=r)
+        self.references = Counter("edgepick_sample_references", "Cloud references for sampled "
+                                  "items by outcome (answered, edge_only, rate_cap, cost_cap, "
+                                  "failed, dropped)", ["outcome"], registry=r)
+
 
     def bind_pool(self, queue_depth: Callable[[], float], busy: Callable[[], float],
                   memory: Callable[[], float]) -> None:
@@ -70,7 +93,19 @@ class ServeMetrics:
         self.queue_depth.set_function(queue_depth)
         self.busy_slots.set_function(busy)
         self.engine_memory.set_function(memory)
+        self.availability.memory = memory
 
     def set_active(self, name: str, version: str) -> None:
         self.active_model.clear()
         self.active_model.labels(name, version).set(1)
+
+
+class _ReadyGauge(Gauge):
+    """edgepick_ready, also timing how long it was 1 (availability, serve/availability.py)."""
+
+    clock: ReadyClock | None = None
+
+    def set(self, value: float) -> None:
+        super().set(value)
+        if self.clock is not None:
+            self.clock.mark(bool(value))

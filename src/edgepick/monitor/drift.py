@@ -1,0 +1,102 @@
+"""Does the evaluation still represent the traffic? (issue 29 item 4). The live window's
+unacceptable rate, task mix and prompt lengths set against what the decision assumed: its
+intervals (deploy.yaml gates and per-task routes) and its scenario's context distribution.
+A finding is drift only when the live interval clears the decided one, never on a point value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from edgepick.evaluate.intervals import wilson
+from edgepick.monitor.live import Scrape, quantile, tasks_of
+from edgepick.records.deploy import DeployConfig
+
+LENGTH_TOLERANCE = 1.2  # live prompt P95 this many times the scenario's is drift
+
+
+@dataclass
+class Finding:
+    what: str
+    live: str
+    decided: str
+    drift: bool
+    note: str = ""
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1%}"
+
+
+def _unacceptable_gate(deploy: DeployConfig) -> tuple[float | None, float | None, float | None]:
+    for g in deploy.gates:
+        if "unacceptable" in g.metric:
+            return g.value, g.low, g.high
+    return deploy.baseline.unacceptable_rate, None, None
+
+
+def drift(s: Scrape, deploy: DeployConfig) -> list[Finding]:
+    out: list[Finding] = []
+    sampled = int(s.total("edgepick_sampled_outputs_total"))
+    bad = int(s.total("edgepick_sampled_outputs_total", verdict="unacceptable"))
+    value, low, high = _unacceptable_gate(deploy)
+    if sampled and value is not None:
+        lo, hi = wilson(bad, sampled)
+        top = high if high is not None else value
+        out.append(Finding("unacceptable rate", f"{_pct(bad / sampled)} [{_pct(lo)}, {_pct(hi)}] "
+                           f"of {sampled}", f"{_pct(value)}" + (f" [{_pct(low)}, {_pct(high)}]"
+                                                                 if low is not None else ""),
+                           lo > top, "the live interval is above the decision's"
+                           if lo > top else ""))
+    shares = {r.task: r.share for r in deploy.routes if r.share is not None}
+    by_task = {t: int(s.total("edgepick_sampled_task_outputs_total", task=t)) for t in tasks_of(s)}
+    n = sum(by_task.values())
+    for task, k in sorted(by_task.items()):
+        lo, hi = wilson(k, n)
+        decided = shares.get(task)
+        if decided is None:
+            unseen = bool(shares) and k > 0
+            out.append(Finding(f"task mix: {task}", f"{_pct(k / n)} of {n}",
+                               "not in the decision" if shares else "unmeasured", unseen,
+                               "traffic the evaluation set has no items for" if unseen else ""))
+            continue
+        moved = lo > decided or hi < decided
+        out.append(Finding(f"task mix: {task}", f"{_pct(k / n)} [{_pct(lo)}, {_pct(hi)}] of {n}",
+                           _pct(decided), moved,
+                           "the traffic's mix is not the evaluation's" if moved else ""))
+    out.extend(_lengths(s, deploy))
+    return out
+
+
+def _scenario_context(deploy: DeployConfig) -> dict | None:
+    if not deploy.scenario:
+        return None
+    try:
+        from edgepick.decide.scenarios import load_scenario
+
+        sc = load_scenario(deploy.scenario)
+    except Exception:  # a scenario this install does not know: no length to compare with
+        return None
+    ctx = getattr(sc, "context_tokens", None)
+    if ctx is None:
+        return None
+    return ctx if isinstance(ctx, dict) else ctx.model_dump()
+
+
+def _lengths(s: Scrape, deploy: DeployConfig) -> list[Finding]:
+    buckets = s.buckets("edgepick_prompt_tokens")
+    p95 = quantile(0.95, buckets) if buckets else None
+    if p95 is None:
+        return []
+    ctx = _scenario_context(deploy)
+    want = (ctx or {}).get("p95")
+    if want is None:
+        return [Finding("prompt tokens P95", f"{p95:.0f}", "unmeasured", False,
+                        "the decision's scenario gives no context_tokens")]
+    moved = p95 > want * LENGTH_TOLERANCE
+    return [Finding("prompt tokens P95", f"{p95:.0f}", f"{want:.0f}", moved,
+                    "prompts are longer than the evaluation assumed" if moved else "")]
+
+
+def as_dicts(found: list[Finding]) -> list[dict]:
+    return [asdict(f) for f in found]

@@ -1,0 +1,143 @@
+"""The loop's endpoints (issue 29): `POST /v1/feedback {request_id, rating: up|down, reason?}`
+from users, and `GET /metrics/history?ago=SECONDS` for `edgepick monitor --window`.
+
+Feedback is counted once per request id (`edgepick_feedback_total{rating}`); the user-feedback
+rate `monitor` shows is down-rated answers over answered requests, with its interval. A "down"
+on a sampled request marks its item a badcase for the next round (serve/sampling.py).
+
+Mounted by serve/app.py with `app.include_router(loop_router(state))`; the background jobs
+(snapshots, cloud references, engine fate) are appended to the state's jobs here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Literal
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from edgepick.serve.history import AGE_HEADER, MetricsHistory
+from edgepick.serve.router_api import BadRequest
+
+if TYPE_CHECKING:
+    from edgepick.serve.app import ServeState
+
+MAX_FEEDBACK_BODY = 16 * 1024
+REMEMBERED = 100_000
+
+
+class FeedbackBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    request_id: str = Field(min_length=1, max_length=200, pattern=r"^[\x21-\x7e]+$")
+    rating: Literal["up", "down"]
+    reason: str | None = Field(None, max_length=2000)
+
+
+class FeedbackBook:
+    """The first rating per request id counts; a later "down" still marks the sampled item."""
+
+    def __init__(self) -> None:
+        self._seen: OrderedDict[str, str] = OrderedDict()
+
+    def first(self, request_id: str, rating: str) -> bool:
+        if request_id in self._seen:
+            return False
+        self._seen[request_id] = rating
+        while len(self._seen) > REMEMBERED:
+            self._seen.popitem(last=False)
+        return True
+
+
+async def watch_engine(state: "ServeState", every_s: float = 0.25) -> None:
+    """Keeps the engine's cgroup counter and the peak memory current, and classifies an engine
+    that died on its own (the pool counts it as a `crash` restart) by its exit signal and the
+    cgroup's OOM counter (serve/availability.py)."""
+    m = state.metrics
+    fate = m.engine_fate
+
+    def crashes() -> float:
+        return m.registry.get_sample_value("edgepick_engine_restarts_total",
+                                           {"reason": "crash"}) or 0.0
+
+    seen, watched = crashes(), None
+    while True:
+        engine = state.pool.engine
+        if watched is not None and watched.proc is not None \
+                and watched.proc.returncode is not None and crashes() > seen:
+            fate.exited(watched.proc.returncode)
+            watched = None
+        seen = crashes()
+        if engine is not None and engine.alive:
+            watched = engine
+            fate.watch(engine.pid)
+        fate.sample_memory(state.pool.last_memory)
+        await asyncio.sleep(every_s)
+
+
+def configure_sampler(state: "ServeState") -> None:
+    """The sampler from the policy file's `sampling:` section, deploy.yaml's edge-only tasks
+    and its cloud (serve/references.py); a sampler handed to the state already is kept."""
+    if getattr(state.sampler, "metrics", None) is not None:
+        return
+    from edgepick.serve.policy_file import ServePolicy
+    from edgepick.serve.references import sampler_for
+
+    policy = ServePolicy.load(state.settings.policy)
+    state.sampler = sampler_for(state.settings, policy, getattr(state, "deploy", None),
+                                state.metrics)
+
+
+def loop_router(state: "ServeState") -> APIRouter:
+    from edgepick.serve.request_checks import check_key
+
+    configure_sampler(state)
+    router = APIRouter()
+    book = FeedbackBook()
+    history = MetricsHistory(state.metrics.registry)
+    state.background.append(history.run)
+    state.background.append(lambda: watch_engine(state))
+    refs = getattr(state.sampler, "references", None)
+    if refs is not None:
+        state.background.append(refs.run)
+
+    @router.post("/v1/feedback")
+    async def feedback(request: Request) -> Response:
+        check_key(request, state.settings.api_key)
+        raw = await request.body()
+        if len(raw) > MAX_FEEDBACK_BODY:
+            raise BadRequest(f"feedback body over {MAX_FEEDBACK_BODY} bytes", status=413)
+        try:
+            body = FeedbackBody.model_validate(json.loads(raw or b"null"))
+        except (ValueError, ValidationError) as exc:
+            raise BadRequest(_first_problem(exc)) from None
+        counted = book.first(body.request_id, body.rating)
+        if counted:
+            state.metrics.feedback.labels(body.rating).inc()
+        sampled = state.sampler.feedback(body.request_id, body.rating, body.reason)
+        return JSONResponse({"request_id": body.request_id, "rating": body.rating,
+                             "counted": counted, "sampled": sampled,
+                             "badcase": sampled and body.rating == "down"})
+
+    @router.get("/metrics/history")
+    async def metrics_history(request: Request,
+                              ago: float = Query(300.0, ge=0, le=7 * 86400)) -> Response:
+        check_key(request, state.settings.api_key)
+        age, text = history.at(ago)
+        return Response(text, media_type=CONTENT_TYPE_LATEST,
+                        headers={AGE_HEADER: f"{age:.3f}"})
+
+    return router
+
+
+def _first_problem(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "body"
+        return f"feedback: {where}: {err['msg']} (expected {{request_id, rating: up|down, " \
+               "reason?}})"
+    return "feedback: the body is not JSON (expected {request_id, rating: up|down, reason?})"
