@@ -16,6 +16,21 @@ from edgepick.errors import EdgepickError
 from edgepick.records.candidate import Candidate
 
 
+def anon_swap_bytes() -> int | None:
+    """RssAnon + VmSwap of this process: the memory a leak grows (file-backed pages of an
+    mmapped model come and go with the page cache and say nothing about leaks)."""
+    got = {}
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith(("RssAnon:", "VmSwap:")):
+                    k, v = line.split(":", 1)
+                    got[k] = int(v.split()[0]) * 1024
+    except OSError:
+        return None
+    return got["RssAnon"] + got.get("VmSwap", 0) if "RssAnon" in got else None
+
+
 def _request(gen) -> dict:
     times = list(gen.token_times)
     return {"prompt_tokens": gen.prompt_tokens, "generated_tokens": gen.generated_tokens,
@@ -61,9 +76,10 @@ def measure_point(candidate: dict, workload: dict) -> dict:
         prompts = _prompts(backend, wl)
         runs = []
         for i in range(wl.warmup + wl.repeats):
+            t0 = time.monotonic()  # the parent's power and load samples use the same clock
             gens = _one_run(backend, prompts, wl)
             if i >= wl.warmup:
-                runs.append({"requests": [_request(g) for g in gens]})
+                runs.append({"t0": t0, "requests": [_request(g) for g in gens]})
         raw["runs"] = runs
     finally:
         backend.unload()
@@ -85,16 +101,20 @@ def measure_sustain(candidate: dict, workload: dict) -> dict:
         token_times: list[float] = []
         runs = []
         rss_start = own_rss()
-        t_start = time.perf_counter()
+        memory = [(0.0, 0, anon_swap_bytes())]  # (s from start, tokens so far, RssAnon+VmSwap)
+        tokens = 0
+        t_mono, t_start = time.monotonic(), time.perf_counter()
         while time.perf_counter() - t_start < wl.sustain_s:
             submitted = time.perf_counter() - t_start
             gens = _one_run(backend, prompts, wl)
             for g in gens:
                 token_times.extend(submitted + t for t in g.token_times)
-            runs.append({"requests": [_request(g) for g in gens]})
+                tokens += g.generated_tokens
+            runs.append({"t0": t_mono + submitted, "requests": [_request(g) for g in gens]})
+            memory.append((time.perf_counter() - t_start, tokens, anon_swap_bytes()))
         raw.update(duration_s=wl.sustain_s, token_times=sorted(token_times), runs=runs,
                    requests=sum(len(r["requests"]) for r in runs), rss_start=rss_start,
-                   rss_end=own_rss())
+                   rss_end=own_rss(), t0=t_mono, memory=memory)
     finally:
         backend.unload()
     return raw

@@ -14,6 +14,7 @@ from typing import Callable
 from edgepick.bench import machine
 from edgepick.bench.measure import measure_point, measure_sustain
 from edgepick.bench.metrics import aggregate, sustain_report
+from edgepick.bench.session import Session, open_session
 from edgepick.bench.sweeps import BenchRequest, Config, expand
 from edgepick.launch import run_isolated
 from edgepick.progress import ProgressEvent, Tick, silent
@@ -37,7 +38,8 @@ def _settings(cfg: Config, req: BenchRequest, raw: dict | None) -> dict:
 
 
 def _result(cfg: Config, req: BenchRequest, ok: bool, raw: dict | None, error: str | None,
-            peak_rss: int, peak_rss_swap: int, before: dict, after: dict) -> BenchResult:
+            peak_rss: int, peak_rss_swap: int, before: dict, after: dict,
+            session: Session | None = None) -> BenchResult:
     host = machine.host()
     state = MachineState(load_avg_before=before["load_avg"], load_avg_after=after["load_avg"],
                          temperature_c_before=before["temperature_c"],
@@ -52,24 +54,31 @@ def _result(cfg: Config, req: BenchRequest, ok: bool, raw: dict | None, error: s
             sustain = sustain_report(raw)
             if not sustain.window_tps:
                 ok, error = False, "sustained run shorter than one window"
+            elif session is not None:
+                sustain = session.complete_sustain(sustain, raw, req.memory_growth_max)
+    extra = {} if session is None else session.figures(raw if ok else None)
     return BenchResult(
         model=cfg.model, model_path=cfg.candidate.model if cfg.candidate else cfg.model,
         backend=cfg.candidate.backend if cfg.candidate else cfg.backend,
         sweep=cfg.sweep, config=cfg.label, key=cfg.key, settings=_settings(cfg, req, raw),
         status="ok" if ok else "failed", error=None if ok else error, metrics=metrics,
-        sustain=sustain, machine=state, created=time.time())
+        sustain=sustain, machine=state, created=time.time(), **extra)
 
 
-def measure_config(cfg: Config, req: BenchRequest) -> BenchResult:
+def measure_config(cfg: Config, req: BenchRequest, *, worker=None) -> BenchResult:
+    """One configuration in its own worker, with the host's load, power and temperatures sampled
+    from this process around it. `worker` replaces the measuring function (tests wrap the
+    engine in a shim)."""
     before = machine.snapshot()
     if cfg.error is not None:
         return _result(cfg, req, False, None, cfg.error, 0, 0, before, before)
-    fn = measure_sustain if cfg.workload.sustain_s > 0 else measure_point
+    fn = worker or (measure_sustain if cfg.workload.sustain_s > 0 else measure_point)
     timeout = None if req.timeout_s is None else req.timeout_s + cfg.workload.sustain_s
-    out = run_isolated(fn, cfg.candidate.model_dump(), cfg.workload.model_dump(),
-                       mem_limit=req.mem_limit, timeout=timeout)
+    with open_session(req) as session:
+        out = run_isolated(fn, cfg.candidate.model_dump(), cfg.workload.model_dump(),
+                           mem_limit=req.mem_limit, timeout=timeout)
     return _result(cfg, req, out.ok, out.value, out.error, out.peak_rss_bytes,
-                   out.peak_rss_swap_bytes, before, machine.snapshot())
+                   out.peak_rss_swap_bytes, before, machine.snapshot(), session)
 
 
 def run_bench(req: BenchRequest, store: ResultStore, *, fresh: bool = False,

@@ -16,6 +16,7 @@ from edgepick.backends import supports
 from edgepick.backends.base import IN_PROCESS
 from edgepick.bench.workload import Workload
 from edgepick.errors import EdgepickError
+from edgepick.power.detect import PowerConfig
 from edgepick.records.candidate import Candidate, RuntimeSettings
 from edgepick.records.model_ref import ModelRef
 
@@ -34,6 +35,12 @@ class BenchRequest(BaseModel):
     sustain_s: float = 0.0
     mem_limit: int | None = None
     timeout_s: float | None = 900.0
+    # Measurement hygiene and energy (docs/metrics.md): none of these changes what is measured,
+    # so none is part of a configuration's key.
+    power: PowerConfig = Field(default_factory=PowerConfig)
+    quiet_wait_s: float = Field(0.0, ge=0)  # wait at most this long for a quiet host
+    contended_share: float = Field(0.25, gt=0, le=1)  # other work above this: contended
+    memory_growth_max: float = Field(2.0, gt=0)  # MiB per 1000 tokens over the sustained run
 
     def thread_counts(self) -> list[int]:
         return self.threads or [self.settings.threads]

@@ -43,6 +43,11 @@ def results_table(results: list[BenchResult]) -> Table:
                 (" (stored)" if r.cached else "")
         if r.sustain is not None and r.sustain.decay_pct is not None:
             note = f"decay {r.sustain.decay_pct:.1f}%" + (" FLAG >30%" if r.sustain.flagged else "")
+        if r.contended and r.host_load is not None:
+            from edgepick.bench.hostload import describe
+
+            note = (note + "; " if note else "") + \
+                f"[yellow]contended[/] ({describe(r.host_load.model_dump())})"
         itl = "-" if "itl_ms" not in r.metrics else \
             f"{r.metric('itl_ms'):.1f}/{_f(r.metric('itl_ms', 'p99'))}"
         status = "[green]ok[/]" if r.status == "ok" else "[red]failed[/]"
@@ -98,13 +103,43 @@ def curve_tables(results: list[BenchResult]) -> list[Table]:
             t = Table(title=f"{model}, {threads} threads: sustained run of {s.duration_s:g} s")
             t.add_column(f"window ({s.window_s:g} s)")
             t.add_column(f"tok/s ({s.requests} requests)")
+            for c in ("hottest °C", "power W", "RssAnon+swap MiB"):
+                t.add_column(c)
+            points = {round(p.t_s, 2): p for p in s.timeline}
             for i, v in enumerate(s.window_tps):
-                t.add_row(f"{i * s.window_s:g}–{(i + 1) * s.window_s:g} s", _f(v))
+                p = points.get(round(i * s.window_s, 2))
+                t.add_row(f"{i * s.window_s:g}–{(i + 1) * s.window_s:g} s", _f(v),
+                          _f(p.temperature_c if p else None), _f(p.power_w if p else None, 2),
+                          _mib(p.anon_swap_bytes if p else None))
             verdict = "-" if s.decay_pct is None else f"{s.decay_pct:.1f}%" + \
                 (" [red]over 30%: unfit for long sessions[/]" if s.flagged else "")
             t.add_row("decay first→last", verdict)
+            t.add_row("throttling", "not seen" if s.throttled_after_s is None else
+                      f"[red]throttled after {s.throttled_after_s:g} s[/]: {s.throttle_reason}")
+            growth = "-" if s.memory_growth_mib_per_1k is None else \
+                f"{s.memory_growth_mib_per_1k:.2f} MiB per 1000 tokens" + \
+                (f" [red]over {s.memory_growth_threshold:g}: growing[/]"
+                 if s.memory_growth_flagged else "")
+            t.add_row("memory growth", growth)
             tables.append(t)
+        if any(r.energy and r.energy.power_w is not None for r in ok):
+            tables.append(energy_table(model, threads, ok))
     return tables
+
+
+def energy_table(model: str, threads, results: list[BenchResult]) -> Table:
+    source = next(r.energy.source for r in results if r.energy and r.energy.source)
+    t = Table(title=f"{model}, {threads} threads: energy ({source})")
+    for c in ("configuration", "power W", "idle W", "net W", "J / generated token",
+              "J / prompt token", "note"):
+        t.add_column(c)
+    for r in results:
+        e = r.energy
+        if e is None:
+            continue
+        t.add_row(r.config, _f(e.power_w, 2), _f(e.idle_power_w, 2), _f(e.net_power_w, 2),
+                  _f(e.energy_per_token_j, 4), _f(e.prefill_energy_per_token_j, 5), e.note or "")
+    return t
 
 
 def flat_row(r: BenchResult) -> dict:
@@ -122,6 +157,13 @@ def flat_row(r: BenchResult) -> dict:
         " ".join(f"{v:.2f}" for v in r.sustain.window_tps)
     row["load_avg_before"] = " ".join(map(str, r.machine.load_avg_before))
     row["temperature_c_before"] = r.machine.temperature_c_before or ""
+    e = r.energy
+    for k in ("power_w", "idle_power_w", "energy_per_token_j", "prefill_energy_per_token_j"):
+        v = getattr(e, k) if e else None
+        row[k] = "" if v is None else v
+    row["contended"] = r.contended
+    row["other_cpu_share"] = "" if not r.host_load or r.host_load.other_cpu_share is None \
+        else r.host_load.other_cpu_share
     row["key"] = r.key
     return row
 

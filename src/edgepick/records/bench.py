@@ -29,6 +29,50 @@ class MachineState(BaseModel):
     hostname: str | None = None
 
 
+class LoadFigures(BaseModel):
+    """Host load over an interval (bench/hostload.py): shares of all CPUs."""
+
+    other_cpu_share: float | None = None  # CPU time of processes other than ours
+    steal_share: float | None = None  # time a hypervisor gave our CPUs to other guests
+    run_queue: float | None = None  # runnable tasks (procs_running), mean of the samples
+    interval_s: float | None = None
+    cpus: int | None = None
+
+
+class HostLoad(LoadFigures):
+    """During the measurement, plus the window before it (seed 000 §5.2)."""
+
+    before: LoadFigures | None = None
+    waited_s: float = 0.0  # spent waiting for the host to be quiet
+    quiet_before: bool | None = None  # None: not read
+    contended_share: float = 0.25  # other work above this share marks the result contended
+
+
+class EnergyFigures(BaseModel):
+    """Energy of one measurement (docs/metrics.md, "Energy"). A figure nobody could measure is
+    None with the reason in `note`, never 0."""
+
+    source: str | None = None  # which counter, what it covers, and its files
+    note: str | None = None
+    idle_power_w: float | None = None  # before the run, subtracted from the figures below
+    power_w: float | None = None  # mean over the timed runs, idle included
+    net_power_w: float | None = None  # power_w − idle_power_w
+    energy_per_token_j: float | None = None  # decode, net of idle
+    prefill_energy_per_token_j: float | None = None  # per prompt token, net of idle
+
+
+class TimelinePoint(BaseModel):
+    """One window of the sustained run."""
+
+    t_s: float  # window start, s from the start of the timed run
+    decode_tps: float
+    temperature_c: float | None = None  # hottest sensor in the window
+    hottest_sensor: str | None = None
+    power_w: float | None = None
+    anon_swap_bytes: int | None = None  # worker RssAnon + VmSwap at the window's last request
+    cpu_freq_share: float | None = None  # mean current CPU frequency ÷ hardware maximum
+
+
 class SustainReport(BaseModel):
     """Continuous generation for `duration_s`: tokens/s per window and the decay first → last."""
 
@@ -41,6 +85,12 @@ class SustainReport(BaseModel):
     requests: int = 0
     rss_start_bytes: int | None = None  # worker RSS when the timed run began, and when it ended
     rss_end_bytes: int | None = None
+    timeline: list[TimelinePoint] = Field(default_factory=list)
+    throttled_after_s: float | None = None  # None: no throttling seen
+    throttle_reason: str | None = None
+    memory_growth_mib_per_1k: float | None = None  # slope of RssAnon+VmSwap over tokens
+    memory_growth_flagged: bool = False
+    memory_growth_threshold: float = 2.0  # MiB per 1000 generated tokens
 
 
 class BenchResult(BaseModel):
@@ -56,6 +106,9 @@ class BenchResult(BaseModel):
     metrics: dict[str, MetricStats] = Field(default_factory=dict)
     sustain: SustainReport | None = None
     machine: MachineState = Field(default_factory=MachineState)
+    energy: EnergyFigures | None = None  # None: stored before energy was measured
+    host_load: HostLoad | None = None
+    contended: bool = False  # other work used more than host_load.contended_share of the CPUs
     created: float = 0.0
     cached: bool = False  # loaded from the store instead of measured in this run
 
@@ -72,4 +125,7 @@ class BenchResult(BaseModel):
             "metrics": {k: v.model_dump() for k, v in self.metrics.items()},
             "sustain": self.sustain.model_dump() if self.sustain else None,
             "machine": self.machine.model_dump(), "key": self.key, "cached": self.cached,
+            "energy": self.energy.model_dump() if self.energy else None,
+            "host_load": self.host_load.model_dump() if self.host_load else None,
+            "contended": self.contended,
         }
