@@ -46,17 +46,17 @@ def main() -> int:
     from edgepick.agent.model import BackendModel
     from edgepick.assets.bundled import smollm2_q4_1
     from edgepick.records.candidate import Candidate, RuntimeSettings
-    from edgepick.records.model_ref import ModelRef
+    from edgepick.inputs import resolve_ref
 
     path = str(smollm2_q4_1())
     settings = RuntimeSettings(threads=int(threads()), n_ctx=2048)
     rows = {}
     with tempfile.TemporaryDirectory() as box:
-        with BackendModel(Candidate(ref=ModelRef.parse(path), settings=settings)) as m:
+        with BackendModel(Candidate(ref=resolve_ref(path), settings=settings)) as m:
             rows["in process"] = _measure(m, Path(box))
         with edgepick_serve(["-m", path, "--slots", "1", "--ctx", "2048",
                              "--threads", threads()]) as (url, _proc):
-            with BackendModel(Candidate(ref=ModelRef.parse(f"{url}/v1"), settings=settings)) as m:
+            with BackendModel(Candidate(ref=resolve_ref(f"{url}/v1"), settings=settings)) as m:
                 rows["edgepick serve"] = _measure(m, Path(box))
     print(f"{'engine':16} {'steps':>5} {'step ms (min-max)':>22} {'gen ms':>8} "
           f"{'not generation':>15} {'calls':>5} {'refused':>7}")

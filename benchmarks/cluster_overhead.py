@@ -24,9 +24,9 @@ def _job():
     from edgepick.cluster.entries import BenchJobRequest
     from edgepick.cluster.jobs import Job
     from edgepick.records import RuntimeSettings
-    from edgepick.records.model_ref import ModelRef
+    from edgepick.inputs import resolve_ref
 
-    req = BenchRequest(models=[ModelRef.parse("smollm2")], settings=RuntimeSettings(threads=2),
+    req = BenchRequest(models=[resolve_ref("smollm2")], settings=RuntimeSettings(threads=2),
                        prompt_lengths=[128], gen_tokens=64, warmup=1, repeats=5)
     return Job(id="bench/local/smollm2", kind="bench", device="local", candidate="smollm2",
                entry="edgepick.cluster.entries:bench", request=BenchJobRequest(req),

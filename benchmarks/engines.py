@@ -67,9 +67,10 @@ def main() -> int:
     from edgepick.assets import bundled
     from edgepick.convert.facts import conversion_record
     from edgepick.evaluate.fidelity import bundled_text, fidelity
+    from edgepick.inputs import resolve_ref
     from edgepick.records.model_ref import ModelRef
 
-    og = ModelRef.parse("smollm2-og-int4")  # converted on first use, then cached
+    og = resolve_ref("smollm2-og-int4")  # converted on first use, then cached
     q4 = ModelRef.file(quantized("Q4_0"), label="llama.cpp Q4_0")
     rec = conversion_record(og.path)
     print(f"SmolLM2-135M: og {rec.recipe.precision} {rec.recipe.algo} block "

@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from edgepick.assets.bundled import smollm2_f16
     from edgepick.evaluate.fidelity import bundled_text, fidelity
-    from edgepick.records.model_ref import ModelRef
+    from edgepick.inputs import resolve_ref
     from edgepick.llama_tools import tool_path
 
     ref = str(smollm2_f16())
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         theirs, _ = llama_side(ref, cand, text, args.ctx, args.chunks, args.threads, work)
         t_llama = time.perf_counter() - t0
         t0 = time.perf_counter()
-        ours = fidelity(ModelRef.parse(ref), ModelRef.parse(cand), text, ctx=args.ctx,
+        ours = fidelity(resolve_ref(ref), resolve_ref(cand), text, ctx=args.ctx,
                         threads=args.threads,
                         max_chunks=args.chunks, cache_dir=work / "cache")
         t_ours = time.perf_counter() - t0

@@ -12,7 +12,7 @@ from edgepick.agent import Agent, ToolSet
 from edgepick.agent.model import BackendModel
 from edgepick.agent.prompting import JSON_CALL_RULES, ToolPrompter
 from edgepick.records.candidate import Candidate, RuntimeSettings
-from edgepick.records.model_ref import ModelRef
+from edgepick.inputs import resolve_ref
 from llama_server import llama_server
 
 HERMES = (
@@ -25,7 +25,7 @@ ASK = [{"role": "user", "content": "Read notes.txt"}]
 
 
 def cand(spec: str) -> Candidate:
-    return Candidate(ref=ModelRef.parse(spec), settings=RuntimeSettings(n_ctx=1024))
+    return Candidate(ref=resolve_ref(spec), settings=RuntimeSettings(n_ctx=1024))
 
 
 @pytest.fixture(scope="module")

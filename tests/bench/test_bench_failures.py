@@ -8,7 +8,7 @@ from edgepick.bench.runner import run_bench
 from edgepick.bench.sweeps import BenchRequest
 from edgepick.errors import EdgepickError
 from edgepick.records.candidate import RuntimeSettings
-from edgepick.records.model_ref import ModelRef
+from edgepick.inputs import resolve_ref
 from edgepick.store import ResultStore
 
 
@@ -21,8 +21,8 @@ def test_truncated_file_and_memory_limit_fail_while_the_others_complete(
     # budget once weights and runtime are in, while the 2-block model needs ~160 MB in all.
     # A name that resolves to nothing fails where it is given, before any measuring starts.
     with pytest.raises(EdgepickError, match="no such file"):
-        ModelRef.parse("no-such-model.gguf")
-    refs = [ModelRef.parse(m) for m in (str(truncated), smollm2_q4_1, tiny_model)]
+        resolve_ref("no-such-model.gguf")
+    refs = [resolve_ref(m) for m in (str(truncated), smollm2_q4_1, tiny_model)]
     req = BenchRequest(models=refs, settings=RuntimeSettings(n_ctx=8192), prompt_lengths=[16],
                        gen_tokens=4, warmup=0, repeats=1, mem_limit=260 * 2**20, timeout_s=300,
                        threads=[1])
@@ -51,7 +51,7 @@ def test_truncated_file_and_memory_limit_fail_while_the_others_complete(
 
 def test_a_worker_timeout_is_a_failed_result(tiny_model, store_path):
     # A sustained run gets --timeout on top of its duration; its startup alone overruns 0.01 s.
-    req = BenchRequest(models=[ModelRef.parse(tiny_model)], prompt_lengths=[16], gen_tokens=4, warmup=0,
+    req = BenchRequest(models=[resolve_ref(tiny_model)], prompt_lengths=[16], gen_tokens=4, warmup=0,
                        repeats=1, sustain_s=3, timeout_s=0.01, threads=[1])
     with ResultStore(store_path) as st:
         results = run_bench(req, st)

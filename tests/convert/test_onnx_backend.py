@@ -17,12 +17,13 @@ need_module("onnxruntime_genai")
 from edgepick.backends import LoadOptions, base, get_backend, supports  # noqa: E402
 from edgepick.errors import EdgepickError  # noqa: E402
 from edgepick.records.candidate import Candidate, RuntimeSettings  # noqa: E402
+from edgepick.inputs import resolve_ref  # noqa: E402
 from edgepick.records.model_ref import ModelRef  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def og_ref() -> ModelRef:
-    ref = ModelRef.parse("tiny-og-int4")
+    ref = resolve_ref("tiny-og-int4")
     assert ref.backend == "onnxruntime_genai"  # resolved from the folder, not from its name
     return ref
 
@@ -38,7 +39,7 @@ def og(og_ref):
 @pytest.fixture(scope="module")
 def llama(tiny_model):
     b = get_backend("llama_cpp")
-    b.load(Candidate(ref=ModelRef.parse(tiny_model), settings=RuntimeSettings(n_ctx=256)))
+    b.load(Candidate(ref=resolve_ref(tiny_model), settings=RuntimeSettings(n_ctx=256)))
     yield b
     b.unload()
 
@@ -49,7 +50,7 @@ def test_capabilities_are_declared():
     assert not supports("onnxruntime_genai", base.CONCURRENT_SEQUENCES)
     b = get_backend("onnxruntime_genai")
     with pytest.raises(EdgepickError, match="decode concurrent sequences"):
-        b.load(Candidate(ref=ModelRef.parse("tiny-og-int4")), LoadOptions(n_seq=2))
+        b.load(Candidate(ref=resolve_ref("tiny-og-int4")), LoadOptions(n_seq=2))
 
 
 def test_same_tokens_and_vocabulary_as_llama_cpp(og, llama):
@@ -94,7 +95,7 @@ def test_settings_it_cannot_apply_are_refused(og_ref):
     with pytest.raises(EdgepickError, match="kv_type 'q8_0' cannot be applied"):
         b.load(Candidate(ref=og_ref, settings=RuntimeSettings(kv_type="q8_0")))
     with pytest.raises(EdgepickError, match="not an onnxruntime-genai folder"):
-        b.load(Candidate(ref=ModelRef.parse(str(og_ref.path) + "/model.onnx",
+        b.load(Candidate(ref=resolve_ref(str(og_ref.path) + "/model.onnx",
                                             backend="onnxruntime_genai")))
 
 
@@ -141,10 +142,10 @@ def test_the_full_bundled_smollm2_converts_and_answers_like_its_llama_cpp_build(
     """Beyond the 2-block cut: the whole SmolLM2, converted torch-free, keeps llama.cpp's
     tokenizer and, like its llama.cpp build, answers a plain question right."""
     og = get_backend("onnxruntime_genai")
-    og.load(Candidate(ref=ModelRef.parse("smollm2-og-int4"),
+    og.load(Candidate(ref=resolve_ref("smollm2-og-int4"),
                       settings=RuntimeSettings(n_ctx=256, threads=2)))
     llama = get_backend("llama_cpp")
-    llama.load(Candidate(ref=ModelRef.parse(smollm2_q4_1), settings=RuntimeSettings(n_ctx=256)))
+    llama.load(Candidate(ref=resolve_ref(smollm2_q4_1), settings=RuntimeSettings(n_ctx=256)))
     try:
         text = "The capital of France is Paris. 法国的首都是巴黎。"
         assert og.tokenize(text) == llama.tokenize(text)

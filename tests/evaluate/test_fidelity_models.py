@@ -9,12 +9,12 @@ import pytest
 from edgepick.errors import EdgepickError
 from edgepick.evaluate.fidelity import bundled_text, read_text
 from edgepick.evaluate.fidelity import fidelity as _fidelity
-from edgepick.records.model_ref import ModelRef
+from edgepick.inputs import resolve_ref
 
 
 def fidelity(reference: str, candidate: str, *args, **kw):
     """The models as a user names them, resolved once as the CLI does."""
-    return _fidelity(ModelRef.parse(reference), ModelRef.parse(candidate), *args, **kw)
+    return _fidelity(resolve_ref(reference), resolve_ref(candidate), *args, **kw)
 
 CTX = 64
 CHUNKS = 3

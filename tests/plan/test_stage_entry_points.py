@@ -10,6 +10,7 @@ import pytest
 
 from edgepick.progress import ProgressEvent, silent
 from edgepick.records.candidate import Candidate, RuntimeSettings
+from edgepick.inputs import resolve_ref
 from edgepick.records.model_ref import ModelRef
 from edgepick.store import ResultStore
 
@@ -78,7 +79,7 @@ def _one_prompt(folder) -> str:
 
 
 def test_stages_store_their_rows_and_a_rerun_owns_them_without_measuring(store_path, tmp_path):
-    tiny = ModelRef.parse("tiny")
+    tiny = resolve_ref("tiny")
     for module, kind, req in _requests(tiny, tmp_path / "q"):
         run = importlib.import_module(module).run
         ticks: list[ProgressEvent] = []

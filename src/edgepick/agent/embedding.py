@@ -71,8 +71,8 @@ class EndpointEmbedder:
 
 
 def embedder_for(spec: str, threads: int = 2):
-    """An embedder for a model as the user names it (file, bundled name or endpoint)."""
-    ref = ModelRef.parse(spec)
+    """An embedder for a resolved model locator (a GGUF path or an endpoint)."""
+    ref = ModelRef.of(spec)
     if ref.is_endpoint:
         return EndpointEmbedder(ref.url, ref.served_name)
     return GGUFEmbedder(ref.path, threads=threads)

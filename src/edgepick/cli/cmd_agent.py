@@ -96,13 +96,13 @@ def register(app: typer.Typer) -> None:
         from edgepick.agent.model import BackendModel
         from edgepick.errors import EdgepickError
         from edgepick.records.candidate import Candidate, RuntimeSettings
-        from edgepick.records.model_ref import ModelRef
+        from edgepick.inputs import resolve_ref
         from edgepick.units import parse_size
 
         if mode not in (None, "native", "json"):
             raise EdgepickError(f"--tool-format: expected native or json, got '{mode}'")
         toolset = load_tools(tools, sandbox)
-        ref = ModelRef.parse(model)
+        ref = resolve_ref(model)
         cand = Candidate(ref=ref, settings=RuntimeSettings(threads=threads, n_ctx=ctx))
         requests = list(prompt or [])
         if not requests:
@@ -119,7 +119,8 @@ def register(app: typer.Typer) -> None:
                     cap = int(parse_size(memory_bytes))
                 except ValueError as exc:
                     raise EdgepickError(f"--memory-bytes: {exc}") from None
-                embedder = embedder_for(embed_model or ref.locator, threads)
+                embedder = embedder_for(resolve_ref(embed_model).locator if embed_model
+                                        else ref.locator, threads)
                 lt = LongTermMemory(memory, embedder, max_entries=memory_entries, max_bytes=cap)
                 mem = Memory(lt, summarise=m.summarise)
             agent = Agent(m, toolset, confirm=_confirm(yes), memory=mem,

@@ -50,7 +50,7 @@ def register(app: typer.Typer) -> None:
         from edgepick.bench.runner import run
         from edgepick.bench.sweeps import BenchRequest
         from edgepick.records.candidate import RuntimeSettings
-        from edgepick.records.model_ref import ModelRef
+        from edgepick.inputs import resolve_ref
         from edgepick.units import parse_size
 
         for name, v in (("--gen", gen), ("--repeats", repeats), ("--ctx", ctx)):
@@ -62,7 +62,7 @@ def register(app: typer.Typer) -> None:
             limit = parse_size(mem_limit) if mem_limit else None
         except ValueError as exc:
             raise EdgepickError(f"--mem-limit: {exc}") from None
-        refs = [ModelRef.parse(m, backend=backend) for m in split_list(model)]
+        refs = [resolve_ref(m, backend=backend) for m in split_list(model)]
         settings = RuntimeSettings(n_ctx=ctx, n_batch=batch, n_ubatch=ubatch, kv_type=kv_type,
                                    flash_attn=flash_attn, seed=seed)
         req = BenchRequest(

@@ -69,12 +69,12 @@ def register(app: typer.Typer) -> None:
 
         from edgepick.convert.recipe import ConvertRecipe
         from edgepick.convert.run import convert_gguf, convert_hf, store_record
-        from edgepick.records.model_ref import ModelRef
+        from edgepick.inputs import resolve_ref
 
         if engine not in ENGINES:
             raise EdgepickError(f"--engine: '{engine}' is not supported; known: "
                                 f"{', '.join(ENGINES)}")
-        ref = ModelRef.parse(one_model(model, None, "source model"))
+        ref = resolve_ref(one_model(model, None, "source model"))
         if ref.is_endpoint:
             raise EdgepickError(f"{ref.spec}: converting needs a model on disk, not an endpoint")
         hf = Path(ref.path).is_dir() and (Path(ref.path) / "config.json").is_file()

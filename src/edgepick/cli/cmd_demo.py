@@ -33,7 +33,7 @@ def register(app: typer.Typer) -> None:
         from edgepick.devices.local import describe, local_device
         from edgepick.fit.stage import FitRequest, run as fit
         from edgepick.records import RuntimeSettings
-        from edgepick.records.model_ref import ModelRef
+        from edgepick.inputs import resolve_ref
 
         say = err_console if json_out else console  # stdout stays clean for --json
         with say.status("reading this machine's probe…"):
@@ -41,7 +41,7 @@ def register(app: typer.Typer) -> None:
         say.print(f"this machine: {device.cores} cores, {human_bytes(device.total_ram_bytes)} RAM "
                       f"({human_bytes(device.model_budget_bytes)} available), "
                       f"{device.bandwidth_gbps:.1f} GB/s read bandwidth ({describe(device)})")
-        refs = [ModelRef.parse(m) for m in split_list(model)]
+        refs = [resolve_ref(m) for m in split_list(model)]
         prompt, gen = ctx // 2, min(64, ctx // 4)  # both fit in the context, however small
         # fit predicts at the KV fill the measurement decodes at: mid-way through its answer
         fit_req = FitRequest.for_models(refs, ["native"], ctxs=[ctx], device=device,

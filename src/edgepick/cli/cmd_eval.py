@@ -120,12 +120,12 @@ def register(app: typer.Typer) -> None:
         from edgepick.evaluate.eval_sets import bundled_set_path
         from edgepick.evaluate.stage import EvalRequest, distinct_names, run
         from edgepick.records.candidate import Candidate, RuntimeSettings
-        from edgepick.records.model_ref import ModelRef
+        from edgepick.inputs import resolve_ref
 
         paths = [bundled_set_path(d) or d for d in (data or ["demo"])]
         settings = RuntimeSettings(threads=threads, n_ctx=ctx)
-        ref = Candidate(ref=ModelRef.parse(reference), settings=settings)
-        cands = [Candidate(ref=ModelRef.parse(m), settings=settings) for m in split_list(model)]
+        ref = Candidate(ref=resolve_ref(reference), settings=settings)
+        cands = [Candidate(ref=resolve_ref(m), settings=settings) for m in split_list(model)]
         distinct_names([ref, *cands])
         progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                             TimeElapsedColumn(), console=err_console, transient=json_out)

@@ -60,12 +60,12 @@ def register(app: typer.Typer) -> None:
         """Perplexities, KL divergence, top-1 agreement and Δp of the model against REFERENCE."""
         from edgepick.evaluate.fidelity import bundled_text
         from edgepick.evaluate.fidelity_stage import FidelityRequest, run
-        from edgepick.records.model_ref import ModelRef
+        from edgepick.inputs import resolve_ref
 
         cand = one_model(merged(model, [candidate] if candidate else None, "-c/--candidate",
                                 "-m/--model"), None, "candidate")
         path = str(Path(text) if text else bundled_text("fidelity"))
-        req = FidelityRequest(reference=ModelRef.parse(reference), candidate=ModelRef.parse(cand),
+        req = FidelityRequest(reference=resolve_ref(reference), candidate=resolve_ref(cand),
                               text=path, ctx=ctx, max_chunks=chunks, threads=threads,
                               cache=not no_cache)
         with _progress(not json_out) as cb, open_store(store, path) as rs:
@@ -112,13 +112,13 @@ def register(app: typer.Typer) -> None:
         """Greedy answers of the model and REFERENCE: identical share, first diverging token."""
         from edgepick.evaluate.eval_sets import bundled_set_path
         from edgepick.evaluate.consistency_stage import ConsistencyRequest, run
-        from edgepick.records.model_ref import ModelRef
+        from edgepick.inputs import resolve_ref
 
         cand = one_model(merged(model, [candidate] if candidate else None, "-c/--candidate",
                                 "-m/--model"), None, "candidate")
         path = bundled_set_path(data) or data
-        req = ConsistencyRequest(reference=ModelRef.parse(reference),
-                                 candidate=ModelRef.parse(cand), data=path,
+        req = ConsistencyRequest(reference=resolve_ref(reference),
+                                 candidate=resolve_ref(cand), data=path,
                                  max_tokens=max_tokens, threshold=threshold, threads=threads)
         with _progress(not json_out) as cb, open_store(store, path) as rs:
             res = run(req, rs, cb or silent)

@@ -32,6 +32,9 @@ def register(app: typer.Typer) -> None:
                                    help="prompt micro-batch size of the engine (n_ubatch)"),
         n_ubatch: int = typer.Option(None, "--n-ubatch", hidden=True),
         swa_full: bool = typer.Option(False, help="keep full-size KV on sliding-window layers"),
+        mmap: bool = typer.Option(DEFAULTS.mmap, "--mmap/--no-mmap",
+                                  help="the engine maps the file (weights stay file pages) or "
+                                       "reads it into memory"),
         calibrate: bool = typer.Option(False, "--calibrate", help="with --device local: also "
                                        "measure the engine's decode speed here (20-30 s), cached"),
         refresh: bool = typer.Option(False, "--refresh", help="with --device local: measure "
@@ -39,12 +42,14 @@ def register(app: typer.Typer) -> None:
         store: str = typer.Option(None, "--store", help=STORE_HELP),
         json_out: bool = typer.Option(False, "--json", help="print a JSON list"),
     ) -> None:
-        """Memory (weights + KV cache + overhead) against the device budget, and decode speed
-        bounds; estimates of the files themselves are stored for `decide`."""
+        """Memory the model needs (anonymous memory + the file pages it reads; repacked
+        originals shown as reclaimable) against the device budget, and decode speed bounds; an
+        engine that cannot run the model's architecture is refused in one line; estimates of
+        the files themselves are stored for `decide`."""
         from edgepick.devices import load_device
         from edgepick.fit.memory import KV_TYPE_NAMES
         from edgepick.fit.stage import FitRequest, run
-        from edgepick.records.model_ref import ModelRef
+        from edgepick.inputs import resolve_ref
 
         if kv_type not in KV_TYPE_NAMES:
             raise EdgepickError(f"--kv-type: unknown '{kv_type}'; known: {', '.join(KV_TYPE_NAMES)}")
@@ -55,7 +60,7 @@ def register(app: typer.Typer) -> None:
         n_ubatch = merged(ubatch, n_ubatch, "--n-ubatch", "--ubatch")
         ctxs = int_list(ctx, "--ctx")
         quants = split_list(quant) or ["native"]
-        refs = [ModelRef.parse(m) for m in split_list(model)]
+        refs = [resolve_ref(m) for m in split_list(model)]
         if device == "local":
             from edgepick.devices.local import describe, local_device
 
@@ -68,7 +73,7 @@ def register(app: typer.Typer) -> None:
             dev = load_device(device)
         req = FitRequest.for_models(refs, quants, ctxs=ctxs, device=dev, kv_type=kv_type,
                                     margin=margin, efficiency=efficiency, fill=fill,
-                                    n_ubatch=n_ubatch, swa_full=swa_full)
+                                    n_ubatch=n_ubatch, swa_full=swa_full, mmap=mmap)
         with open_store(store) as rs:
             rows = run(req, rs)
         if json_out:
@@ -82,6 +87,11 @@ def register(app: typer.Typer) -> None:
                 console.print(f"[dim]{r.quant}: fallback {note}[/]")
             if len(r.fallbacks) > 3:
                 console.print(f"[dim]{r.quant}: and {len(r.fallbacks) - 3} more fallbacks (see --json)[/]")
+        for warning in sorted({w for r in rows for w in r.warnings}):
+            err_console.print(f"[yellow]approximated:[/] {warning}")
+        moe = [r for r in rows if r.prefill_basis]
+        if moe:
+            console.print(f"[dim]{moe[0].prefill_basis}[/]")
         risks = sorted({risk for r in rows for risk in r.risks})
         if risks:
             console.print("[bold]task priors[/] (seed 000 §3.3, seed 004 §2.3):")
@@ -99,7 +109,8 @@ def _print_tables(rows, names: list[str], dev, margin: float) -> None:
     mem = Table(title=f"memory on {dev.name}, MiB: budget {mib(dev.model_budget_bytes)}, "
                       f"margin {margin:.0%}", box=box.SIMPLE_HEAD)
     speed = Table(title=f"decode speed, tok/s ({dev.bandwidth_gbps:g} GB/s)", box=box.SIMPLE_HEAD)
-    for t, cols in ((mem, ("model", "quant", "ctx", "weights", "KV", "other", "total", "verdict")),
+    for t, cols in ((mem, ("model", "quant", "ctx", "weights", "KV", "other", "reclaim", "need",
+                           "verdict")),
                     (speed, ("model", "quant", "ctx", "KV fill", "bound", "estimate", "band",
                              "prefill"))):
         for col in cols:
@@ -107,7 +118,7 @@ def _print_tables(rows, names: list[str], dev, margin: float) -> None:
     for name, r in zip(names, rows):
         quant = r.quant + ("" if r.weights_exact else "*")
         mem.add_row(name, quant, str(r.ctx), mib(r.weights_bytes), mib(r.kv_cache_bytes),
-                    mib(r.overhead_bytes), mib(r.total_bytes),
+                    mib(r.overhead_bytes), f"-{mib(r.reclaimable_bytes)}", mib(r.total_bytes),
                     f"[{VERDICT_STYLE[r.verdict]}]{r.verdict}[/]")
         band = r.decode_tps_band
         speed.add_row(name, quant, str(r.ctx), str(r.kv_fill_tokens), f"{r.decode_tps_bound:.0f}",
@@ -116,6 +127,10 @@ def _print_tables(rows, names: list[str], dev, margin: float) -> None:
                       f"{r.prefill_tps_estimate:.0f}" if r.prefill_tps_estimate else "-")
     console.print(mem)
     console.print("* types predicted from llama.cpp's per-tensor rules; others read from the file",
+                  style="dim")
+    console.print("need = anonymous memory + the file pages read while running; reclaim = "
+                  "mapped pages never read after load (repacked originals, an untied "
+                  "embedding), resident until the kernel wants them back (docs/fit.md)",
                   style="dim")
     console.print(speed)
     console.print(f"estimate: {_basis_text(dev, rows[0].decode_basis)}", style="dim")
@@ -145,5 +160,9 @@ def _basis_text(dev, basis: str) -> str:
                 "(docs/fit.md); fit --device local --calibrate on the target calibrates them there")
     if basis == "--efficiency":
         return "bound × the --efficiency given"
+    if basis == "device spec":
+        threads = dev.threads_default or dev.cores
+        return (f"{dev.name}'s own figures: {dev.bandwidth_gbps:g} GB/s × the seeds' efficiency, "
+                f"and its compute at {threads or '?'} threads; nothing measured on this host")
     return (f"bound × {basis.split()[-1]} (the seeds' default; this CPU has no calibration: "
             "fit --device local --calibrate on the target measures one)")

@@ -20,12 +20,14 @@ def register(app: typer.Typer) -> None:
                 tensors: bool = typer.Option(False, "--tensors", help="list every tensor")) -> None:
         """Read a model's architecture and per-tensor quant types (header only; no weights)."""
         from edgepick.models.spec import load_spec
-        from edgepick.records.model_ref import ModelRef
+        from edgepick.inputs import resolve_ref
 
-        spec = load_spec(ModelRef.parse(one_model(model, positional, "model")))
+        spec = load_spec(resolve_ref(one_model(model, positional, "model")))
         data = spec.model_dump(mode="json")
         data["weights_bytes"] = spec.weights_bytes
         data["bits_per_weight"] = spec.bits_per_weight
+        data["n_active_params"] = spec.active_params
+        data["bytes_per_token"] = _weights_read(spec)
         if json_out:
             if not tensors:
                 data.pop("tensors")
@@ -37,6 +39,12 @@ def register(app: typer.Typer) -> None:
         rows = [
             ("architecture", spec.architecture),
             ("parameters", f"{spec.n_params:,} ({spec.n_params / 1e6:.1f} M)"),
+            *([("experts", f"{spec.n_experts_used} of {spec.n_experts} routed per token"
+                + (f", {spec.n_shared_experts} shared" if spec.n_shared_experts else "")),
+               ("active parameters", f"{spec.active_params:,} ({spec.active_params / 1e6:.1f} M)")]
+              if spec.n_experts else []),
+            *([("attention", f"multi-head latent (kv_lora_rank {spec.kv_lora_rank}): the "
+                             "cache holds the latent, no V")] if spec.kv_lora_rank else []),
             ("layers", spec.n_layers), ("embedding", spec.n_embd),
             ("attention heads", spec.n_heads), ("KV heads", kv_text),
             ("head size (K / V)", f"{spec.head_dim_k} / {spec.head_dim_v}"),
@@ -50,12 +58,25 @@ def register(app: typer.Typer) -> None:
             ("weights", human_bytes(spec.weights_bytes)),
             ("file size", human_bytes(spec.file_size_bytes)),
             ("bits per weight", f"{spec.bits_per_weight:.2f}" if spec.bits_per_weight else "-"),
+            ("weights read per token", human_bytes(data["bytes_per_token"])),
         ]
         for k, v in rows:
             t.add_row(k, str(v))
         console.print(t)
+        for note in spec.approximations:
+            console.print(f"[yellow]approximated:[/] {note}")
         if tensors:
             tt = Table("tensor", "type", "shape", "bytes")
             for ti in spec.tensors:
                 tt.add_row(ti.name, ti.type, "×".join(map(str, ti.shape)), human_bytes(ti.n_bytes))
             console.print(tt)
+
+
+def _weights_read(spec) -> int:
+    """Weight bytes one decoded token reads at the file's own types (no KV cache): an MoE
+    model's active experts only."""
+    from edgepick.fit.planner import plan_tensors
+    from edgepick.fit.speed import weights_read_per_token
+
+    read = weights_read_per_token(plan_tensors(spec, None)[0], spec.n_experts, spec.n_experts_used)
+    return sum(t.n_bytes for t in read)

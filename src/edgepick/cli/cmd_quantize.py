@@ -87,9 +87,9 @@ def _default_text(text: Optional[str], which: str) -> str:
 def _source(model: list[str] | None, src: str | None):
     """The source model's path: `-m`, or the deprecated positional form; a GGUF is required."""
     from edgepick.quantize.ladder import spec_of
-    from edgepick.records.model_ref import ModelRef
+    from edgepick.inputs import resolve_ref
 
-    ref = ModelRef.parse(one_model(model, src, "source model"))
+    ref = resolve_ref(one_model(model, src, "source model"))
     spec_of(ref.local_path("quantizing needs a local GGUF file"))  # one-line error for a missing file or one that is not a GGUF
     return ref
 

@@ -8,7 +8,6 @@ Routes (seed 003 §4.3: each engine has its own format and conversion path):
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import json
 import os
@@ -20,23 +19,9 @@ from typing import Callable
 
 from edgepick.convert.recipe import (KNOWN_PITFALLS, RECORD_FILE, RECORD_KIND, ConvertRecipe,
                                      ConvertRecord, check_recipe)
+from edgepick.backends.onnxruntime_genai import require_onnx
 from edgepick.errors import EdgepickError
 from edgepick.progress import ProgressEvent, Tick
-
-ONNX_EXTRA = "pip install 'edgepick[onnx]'"
-
-
-def require_onnx() -> None:
-    missing = []
-    for m in ("onnxruntime_genai", "onnxruntime", "onnx", "onnx_ir", "tokenizers"):
-        try:
-            importlib.import_module(m)
-        except ImportError:
-            missing.append(m.replace("_", "-"))
-    if missing:
-        raise EdgepickError(f"the onnxruntime-genai engine needs {', '.join(missing)}: "
-                            f"{ONNX_EXTRA}")
-
 
 def previous_record(out: Path) -> ConvertRecord | None:
     path = out / RECORD_FILE

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from edgepick.errors import InputError
 from edgepick.plan.model import Plan
+from edgepick.inputs import resolve_ref
 from edgepick.records.model_ref import ModelRef
 from edgepick.yaml_input import parse_yaml, read_user_text
 
@@ -33,7 +34,7 @@ class LoadedPlan:
         """A model the plan names, resolved once (the checks resolve every one first)."""
         key = (spec, backend, label)
         if key not in self._refs:
-            self._refs[key] = ModelRef.parse(spec, backend=backend, label=label, base_dir=self.base)
+            self._refs[key] = resolve_ref(spec, backend=backend, label=label, base_dir=self.base)
         return self._refs[key]
 
     @property

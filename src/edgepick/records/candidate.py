@@ -11,24 +11,41 @@ import hashlib
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, computed_field, model_serializer,
+                      model_validator)
 
 from edgepick.records.model_ref import ModelRef
 
 
 class RuntimeSettings(BaseModel):
+    """What every engine is run with: threads, context, batch sizes, seed. An engine's own knobs
+    belong to the engine (`Backend.settings_model`, e.g. backends/llama_cpp_support.py's
+    LlamaCppSettings); llama.cpp's four are still accepted here flat, as plans and the CLI
+    always wrote them, so that old plans load and stored keys do not change. A plugin engine's
+    knobs go in `engine` and are validated by that engine when it loads."""
+
     model_config = ConfigDict(extra="forbid")
 
     threads: int = Field(2, ge=1)
     n_ctx: int = Field(2048, ge=4)
     n_batch: int = Field(512, ge=1)
     n_ubatch: int = Field(512, ge=1)
+    seed: int = 42
+    # llama.cpp's (LlamaCppSettings), flat for compatibility
     kv_type: str = "f16"  # f16 | q8_0 | q4_0 (llama.cpp cache types)
     flash_attn: bool = True
     # Sliding-window layers keep only their window (as llama-server does), not the full context.
     swa_full: bool = False
-    seed: int = 42
     mmap: bool = True
+    engine: dict[str, Any] = Field(default_factory=dict)  # an engine's own further knobs
+
+    @model_serializer(mode="wrap")
+    def _without_empty_engine(self, handler: Any) -> dict:
+        # an empty `engine` is left out, so that stored keys and payloads stay as they were
+        data = handler(self)
+        if not data.get("engine"):
+            data.pop("engine", None)
+        return data
 
     def key_dict(self) -> dict:
         return self.model_dump()
@@ -50,14 +67,15 @@ class Candidate(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _from_spec(cls, data: Any) -> Any:
-        # Serialized candidates carry the derived fields; a bare `model` string (tests, scripts)
-        # is resolved here, once, by ModelRef.parse.
+        # Serialized candidates carry the derived fields; a bare `model` locator (a path or an
+        # endpoint, as tests and scripts give it) becomes its ModelRef. Bundled names are
+        # resolved before this, by edgepick.inputs.
         if not isinstance(data, dict):
             return data
         data = dict(data)
         model, backend = data.pop("model", None), data.pop("backend", None)
         if "ref" not in data and model is not None:
-            data["ref"] = ModelRef.parse(model, backend=backend)
+            data["ref"] = ModelRef.of(model, backend=backend)
         return data
 
     @computed_field  # type: ignore[prop-decorator]

