@@ -8,7 +8,8 @@ from edgepick.devices.catalog import catalog
 
 FIELDS = {"model", "quant", "ctx", "weights_bytes", "kv_cache_bytes", "overhead_bytes",
           "total_bytes", "budget_bytes", "verdict", "decode_tps_bound", "decode_tps_estimate",
-          "prefill_tps_estimate"}
+          "prefill_tps_estimate", "n_params", "n_active_params", "bytes_per_token",
+          "memory_anon_bytes", "memory_file_bytes", "reclaimable_bytes"}
 
 
 def device_file(tmp_path, budget: str, bandwidth: float = 10.0):
@@ -27,7 +28,10 @@ def test_fit_json_contract_and_exact_weights(cli, tmp_path, smollm2_q4_1):
     assert len(rows) == 6
     for row in rows:
         assert FIELDS <= set(row)
-        assert row["total_bytes"] == row["weights_bytes"] + row["kv_cache_bytes"] + row["overhead_bytes"]
+        # the need: everything resident but the mapped pages never read after load
+        assert row["total_bytes"] == (row["weights_bytes"] + row["kv_cache_bytes"]
+                                      + row["overhead_bytes"] - row["reclaimable_bytes"])
+        assert row["total_bytes"] == row["memory_anon_bytes"] + row["memory_file_bytes"]
     native = [x for x in rows if x["quant"] == "Q4_1"]
     assert native and all(x["weights_exact"] for x in native)
     # the file's own tensor bytes, not params × bpw

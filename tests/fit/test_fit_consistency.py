@@ -40,7 +40,9 @@ def test_every_catalog_device_keeps_estimate_band_and_bound_in_order(spec, name)
 
 
 def test_constants_band_is_the_held_out_spread(spec):
+    # the AVX2 constants describe this host: a profile measured here, never a catalog laptop
     laptop = next(d for d in catalog().values() if "avx2" in d.cpu_features)
+    laptop = laptop.model_copy(update={"measured": True})
     r = fit_one(spec, None, 2048, laptop)
     assert r.decode_basis == "AVX2 constants" and r.decode_threads == 2
     lo, hi = HELDOUT_RATIOS["AVX2 constants"]
@@ -70,3 +72,25 @@ def test_the_stored_curve_gives_the_estimate_at_any_fill(spec):
     # JSON turns the fills into strings; the reader takes either
     as_json = {str(k): v for k, v in r.decode_curve.items()}
     assert decode_tps_at(as_json, 192) == decode_tps_at(r.decode_curve, 192)
+
+
+def test_a_catalog_estimate_does_not_change_with_this_hosts_calibration(spec, monkeypatch):
+    """Issue 24: laptop-16gb-cpu was estimated with the constants fitted on this 2-core host."""
+    from edgepick.fit import speed
+
+    laptop = catalog()["laptop-16gb-cpu"]
+    before = fit_one(spec, None, 8192, laptop)
+    assert before.decode_basis == "device spec" and before.decode_tps_band is None
+    assert before.decode_threads == laptop.threads_default
+    monkeypatch.setattr(speed, "AVX2_EFFICIENCY", {k: v / 2 for k, v in speed.AVX2_EFFICIENCY.items()})
+    monkeypatch.setattr(speed, "ATTENTION_S_PER_KV_HEAD", speed.ATTENTION_S_PER_KV_HEAD * 3)
+    monkeypatch.setattr(speed, "MATMUL_OVERHEAD_S", speed.MATMUL_OVERHEAD_S * 3)
+    after = fit_one(spec, None, 8192, laptop)
+    assert after.decode_tps_estimate == before.decode_tps_estimate
+    assert after.decode_curve == before.decode_curve
+    # the same profile said to be this host takes the (changed) constants
+    host = laptop.model_copy(update={"measured": True})
+    assert fit_one(spec, None, 8192, host).decode_basis == "AVX2 constants"
+    # and its own figures move it: twice the bandwidth, faster
+    fast = laptop.model_copy(update={"bandwidth_gbps": 2 * laptop.bandwidth_gbps})
+    assert fit_one(spec, None, 8192, fast).decode_tps_estimate > before.decode_tps_estimate

@@ -90,13 +90,61 @@ class Vocabulary(BaseModel):
     bos: int
 
 
+class EngineSettings(BaseModel):
+    """An engine's own knobs, read from the flat runtime settings (records/candidate.py keeps
+    them flat so that plans and stored keys stay as they were) or their `engine` map. The base
+    has none; each engine subclasses it with what only it understands."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    @classmethod
+    def of(cls, settings) -> "EngineSettings":
+        """This engine's knobs from a RuntimeSettings: its `engine` map over the flat fields."""
+        data = {k: getattr(settings, k) for k in cls.model_fields if hasattr(settings, k)}
+        data.update(getattr(settings, "engine", None) or {})
+        return cls.model_validate(data)
+
+
 class Backend(ABC):
     """Base class of every engine. Subclasses set `name` (the registry sets it too) and
     `capabilities`, and implement load / generate / unload / engine_version; the optional
-    methods below raise unless the engine declares their capability and overrides them."""
+    methods below raise unless the engine declares their capability and overrides them.
+
+    What the engine knows about itself it declares here, so shared code never names it: which
+    files or folders it `claims`, its `maturity` (the decision's engineering layer), the model
+    `architectures` it runs, and its `settings_model`."""
 
     name: ClassVar[str] = ""
     capabilities: ClassVar[frozenset[str]] = frozenset()
+    # how much of a model's path to the device this engine has proven, 0-1 (seed 000 §2.5), and why
+    maturity: ClassVar[float] = 0.5
+    maturity_reason: ClassVar[str] = "an engine edgepick has no record of"
+    settings_model: ClassVar[type[EngineSettings]] = EngineSettings
+    # tried first when several engines claim one path (a plugin may outrank a built-in)
+    claim_priority: ClassVar[int] = 0
+
+    @classmethod
+    def claims(cls, path: str) -> bool:
+        """Whether `path` (a file or folder on disk) is in this engine's own format."""
+        return False
+
+    @classmethod
+    def architectures(cls) -> frozenset[str] | None:
+        """Model architectures (llama.cpp's names, as GGUF `general.architecture` spells them)
+        the engine runs; None when it cannot say (a remote server runs what it runs)."""
+        return None
+
+    @classmethod
+    def architecture_of(cls, spec) -> str | None:
+        """The name `architectures` would list for the model described by `spec` (a ModelSpec):
+        a GGUF's own; for a config.json, what the engine's converter turns it into (None: no
+        way to tell)."""
+        return spec.architecture if spec.source_kind == "gguf" else None
+
+    @classmethod
+    def engine_label(cls) -> str:
+        """The engine and version as the support check names it, without loading it."""
+        return cls.name or cls.__name__
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)

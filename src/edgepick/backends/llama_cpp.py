@@ -19,7 +19,8 @@ from edgepick.backends.base import (Backend, Generation, LoadOptions, Vocabulary
 from edgepick.errors import EdgepickError
 from edgepick.records.candidate import Candidate
 
-KV_TYPES = {"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q5_0": 6, "q5_1": 7, "q8_0": 8, "bf16": 30}
+from edgepick.backends import llama_cpp_support as support
+from edgepick.backends.llama_cpp_support import KV_TYPES, LlamaCppSettings
 
 # Used when the GGUF carries no chat template (base models): a plain transcript.
 FALLBACK_TEMPLATE = (
@@ -48,6 +49,26 @@ class LlamaCppBackend(Backend):
     capabilities: ClassVar[frozenset[str]] = frozenset({
         base.LOGITS, base.LOGPROBS, base.CONCURRENT_SEQUENCES, base.IN_PROCESS, base.TOKENIZE,
         base.VOCABULARY, base.CHAT_TEMPLATE, base.STREAMING, base.DECODE_TIMING})
+    maturity: ClassVar[float] = 1.0
+    maturity_reason: ClassVar[str] = ("in-process llama.cpp: one pinned engine, the same code "
+                                      "measured here and shipped")
+    settings_model: ClassVar[type] = LlamaCppSettings
+
+    @classmethod
+    def claims(cls, path: str) -> bool:
+        return os.path.isfile(path) and support.is_gguf(path)
+
+    @classmethod
+    def architectures(cls) -> frozenset[str]:
+        return support.architectures()
+
+    @classmethod
+    def architecture_of(cls, spec) -> str | None:
+        return support.architecture_of(spec)
+
+    @classmethod
+    def engine_label(cls) -> str:
+        return support.engine_label()
 
     def __init__(self) -> None:
         self.llm = None
@@ -70,13 +91,14 @@ class LlamaCppBackend(Backend):
         s = candidate.settings
         if s.kv_type not in KV_TYPES:
             raise EdgepickError(f"unknown KV cache type '{s.kv_type}'; known: {', '.join(KV_TYPES)}")
+        own = LlamaCppSettings.of(s)
         t0 = time.perf_counter()
         try:
             self.llm = llama_cpp.Llama(
                 model_path=path, n_ctx=s.n_ctx, n_batch=s.n_batch, n_ubatch=s.n_ubatch,
                 n_threads=s.threads, n_threads_batch=s.threads, seed=s.seed,
-                type_k=KV_TYPES[s.kv_type], type_v=KV_TYPES[s.kv_type],
-                flash_attn=s.flash_attn, swa_full=s.swa_full, use_mmap=s.mmap,
+                type_k=KV_TYPES[own.kv_type], type_v=KV_TYPES[own.kv_type],
+                flash_attn=own.flash_attn, swa_full=own.swa_full, use_mmap=own.mmap,
                 logits_all=options.need_logits,
                 verbose=False,
             )

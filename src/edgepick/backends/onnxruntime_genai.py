@@ -24,6 +24,9 @@ from edgepick.errors import EdgepickError
 from edgepick.records.candidate import Candidate
 
 GENAI_CONFIG = "genai_config.json"
+# Architectures (llama.cpp's names) whose graph edgepick's torch-free converter builds for this
+# engine: convert/gguf_source.py refuses any other, and the support check reads the same list.
+SUPPORTED_ARCHS = ("llama",)
 ONNX_EXTRA = "pip install 'edgepick[onnx]'"
 
 
@@ -59,6 +62,33 @@ class OnnxGenaiBackend(Backend):
     capabilities: ClassVar[frozenset[str]] = frozenset({
         base.LOGITS, base.LOGPROBS, base.IN_PROCESS, base.TOKENIZE, base.VOCABULARY,
         base.CHAT_TEMPLATE, base.STREAMING})
+    maturity: ClassVar[float] = 0.8
+    maturity_reason: ClassVar[str] = ("a pinned engine measured here, but its model is a "
+                                      "converted build whose conversion is one more step to keep "
+                                      "working (seed 003 §4.3)")
+
+    @classmethod
+    def claims(cls, path: str) -> bool:
+        return is_og_folder(path)
+
+    @classmethod
+    def architectures(cls) -> frozenset[str]:
+        return frozenset(SUPPORTED_ARCHS)
+
+    @classmethod
+    def architecture_of(cls, spec) -> str | None:
+        from edgepick.backends.llama_cpp_support import architecture_of
+
+        return architecture_of(spec)  # converted from a GGUF: llama.cpp's names
+
+    @classmethod
+    def engine_label(cls) -> str:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return f"onnxruntime-genai {version('onnxruntime-genai')}"
+        except PackageNotFoundError:
+            return "onnxruntime-genai"
 
     def __init__(self) -> None:
         self.model = None

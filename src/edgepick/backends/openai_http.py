@@ -26,6 +26,9 @@ class OpenAIHttpBackend(Backend):
     # server's /tokenize (llama-server has it; others answer 404, reported in one line).
     capabilities: ClassVar[frozenset[str]] = frozenset({
         base.LOGPROBS, base.CONCURRENT_SEQUENCES, base.TOKENIZE, base.STREAMING})
+    maturity: ClassVar[float] = 0.7
+    maturity_reason: ClassVar[str] = ("a remote OpenAI-compatible server: the engine on the device "
+                                      "is whatever it runs, measured only through HTTP")
 
     def __init__(self, timeout_s: float = 600.0) -> None:
         self.base: str | None = None

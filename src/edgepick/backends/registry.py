@@ -98,3 +98,47 @@ def _checked(name: str, cls: object, where: str) -> type:
     if cls.name != name:
         cls.name = name  # the registered name is the one stored beside measurements
     return cls
+
+
+def maturity(name: str, default: float = 0.5) -> float:
+    """The maturity the engine registered as `name` declares (the decision's engineering layer);
+    `default` for a name no installed engine has."""
+    try:
+        return float(backend_class(name).maturity)
+    except EdgepickError:
+        return default
+
+
+def engine_for(path: str, default: str = "llama_cpp") -> str:
+    """The engine whose format `path` is: the registered engine that claims it (highest
+    `claim_priority` first, then by name), or `default` when none does."""
+    claimants = []
+    for name in backend_names():
+        try:
+            cls = backend_class(name)
+        except EdgepickError:
+            continue  # an engine that cannot import cannot claim either
+        if cls.claims(path):
+            claimants.append((-cls.claim_priority, name))
+    return min(claimants)[1] if claimants else default
+
+
+def unsupported(name: str, spec) -> str | None:
+    """One line when the engine registered as `name` does not run the model `spec` (a
+    ModelSpec) describes; None when it does, or when either cannot be told."""
+    cls = backend_class(name)
+    architecture = cls.architecture_of(spec)
+    known = cls.architectures()
+    if not architecture:
+        return None
+    if known is None or architecture in known:
+        return None
+    return (f"{architecture}: not supported by {cls.engine_label()}'s engine "
+            f"(supported: {', '.join(sorted(known))})")
+
+
+def check_support(name: str, spec, where: str = "") -> None:
+    """Refuse an unsupported model × engine pair in one line, before anything loads."""
+    why = unsupported(name, spec)
+    if why:
+        raise EdgepickError(f"{where}: {why}" if where else why)

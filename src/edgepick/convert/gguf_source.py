@@ -12,12 +12,11 @@ from typing import Any
 
 import numpy as np
 
+# the architectures whose graph this converter builds are the engine's own list
+from edgepick.backends.onnxruntime_genai import SUPPORTED_ARCHS
 from edgepick.errors import EdgepickError
 from edgepick.models.gguf_info import _field as field_value
 from edgepick.models.gguf_info import read_gguf
-
-# Architectures whose graph the torch-free converter builds (llama.cpp's LLM_ARCH names).
-SUPPORTED_ARCHS = ("llama",)
 FULL_PRECISION = ("F32", "F16", "BF16")
 
 

@@ -1,7 +1,11 @@
 """Memory the llama.cpp CPU runtime needs: weights, KV cache, compute and output buffers.
 
 KV cache cells per layer follow llama.cpp (src/llama-kv-cache-iswa.cpp): a sliding-window layer
-keeps pad256(min(n_ctx, n_swa + n_ubatch)) cells, a global layer n_ctx cells.
+keeps pad256(min(n_ctx, n_swa + n_ubatch)) cells, a global layer n_ctx cells. Each cell holds
+n_embd_k_gqa = head size K × KV heads of K and n_embd_v_gqa of V (src/llama-hparams.cpp).
+Multi-head latent attention (DeepSeek-V2/V3, Kimi-K2: `deepseek2` GGUFs with key_length_mla)
+is stored as one KV "head" of kv_lora_rank + rope dims, and llama.cpp allocates no V cache at
+all for it (src/llama-kv-cache.cpp: `has_v = !is_mla`): V is read from the latent in K.
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ def kv_row_bytes(spec: ModelSpec, layer: int, kv_type: str) -> int:
     """Bytes of K plus V for one cell of one layer."""
     t = KV_TYPE_NAMES[kv_type]
     n_kv = _kv_heads(spec, layer)
-    return row_bytes(t, n_kv * spec.head_dim_k) + row_bytes(t, n_kv * spec.head_dim_v)
+    v = 0 if spec.kv_lora_rank else row_bytes(t, n_kv * spec.head_dim_v)
+    return row_bytes(t, n_kv * spec.head_dim_k) + v
 
 
 def kv_cache_bytes(spec: ModelSpec, n_ctx: int, kv_type: str = "f16", n_ubatch: int = 512) -> int:
@@ -70,4 +75,5 @@ def attention_load(spec: ModelSpec, n_ctx: int, fill: int, n_ubatch: int = 512) 
     return AttentionLoad(
         kv_position_heads=sum(p * _kv_heads(spec, i) for i, p in enumerate(positions)),
         query_position_heads=sum(positions) * spec.n_heads,
-        head_dims=spec.head_dim_k + spec.head_dim_v, positions=sum(positions))
+        head_dims=spec.head_dim_k + (0 if spec.kv_lora_rank else spec.head_dim_v),
+        positions=sum(positions))

@@ -24,6 +24,9 @@ from edgepick.records.model import ModelSpec
 
 MIB = 1024 * 1024
 RUNTIME_BASELINE_BYTES = 52 * MIB
+# of which file-backed: the interpreter's, numpy's and libllama's code pages (RssFile of a
+# use_mmap=False run, where no weight is mapped; benchmarks/memory_need.py)
+RUNTIME_FILE_BYTES = 23 * MIB
 CONTEXT_BASE_BYTES = 17 * MIB
 BYTES_PER_VOCAB_ENTRY = 122
 ACTIVATION_FACTOR = 4.6
@@ -39,12 +42,17 @@ def n_ff(spec: ModelSpec) -> int:
     return 4 * spec.n_embd
 
 
-def repacked_bytes(tensors: list[PlannedTensor], cpu_repack: bool) -> int:
+def repacked_tensors(tensors: list[PlannedTensor], cpu_repack: bool) -> list[PlannedTensor]:
+    """The matmul weights llama.cpp's CPU backend copies into its interleaved layout
+    (ggml-cpu/repack.cpp: the type has a repacked form and the rows interleave by 8)."""
     if not cpu_repack:
-        return 0
-    return sum(t.n_bytes for t in tensors
-               if t.type in REPACKED_TYPES and len(t.shape) >= 2 and t.name != "token_embd.weight"
-               and t.shape[1] % 8 == 0)
+        return []
+    return [t for t in tensors if t.type in REPACKED_TYPES and len(t.shape) >= 2
+            and t.name != "token_embd.weight" and t.shape[1] % 8 == 0]
+
+
+def repacked_bytes(tensors: list[PlannedTensor], cpu_repack: bool) -> int:
+    return sum(t.n_bytes for t in repacked_tensors(tensors, cpu_repack))
 
 
 def activation_bytes(spec: ModelSpec, n_ubatch: int) -> int:

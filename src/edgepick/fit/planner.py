@@ -8,9 +8,11 @@ from importlib.resources import files
 import yaml
 
 from edgepick.fit.memory import attention_load, kv_cache_bytes, kv_read_bytes
+from edgepick.fit.need import memory_need
 from edgepick.fit.overhead import RUNTIME_BASELINE_BYTES, overhead_parts
-from edgepick.fit.speed import (CONSTANTS_THREADS, bound_bandwidth_gbps, decode_band, decode_basis,
-                               decode_time_s, prefill_estimate, weights_read_per_token)
+from edgepick.fit.speed import (CONSTANTS_THREADS, DEVICE_SPEC, PREFILL_MOE_ASSUMPTION,
+                               bound_bandwidth_gbps, decode_band, decode_basis, decode_time_s,
+                               device_threads, prefill_estimate, weights_read_per_token)
 from edgepick.models.quant_types import PlannedTensor, normalize_ftype, planned_tensor_types
 from edgepick.records.device import DeviceProfile
 from edgepick.records.fit import FitEstimate
@@ -28,7 +30,7 @@ def plan_tensors(spec: ModelSpec, quant: str | None) -> tuple[list[PlannedTensor
     ftype = normalize_ftype(quant)
     n_gqa = spec.n_heads // max(1, max(spec.n_kv_heads or [1]))
     raw = [(t.name, t.shape, t.type) for t in spec.tensors]
-    return planned_tensor_types(raw, ftype, n_gqa=n_gqa), False, ftype
+    return planned_tensor_types(raw, ftype, n_gqa=n_gqa, n_expert=spec.n_experts), False, ftype
 
 
 @lru_cache(maxsize=1)
@@ -66,20 +68,23 @@ def _higher_precision(tensors: list[PlannedTensor], ftype: str) -> tuple[dict[st
 def fit_one(spec: ModelSpec, quant: str | None, ctx: int, device: DeviceProfile, *,
             kv_type: str = "f16", margin: float = DEFAULT_MARGIN, efficiency: float | None = None,
             n_ubatch: int = 512, fill: int | None = None, swa_full: bool = False,
-            runtime_bytes: int = RUNTIME_BASELINE_BYTES) -> FitEstimate:
+            runtime_bytes: int = RUNTIME_BASELINE_BYTES, mmap: bool = True) -> FitEstimate:
     tensors, exact, qname = plan_tensors(spec, quant)
     weights = sum(t.n_bytes for t in tensors)
     kv_spec = spec if not swa_full else spec.model_copy(update={"swa_layers": []})
     kv = kv_cache_bytes(kv_spec, ctx, kv_type, n_ubatch)
     cpu_repack = bool({"avx2", "neon", "asimd"} & set(device.cpu_features))
     parts = overhead_parts(spec, tensors, min(n_ubatch, ctx), cpu_repack, runtime_bytes)
+    if not mmap:
+        parts["repacked_weights"] = 0  # read straight into the repacked layout, once
     overhead = sum(parts.values())
-    total = weights + kv + overhead
+    need = memory_need(spec, tensors, kv, min(n_ubatch, ctx), cpu_repack, mmap, runtime_bytes)
+    total = need.need_bytes
     budget = device.model_budget_bytes
     verdict = "fits" if total * (1 + margin) <= budget else "tight" if total <= budget else "no"
 
     fill = ctx // 2 if fill is None else min(fill, ctx)
-    read = weights_read_per_token(tensors)
+    read = weights_read_per_token(tensors, spec.n_experts, spec.n_experts_used)
     weights_read = sum(t.n_bytes for t in read)
     bound_bw = bound_bandwidth_gbps(device) * 1e9
 
@@ -96,7 +101,8 @@ def fit_one(spec: ModelSpec, quant: str | None, ctx: int, device: DeviceProfile,
     band = decode_band(estimate, bound, basis)
     cal = device.decode_calibration
     threads = (cal.threads if cal is not None else
-               CONSTANTS_THREADS if basis == "AVX2 constants" else None)
+               CONSTANTS_THREADS if basis == "AVX2 constants" else
+               device_threads(device) if basis == DEVICE_SPEC else None)
     attn_flops = 4.0 * spec.n_layers * spec.n_heads * spec.head_dim_k * fill
     quant_bits = 8.0 * sum(t.n_bytes for t in read) / max(1, sum(
         _elements(t) for t in read))
@@ -105,6 +111,11 @@ def fit_one(spec: ModelSpec, quant: str | None, ctx: int, device: DeviceProfile,
         model=spec.source, quant=qname, ctx=ctx, kv_type=kv_type, device=device.name,
         weights_bytes=weights, weights_exact=exact, kv_cache_bytes=kv, overhead_bytes=overhead,
         overhead_parts=parts, total_bytes=total, budget_bytes=budget, margin=margin,
+        memory_anon_bytes=sum(need.anon.values()), memory_file_bytes=sum(need.file.values()),
+        reclaimable_bytes=sum(need.reclaimable.values()), reclaimable_parts=need.reclaimable,
+        mmap=mmap, n_params=spec.n_params, n_active_params=spec.active_params,
+        prefill_basis=PREFILL_MOE_ASSUMPTION if spec.n_experts else None,
+        warnings=list(spec.approximations),
         verdict=verdict, kv_fill_tokens=fill, bytes_per_token=per_token,
         decode_tps_bound=round(bound, 2), decode_tps_estimate=round(estimate, 2),
         decode_tps_band=band, decode_curve={f: round(speeds(f)[2], 2) for f in _curve_fills(ctx)},
@@ -125,11 +136,11 @@ def _curve_fills(ctx: int) -> list[int]:
     return fills + [ctx]
 
 
-def _elements(t: PlannedTensor) -> int:
+def _elements(t: PlannedTensor) -> float:
     n = 1
     for d in t.shape:
         n *= d
-    return n
+    return n * t.share
 
 
 def _ftypes() -> set[str]:

@@ -10,9 +10,11 @@ device probed with the engine (devices/engine_probe.py) scales each term to what
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import NamedTuple
 
 from edgepick.fit.memory import AttentionLoad
+from edgepick.models.moe import expert_share
 from edgepick.models.quant_types import PlannedTensor
 from edgepick.records.device import DecodeCalibration, DeviceProfile
 
@@ -42,11 +44,19 @@ ATTENTION_S_PER_QUERY_DIM = 0.112e-9  # times (K + V head size), per position ×
 MATMUL_OVERHEAD_S = 4.8e-6
 
 
-def weights_read_per_token(tensors: list[PlannedTensor]) -> list[PlannedTensor]:
-    """Tensors a decode step reads in full: all but an untied token embedding (one row)."""
+def weights_read_per_token(tensors: list[PlannedTensor], n_experts: int = 0,
+                           n_experts_used: int = 0) -> list[PlannedTensor]:
+    """What a decode step reads of each tensor: all but an untied token embedding (one row), and
+    of a routed-expert tensor only the experts the token is sent to (models/moe.py)."""
     names = {t.name for t in tensors}
     tied = "output.weight" not in names
-    return [t for t in tensors if tied or t.name != "token_embd.weight"]
+    out = []
+    for t in tensors:
+        if not tied and t.name == "token_embd.weight":
+            continue
+        share = expert_share(t.name, n_experts, n_experts_used)
+        out.append(t if share == 1.0 else replace(t, n_bytes=int(t.n_bytes * share), share=share))
+    return out
 
 
 def efficiency_for(read: list[PlannedTensor], device: DeviceProfile,
@@ -104,6 +114,8 @@ def decode_time_s(read: list[PlannedTensor], device: DeviceProfile, attention: A
     device with neither streams the weights and the `kv_bytes` read from the cache at the seeds'
     efficiency (the bytes the bound counts, seed 001 §3.1)."""
     cal = device.decode_calibration
+    if efficiency is None and cal is None and not device.measured:
+        return spec_decode_time_s(read, device, kv_bytes)  # a catalog device: its own figures
     if efficiency is None and (cal is not None or "avx2" in device.cpu_features):
         terms = decode_terms(read, device.bandwidth_gbps, attention)
         # the constants alone are the calibration that scales nothing
@@ -117,6 +129,34 @@ def decode_time_s(read: list[PlannedTensor], device: DeviceProfile, attention: A
         return weights + kv_bytes / (device.bandwidth_gbps * 1e9 * eff)
     matmuls = sum(1 for t in read if len(t.shape) >= 2)
     return weights + matmuls * MATMUL_OVERHEAD_S + attention_time_s(attention)
+
+
+# Share of a device's compute (its profile's compute_gflops, all cores) a decode step's matrix-
+# vector products reach per thread used: the roofline's compute side for a catalog device.
+DECODE_COMPUTE_SHARE = 0.5
+
+
+def uses_host_constants(device: DeviceProfile) -> bool:
+    """The AVX2 constants were fitted on this project's host: they describe a device only when
+    its profile says it is this host (measured here by the probe)."""
+    return device.measured and "avx2" in device.cpu_features
+
+
+def device_threads(device: DeviceProfile) -> int | None:
+    return device.threads_default or device.cores
+
+
+def spec_decode_time_s(read: list[PlannedTensor], device: DeviceProfile, kv_bytes: int) -> float:
+    """A catalog device from its own figures: the weights and KV read at its bandwidth × the
+    seeds' efficiency, or its compute (the threads it runs with, of its cores), whichever is
+    slower. Nothing measured on this host enters."""
+    stream = (sum(t.n_bytes for t in read) + kv_bytes) / (device.bandwidth_gbps * 1e9
+                                                           * DEFAULT_EFFICIENCY)
+    if not device.compute_gflops:
+        return stream
+    used = min(1.0, (device_threads(device) or 1) / (device.cores or device_threads(device) or 1))
+    flops = 2.0 * matmul_params(read)
+    return max(stream, flops / (device.compute_gflops * 1e9 * used * DECODE_COMPUTE_SHARE))
 
 
 def bound_bandwidth_gbps(device: DeviceProfile) -> float:
@@ -145,6 +185,10 @@ def decode_band(estimate: float, bound: float, basis: str) -> tuple[float, float
 
 def band_text(basis: str) -> str:
     ratios = HELDOUT_RATIOS.get(basis)
+    if basis == DEVICE_SPEC:
+        return ("no validated error band for this device class: the estimate is its spec sheet's "
+                f"bandwidth × {DEFAULT_EFFICIENCY} (the seeds' rule) and compute, never measured "
+                "here")
     if ratios is None:
         return "no validated error band for this basis (the seeds' 0.6-0.7 efficiency, unchecked here)"
     return (f"band = the spread predicted ÷ measured {ratios[0]:.2f}-{ratios[1]:.2f} that "
@@ -152,23 +196,36 @@ def band_text(basis: str) -> str:
             f"(target over fitted shapes: ±20%)")
 
 
+DEVICE_SPEC = "device spec"
+
+
 def decode_basis(device: DeviceProfile, efficiency: float | None = None) -> str:
     if efficiency is not None:
         return "--efficiency"
     if device.decode_calibration is not None:
         return "engine probe"
+    if not device.measured:
+        return DEVICE_SPEC
     return "AVX2 constants" if "avx2" in device.cpu_features else f"efficiency {DEFAULT_EFFICIENCY}"
 
 
 def matmul_params(read: list[PlannedTensor]) -> int:
-    n = 0
+    """Matrix parameters one token multiplies with: a routed expert tensor counts its share."""
+    n = 0.0
     for t in read:
         if len(t.shape) >= 2:
             k = 1
             for d in t.shape:
                 k *= d
-            n += k
-    return n
+            n += k * t.share
+    return int(n)
+
+
+# Prefill of an MoE model: a batch of n_ubatch tokens routes to nearly every expert, so all
+# expert weights are streamed once per batch, a small cost beside the compute of the batch; the
+# estimate counts each token's FLOPs through its active experts only.
+PREFILL_MOE_ASSUMPTION = ("prefill counts each token's FLOPs through its active experts; the "
+                          "batch touches every expert, whose weights stream once per batch")
 
 
 def prefill_estimate(read: list[PlannedTensor], device: DeviceProfile, attn_flops: float) -> float | None:

@@ -63,13 +63,16 @@ def _key(payload: dict, device: DeviceProfile) -> str:
 def run(req: FitRequest, store, progress: Tick = silent) -> list[FitEstimate]:
     """One estimate per target and context, stored under kind "fit" (rows already held are
     linked to this run, not rewritten)."""
+    from edgepick.backends.registry import check_support
     from edgepick.fit.planner import fit_one
     from edgepick.models.spec import spec_of
 
     out: list[FitEstimate] = []
     total = len(req.targets) * len(req.ctxs)
-    for t in req.targets:
-        spec = spec_of(str(t.model.path))
+    specs = [spec_of(str(t.model.path)) for t in req.targets]
+    for t, spec in zip(req.targets, specs):  # every pair checked before anything is estimated
+        check_support(t.model.backend, spec)
+    for t, spec in zip(req.targets, specs):
         for ctx in req.ctxs:
             progress(ProgressEvent(len(out), total, t.label or t.model.label))
             est = fit_one(spec, t.quant, ctx, req.device, kv_type=req.kv_type, margin=req.margin,

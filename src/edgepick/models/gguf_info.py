@@ -8,6 +8,7 @@ from typing import Any
 
 from edgepick.errors import EdgepickError
 from edgepick.models.gguf_fast_reader import fast_reader
+from edgepick.models.moe import active_params
 from edgepick.models.quant_types import ftype_name_from_gguf
 from edgepick.records.model import ModelSpec, TensorInfo
 
@@ -93,6 +94,15 @@ def gguf_spec(path: str | Path) -> ModelSpec:
         counts[tname] = counts.get(tname, 0) + 1
     names = {t.name for t in tensors}
     ftype = _field(reader, "general.file_type")
+    n_exp = int(key("expert_count", 0) or 0)
+    n_used = int(key("expert_used_count", 0) or 0) if n_exp else 0
+    approximations = []
+    if key("ssm.state_size") or any(".ssm_" in n for n in names):
+        approximations.append(f"{arch}: Mamba/SSM layers approximated as attention layers (their "
+                              "recurrent state is not a KV cache; the KV figure is rough)")
+    if key("full_attention_interval") or key("attention.linear_key_head_count"):
+        approximations.append(f"{arch}: linear/hybrid attention layers approximated as full "
+                              "attention (KV cache over-estimated)")
     return ModelSpec(
         source=path, source_kind="gguf",
         name=str(_field(reader, "general.name", Path(path).stem)),
@@ -106,4 +116,11 @@ def gguf_spec(path: str | Path) -> ModelSpec:
         file_size_bytes=os.path.getsize(path),
         file_type=ftype_name_from_gguf(int(ftype)) if ftype is not None else None,
         tensors=tensors, quant_types=counts,
+        n_experts=n_exp, n_experts_used=n_used,
+        n_shared_experts=int(key("expert_shared_count", 0) or 0) if n_exp else 0,
+        n_active_params=active_params(tensors, n_exp, n_used) if n_exp else None,
+        # llama.cpp runs MLA (one latent K per token, no V cache) when the _mla lengths are set
+        kv_lora_rank=(int(key("attention.kv_lora_rank", 0) or 0) or None)
+        if key("attention.key_length_mla") and key("attention.value_length_mla") else None,
+        approximations=approximations,
     )

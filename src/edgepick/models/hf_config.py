@@ -1,8 +1,11 @@
 """A model's shape from a Hugging Face `config.json`, for planning models not downloaded yet.
 
-The tensor table is synthesised in GGUF naming for a standard decoder (attention + gated FFN,
-optionally mixture-of-experts), so that quantized sizes are predicted with the same rules as for
-a real GGUF. Exotic blocks (Mamba, MLA) are not modelled; the count is then approximate.
+The tensor table is synthesised in GGUF naming, as llama.cpp's convert_hf_to_gguf.py writes it,
+for a decoder with attention (grouped-query, or DeepSeek's multi-head latent attention) and a
+gated FFN or mixture of experts (routed experts, shared experts, dense leading layers), so that
+quantized sizes are predicted with the same rules as for a real GGUF. Blocks it cannot model yet
+(Mamba/SSM layers, linear or hybrid attention) are approximated as attention layers, and the spec
+says so in `approximations`.
 """
 
 from __future__ import annotations
@@ -14,9 +17,15 @@ from typing import Any
 
 from edgepick.errors import EdgepickError, InputError
 from edgepick.records.model import ModelSpec, TensorInfo
+from edgepick.models.moe import active_params
 from edgepick.models.quant_types import row_bytes
 
 SWA_PATTERNS = {"gemma2": 2, "gemma3": 6, "gemma3_text": 6, "cohere2": 4}
+# Configs whose layers are not all attention + FFN: what the tensor table approximates.
+_SSM_TYPES = {"mamba", "mamba2", "jamba", "falcon_h1", "falcon_mamba", "nemotron_h", "zamba",
+              "zamba2", "granitemoehybrid", "bamba", "plamo2", "lfm2"}
+_LINEAR_ATTENTION_TYPES = {"qwen3_next", "rwkv", "rwkv6", "rwkv7", "minimax", "minimax_m1"}
+_QK_NORM_TYPES = {"qwen3", "qwen3_moe", "olmo2", "olmoe", "gemma3", "gemma3_text"}
 
 
 def _load(path: str) -> dict[str, Any]:
@@ -53,6 +62,36 @@ def _int(cfg: dict, path: str, *names: str, default: int | None = None) -> int:
     return default
 
 
+def _exotic(cfg: dict, model_type: str) -> list[str]:
+    """One line per block kind the tensor table only approximates."""
+    out = []
+    if (model_type in _SSM_TYPES or any(k in cfg for k in ("ssm_cfg", "mamba_d_state",
+                                                           "ssm_state_size", "mamba_expand"))):
+        out.append(f"{model_type}: Mamba/SSM layers approximated as attention layers (their "
+                   "recurrent state is not a KV cache; weights and KV are rough)")
+    if (model_type in _LINEAR_ATTENTION_TYPES
+            or any(k in cfg for k in ("linear_num_key_heads", "full_attention_interval"))):
+        out.append(f"{model_type}: linear/hybrid attention layers approximated as full attention "
+                   "(KV cache over-estimated, weights rough)")
+    return out
+
+
+def _moe_layers(cfg: dict, path: str, n_layers: int, n_exp: int) -> list[int]:
+    """Which layers hold routed experts: all, after DeepSeek's `first_k_dense_replace` dense
+    layers (every `moe_layer_freq`-th), or Qwen's every `decoder_sparse_step`-th outside
+    `mlp_only_layers`."""
+    if not n_exp:
+        return []
+    first_dense = _int(cfg, path, "first_k_dense_replace", default=0)
+    freq = max(1, _int(cfg, path, "moe_layer_freq", default=1))
+    step = max(1, _int(cfg, path, "decoder_sparse_step", default=1))
+    dense_only = cfg.get("mlp_only_layers") or []
+    if not isinstance(dense_only, list) or not all(isinstance(i, int) for i in dense_only):
+        raise InputError(path, "expected a list of layer indices", field="mlp_only_layers")
+    return [i for i in range(n_layers)
+            if i >= first_dense and i % freq == 0 and (i + 1) % step == 0 and i not in dense_only]
+
+
 def hf_config_spec(path: str | Path) -> ModelSpec:
     path = str(path)
     cfg = _load(path)
@@ -68,9 +107,21 @@ def hf_config_spec(path: str | Path) -> ModelSpec:
     vocab = _int(cfg, path, "vocab_size")
     ctx = _int(cfg, path, "max_position_embeddings", "n_positions", "seq_length", default=0)
     n_exp = _int(cfg, path, "num_local_experts", "num_experts", "n_routed_experts", default=0)
+    n_used = _int(cfg, path, "num_experts_per_tok", "num_experts_per_token", "moe_topk",
+                  default=2 if n_exp else 0)
     n_ff_exp = _int(cfg, path, "moe_intermediate_size", default=n_ff)
+    n_shared = _int(cfg, path, "n_shared_experts", "num_shared_experts", default=0)
+    # Qwen2-MoE: one shared expert of its own width, gated by a sigmoid of one row
+    ff_shared = _int(cfg, path, "shared_expert_intermediate_size", default=0)
+    if ff_shared and not n_shared:
+        n_shared = 1
+    elif n_shared:
+        ff_shared = n_shared * n_ff_exp
     tied = bool(cfg.get("tie_word_embeddings", False))
     model_type = str(cfg.get("model_type") or "unknown")
+    kv_lora = _int(cfg, path, "kv_lora_rank", default=0)
+    q_lora = _int(cfg, path, "q_lora_rank", default=0)
+    approximations = _exotic(cfg, model_type)
 
     swa = cfg.get("sliding_window") if cfg.get("use_sliding_window", True) is not False else None
     swa_layers: list[int] = []
@@ -85,20 +136,34 @@ def hf_config_spec(path: str | Path) -> ModelSpec:
         if not swa_layers:
             swa = None
 
+    moe_layers = set(_moe_layers(cfg, path, n_layers, n_exp))
     shapes: list[tuple[str, list[int]]] = [("token_embd.weight", [n_embd, vocab])]
     for i in range(n_layers):
         b = f"blk.{i}."
-        shapes += [(b + "attn_norm.weight", [n_embd]),
-                   (b + "attn_q.weight", [n_embd, n_heads * head_k]),
-                   (b + "attn_k.weight", [n_embd, n_kv * head_k]),
-                   (b + "attn_v.weight", [n_embd, n_kv * head_v]),
-                   (b + "attn_output.weight", [n_heads * head_v, n_embd]),
-                   (b + "ffn_norm.weight", [n_embd])]
-        if n_exp:
+        shapes.append((b + "attn_norm.weight", [n_embd]))
+        if kv_lora:
+            shapes += _mla_attention(cfg, path, b, n_embd, n_heads, kv_lora, q_lora)
+        else:
+            shapes += [(b + "attn_q.weight", [n_embd, n_heads * head_k]),
+                       (b + "attn_k.weight", [n_embd, n_kv * head_k]),
+                       (b + "attn_v.weight", [n_embd, n_kv * head_v]),
+                       (b + "attn_output.weight", [n_heads * head_v, n_embd])]
+            if model_type in _QK_NORM_TYPES:
+                shapes += [(b + "attn_q_norm.weight", [head_k]), (b + "attn_k_norm.weight", [head_k])]
+        shapes.append((b + "ffn_norm.weight", [n_embd]))
+        if i in moe_layers:
             shapes += [(b + "ffn_gate_inp.weight", [n_embd, n_exp]),
                        (b + "ffn_gate_exps.weight", [n_embd, n_ff_exp, n_exp]),
                        (b + "ffn_up_exps.weight", [n_embd, n_ff_exp, n_exp]),
                        (b + "ffn_down_exps.weight", [n_ff_exp, n_embd, n_exp])]
+            if cfg.get("topk_method") == "noaux_tc":  # DeepSeek-V3's routing bias
+                shapes.append((b + "exp_probs_b.bias", [n_exp]))
+            if ff_shared:
+                shapes += [(b + "ffn_gate_shexp.weight", [n_embd, ff_shared]),
+                           (b + "ffn_up_shexp.weight", [n_embd, ff_shared]),
+                           (b + "ffn_down_shexp.weight", [ff_shared, n_embd])]
+                if "shared_expert_intermediate_size" in cfg:
+                    shapes.append((b + "ffn_gate_inp_shexp.weight", [n_embd]))
         else:
             shapes += [(b + "ffn_gate.weight", [n_embd, n_ff]),
                        (b + "ffn_up.weight", [n_embd, n_ff]),
@@ -114,15 +179,52 @@ def hf_config_spec(path: str | Path) -> ModelSpec:
         n = 1
         for d in shape:
             n *= d
-        ttype = wtype if len(shape) > 1 else "F32"
+        # 1-D tensors and the expert router stay F32 (convert_hf_to_gguf.py)
+        ttype = wtype if len(shape) > 1 and "ffn_gate_inp" not in name else "F32"
         rows = n // shape[0]
         tensors.append(TensorInfo(name=name, type=ttype, shape=shape, n_elements=n,
                                   n_bytes=row_bytes(ttype, shape[0]) * rows))
+    if kv_lora:
+        # llama.cpp caches the compressed latent: one "head" of kv_lora_rank + rope dims as K
+        # and kv_lora_rank as V per token and layer (fit/memory.py reads the rule)
+        rope = _int(cfg, path, "qk_rope_head_dim", default=64)
+        n_kv, head_k, head_v = 1, kv_lora + rope, kv_lora
+    n_exp_eff = n_exp if moe_layers else 0
+    counts: dict[str, int] = {}
+    for t in tensors:
+        counts[t.type] = counts.get(t.type, 0) + 1
     return ModelSpec(
         source=path, source_kind="hf_config", name=str(cfg.get("_name_or_path") or Path(path).parent.name or model_type),
         architecture=model_type, n_params=sum(t.n_elements for t in tensors),
         n_layers=n_layers, n_embd=n_embd, n_heads=n_heads, n_kv_heads=[n_kv] * n_layers,
         head_dim_k=head_k, head_dim_v=head_v, context_length=ctx, vocab_size=vocab,
         sliding_window=int(swa) if swa else None, swa_layers=swa_layers, tied_embeddings=tied,
-        file_type=wtype, tensors=tensors, quant_types={wtype: sum(1 for t in tensors if t.type == wtype)},
+        file_type=wtype, tensors=tensors, quant_types=counts,
+        n_experts=n_exp_eff, n_experts_used=n_used if n_exp_eff else 0,
+        n_shared_experts=n_shared if n_exp_eff else 0,
+        n_active_params=active_params(tensors, n_exp_eff, n_used) if n_exp_eff else None,
+        kv_lora_rank=kv_lora or None, approximations=approximations,
+        hf_architectures=[str(a) for a in cfg.get("architectures") or []],
     )
+
+
+def _mla_attention(cfg: dict, path: str, b: str, n_embd: int, n_heads: int, kv_lora: int,
+                   q_lora: int) -> list[tuple[str, list[int]]]:
+    """DeepSeek-V2/V3 attention as llama.cpp's deepseek2 stores it: low-rank Q (or a full Q),
+    the joint KV down-projection with the shared rope key, and kv_b split per head into K and V
+    up-projections (the absorbed form llama.cpp's MLA path multiplies with)."""
+    nope = _int(cfg, path, "qk_nope_head_dim", default=128)
+    rope = _int(cfg, path, "qk_rope_head_dim", default=64)
+    v_dim = _int(cfg, path, "v_head_dim", default=128)
+    q_dim = n_heads * (nope + rope)
+    out: list[tuple[str, list[int]]] = []
+    if q_lora:
+        out += [(b + "attn_q_a.weight", [n_embd, q_lora]), (b + "attn_q_a_norm.weight", [q_lora]),
+                (b + "attn_q_b.weight", [q_lora, q_dim])]
+    else:
+        out.append((b + "attn_q.weight", [n_embd, q_dim]))
+    return out + [(b + "attn_kv_a_mqa.weight", [n_embd, kv_lora + rope]),
+                  (b + "attn_kv_a_norm.weight", [kv_lora]),
+                  (b + "attn_k_b.weight", [nope, kv_lora, n_heads]),
+                  (b + "attn_v_b.weight", [kv_lora, v_dim, n_heads]),
+                  (b + "attn_output.weight", [n_heads * v_dim, n_embd])]

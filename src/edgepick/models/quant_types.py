@@ -77,6 +77,7 @@ class PlannedTensor:
     type: str
     n_bytes: int
     fell_back_from: str | None = None
+    share: float = 1.0  # of its elements one decode step reads (routed experts: k of n)
 
 
 def _quantizable(name: str, shape: list[int]) -> bool:
@@ -89,30 +90,36 @@ def _use_more_bits(i: int, n: int) -> bool:
 
 
 def planned_tensor_types(tensors: list[tuple[str, list[int], str]], ftype: str,
-                         n_gqa: int = 1) -> list[PlannedTensor]:
+                         n_gqa: int = 1, n_expert: int = 0) -> list[PlannedTensor]:
     """Which ggml type llama.cpp gives each tensor when asked for `ftype`.
 
     `tensors` holds (name, GGUF shape, current type); non-quantizable tensors keep their type.
+    `n_expert`: routed experts per MoE layer (0 for a dense model).
     """
     ftype = normalize_ftype(ftype)
     base = FTYPE_BASE[ftype]
     quantized = base not in ("F32", "F16", "BF16")
     names = {t[0] for t in tensors}
     tied = "output.weight" not in names
-    n_v = sum(1 for t in tensors if re.search(r"attn_v\.weight$", t[0]))
-    n_down = sum(1 for t in tensors if re.search(r"ffn_down(_exps)?\.weight$", t[0]))
+    n_v = sum(1 for t in tensors if _ATTN_V.search(t[0]))
+    n_down = sum(1 for t in tensors if _FFN_DOWN.search(t[0]))
+    if n_expert > 1:
+        # llama.cpp takes an MoE model's FFN layer from the tensor's name, out of n_layer
+        n_down = 1 + max((_block_index(t[0]) for t in tensors), default=0)
     i_v = i_down = 0
     by_name: dict[str, PlannedTensor] = {}
     # llama.cpp visits tensors in block order (not file order); the per-layer counters of the
     # mixture rules depend on it.
     for name, shape, current in sorted(tensors, key=lambda t: _block_index(t[0])):
-        if not _quantizable(name, shape):
+        if not _quantizable(name, shape) or "ffn_gate_inp" in name:  # routers stay as they are
             by_name[name] = PlannedTensor(name, shape, current, _nbytes(current, shape))
             continue
         new = base
         if quantized:
+            if n_expert > 1 and _FFN_DOWN.search(name):
+                i_down = _block_index(name)
             new, i_v, i_down = _mixture_rule(name, shape, ftype, base, tied, n_gqa,
-                                             i_v, n_v, i_down, n_down)
+                                             i_v, n_v, i_down, n_down, n_expert)
             fell = None
             block = type_sizes(new)[0]
             if shape[0] % block:
@@ -126,13 +133,21 @@ def planned_tensor_types(tensors: list[tuple[str, list[int], str]], ftype: str,
     return [by_name[t[0]] for t in tensors]
 
 
+# llama-quant.cpp's tensor categories: the attention-V-like tensors share one counter and one
+# rule (V, fused QKV, MLA's kv_b), and every FFN down tensor (dense, routed or shared experts)
+# counts as ffn_down
+_ATTN_V = re.compile(r"(attn_v|attn_qkv|attn_kv_b)\.weight$")
+_FFN_DOWN = re.compile(r"ffn_down[a-z_]*\.weight$")
+
+
 def _block_index(name: str) -> int:
     m = re.match(r"blk\.(\d+)\.", name)
     return int(m.group(1)) if m else -1
 
 
 def _mixture_rule(name: str, shape: list[int], ftype: str, base: str, tied: bool, n_gqa: int,
-                  i_v: int, n_v: int, i_down: int, n_down: int) -> tuple[str, int, int]:
+                  i_v: int, n_v: int, i_down: int, n_down: int,
+                  n_expert: int = 0) -> tuple[str, int, int]:
     new = base
     if name == "output.weight" or (tied and name == "token_embd.weight"):
         if shape[0] % type_sizes(base)[0]:
@@ -142,7 +157,7 @@ def _mixture_rule(name: str, shape: list[int], ftype: str, base: str, tied: bool
         return new, i_v, i_down
     if name == "token_embd.weight":
         return new, i_v, i_down
-    if name.endswith("attn_v.weight"):
+    if _ATTN_V.search(name):
         if ftype == "Q2_K":
             new = "Q4_K" if n_gqa >= 4 else "Q3_K"
         elif ftype == "Q3_K_M":
@@ -155,8 +170,12 @@ def _mixture_rule(name: str, shape: list[int], ftype: str, base: str, tied: bool
             new = "Q6_K"
         elif ftype == "Q4_K_S" and i_v < 4:
             new = "Q5_K"
+        if n_expert == 8:  # llama.cpp: "for the 8-expert model, bumping this to Q8_0 trades ~128MB"
+            new = "Q8_0"
         return new, i_v + 1, i_down
-    if re.search(r"ffn_down(_exps)?\.weight$", name):
+    if name.endswith("attn_k.weight") and n_expert == 8:
+        return "Q8_0", i_v, i_down
+    if _FFN_DOWN.search(name):
         i, n = i_down, n_down
         if ftype == "Q2_K":
             new = "Q3_K"
@@ -172,9 +191,11 @@ def _mixture_rule(name: str, shape: list[int], ftype: str, base: str, tied: bool
             new = "Q5_K"
         return new, i_v, i_down + 1
     if name.endswith("attn_output.weight"):
-        new = {"Q2_K": "Q3_K", "Q3_K_M": "Q4_K", "Q3_K_L": "Q5_K"}.get(ftype, base)
-    elif name.endswith("attn_qkv.weight"):
-        new = {"Q3_K_M": "Q4_K", "Q3_K_L": "Q4_K", "Q4_K_M": "Q5_K", "Q5_K_M": "Q6_K"}.get(ftype, base)
+        if n_expert == 8:
+            new = "Q5_K" if ftype in ("Q2_K", "Q3_K_S", "Q3_K_M", "IQ4_NL", "Q4_K_S", "Q4_K_M") \
+                else base
+        else:
+            new = {"Q2_K": "Q3_K", "Q3_K_M": "Q4_K", "Q3_K_L": "Q5_K"}.get(ftype, base)
     return new, i_v, i_down
 
 

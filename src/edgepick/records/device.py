@@ -69,7 +69,8 @@ class DeviceProfile(BaseModel):
     bandwidth_gbps: float  # sustained memory read bandwidth, GB/s (1e9 bytes)
     compute_gflops: float | None = None  # usable for prefill (CPU/GPU/NPU peak, FP16-ish)
     power_budget_w: float | None = None
-    cores: int | None = None
+    cores: int | None = None  # CPU cores (physical)
+    threads_default: int | None = None  # threads an engine runs with there (None: cores)
     cpu_features: list[str] = Field(default_factory=list)
     accelerator: str | None = None
     notes: str = ""

@@ -14,14 +14,27 @@ class FitEstimate(BaseModel):
     weights_bytes: int
     weights_exact: bool  # True when read from the file's own tensor types
     kv_cache_bytes: int
-    overhead_bytes: int  # runtime baseline + context structures + activations + repacked weights
+    overhead_bytes: int  # runtime baseline + context structures + activations + repacked copies
     overhead_parts: dict[str, int] = Field(default_factory=dict)
+    # the need (fit/need.py): anonymous memory + file pages read while running; the verdict's
+    # figure. weights + KV + overhead - reclaimable.
     total_bytes: int
+    memory_anon_bytes: int | None = None
+    memory_file_bytes: int | None = None
+    # mapped pages never read after load (repacked originals, an untied embedding): resident
+    # until the kernel wants the memory back, never need
+    reclaimable_bytes: int = 0
+    reclaimable_parts: dict[str, int] = Field(default_factory=dict)
+    mmap: bool = True
+    n_params: int | None = None
+    n_active_params: int | None = None  # read per decoded token (MoE: its active experts)
+    prefill_basis: str | None = None  # the assumption the prefill estimate makes
+    warnings: list[str] = Field(default_factory=list)  # what the shape reader approximated
     budget_bytes: int
     margin: float
     verdict: str  # fits | tight | no
     kv_fill_tokens: int  # tokens in the cache while decoding, for the speed figures
-    bytes_per_token: int  # weights + KV read to decode one token at that fill
+    bytes_per_token: int  # weights (MoE: active experts) + KV read to decode one token at that fill
     decode_tps_bound: float
     decode_tps_estimate: float
     # the measured speed to expect: the estimate spread by the held-out check's predicted ÷

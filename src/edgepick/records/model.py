@@ -34,6 +34,22 @@ class ModelSpec(BaseModel):
     file_type: str | None = None  # the GGUF's declared overall quant ("Q4_K_M"), if any
     tensors: list[TensorInfo] = Field(default_factory=list)
     quant_types: dict[str, int] = Field(default_factory=dict)  # ggml type -> tensor count
+    # Mixture of experts: routed experts per MoE layer and how many each token uses; shared
+    # experts and dense layers are read by every token (models/moe.py). 0 = dense model.
+    n_experts: int = 0
+    n_experts_used: int = 0
+    n_shared_experts: int = 0
+    n_active_params: int | None = None  # parameters one decoded token reads; None = n_params
+    # Multi-head latent attention (DeepSeek-V2/V3, Kimi-K2) as llama.cpp runs it: K holds the
+    # latent (kv_lora_rank + rope dims, head_dim_k, one KV head) and no V is cached; None otherwise
+    kv_lora_rank: int | None = None
+    hf_architectures: list[str] = Field(default_factory=list)  # config.json's class names
+    # what the shape reader could not model and approximated (Mamba/SSM layers, hybrid attention)
+    approximations: list[str] = Field(default_factory=list)
+
+    @property
+    def active_params(self) -> int:
+        return self.n_params if self.n_active_params is None else self.n_active_params
 
     @property
     def weights_bytes(self) -> int | None:

@@ -1,0 +1,79 @@
+"""What the pinned llama.cpp runs, and its own settings: read without loading the engine.
+
+The architectures come from llama.cpp's source (scripts/llama_archs.py writes
+data/llama_cpp_archs.json from the pinned sdist's src/llama-arch.cpp and convert_hf_to_gguf.py),
+never from a hand list.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib.metadata import PackageNotFoundError, version
+from importlib.resources import files
+
+from pydantic import field_validator
+
+from edgepick.backends.base import EngineSettings
+
+GGUF_MAGIC = b"GGUF"
+# llama.cpp's KV cache types (ggml_type numbers), for llama_context_params.type_k / type_v
+KV_TYPES = {"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q5_0": 6, "q5_1": 7, "q8_0": 8, "bf16": 30}
+
+
+class LlamaCppSettings(EngineSettings):
+    """Knobs only llama.cpp has (the rest of RuntimeSettings is common to every engine)."""
+
+    kv_type: str = "f16"  # KV cache type
+    flash_attn: bool = True
+    swa_full: bool = False  # sliding-window layers keep the whole context, not their window
+    mmap: bool = True  # map the file (weights stay clean file pages) instead of reading it
+
+    @field_validator("kv_type")
+    @classmethod
+    def _kv(cls, v: str) -> str:
+        if v not in KV_TYPES:
+            raise ValueError(f"unknown KV cache type '{v}'; known: {', '.join(KV_TYPES)}")
+        return v
+
+
+@lru_cache(maxsize=1)
+def _data() -> dict:
+    return json.loads(files("edgepick").joinpath("data/llama_cpp_archs.json").read_text())
+
+
+def architectures() -> frozenset[str]:
+    return frozenset(_data()["architectures"])
+
+
+def hf_architecture(hf_class: str) -> str | None:
+    """The llama.cpp architecture a Hugging Face class converts to; None: no converter for it."""
+    return _data()["hf_architectures"].get(hf_class)
+
+
+def engine_label() -> str:
+    try:
+        v = version("llama_cpp_python")
+    except PackageNotFoundError:
+        v = _data()["llama_cpp_python"]
+    return f"llama.cpp {v}"
+
+
+def is_gguf(path: str) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) == GGUF_MAGIC
+    except OSError:
+        return False
+
+
+def architecture_of(spec) -> str | None:
+    """llama.cpp's name for the model: a GGUF's general.architecture, or the architecture
+    convert_hf_to_gguf.py makes of the config's class (its class name when it has no converter,
+    which no llama.cpp architecture matches)."""
+    if spec.source_kind == "gguf":
+        return spec.architecture
+    for cls in spec.hf_architectures:
+        if hf_architecture(cls):
+            return hf_architecture(cls)
+    return spec.hf_architectures[0] if spec.hf_architectures else None

@@ -1,0 +1,65 @@
+"""What memory a model needs while it runs: anonymous memory plus the file pages it reads.
+
+The resident set of a llama.cpp process (its VmHWM) is not the model's need. With the file
+mapped (llama.cpp's default, mmap), weights are clean file pages: the kernel keeps those each
+token reads, and drops the others under pressure at no cost, because they can be read back
+from the file. Two kinds of mapped page are never read again after load:
+
+- the originals of repacked tensors (on AVX2/NEON llama.cpp copies Q4_0, Q4_K and IQ4_NL matmul
+  weights into an interleaved layout at load and multiplies with the copy);
+- an untied token embedding, of which a token reads one row.
+
+They are shown as reclaimable, never counted as need. Without mmap (`use_mmap=False`) every
+weight is read into anonymous memory once (a repacked tensor only in its repacked form) and the
+need is the whole resident set. Need = anonymous (KV cache, compute buffers, context
+structures, repacked copies, the runtime's heap) + file-backed (mapped weights a token reads,
+the runtime's libraries); docs/fit.md, benchmarks/memory_need.py checks it.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from edgepick.fit.overhead import RUNTIME_BASELINE_BYTES, RUNTIME_FILE_BYTES, overhead_parts
+from edgepick.models.quant_types import PlannedTensor
+from edgepick.records.model import ModelSpec
+
+
+class MemoryNeed(NamedTuple):
+    anon: dict[str, int]  # part -> bytes of anonymous memory
+    file: dict[str, int]  # part -> bytes of file-backed pages read while running
+    reclaimable: dict[str, int]  # mapped pages never read again after load (not need)
+
+    @property
+    def need_bytes(self) -> int:
+        return sum(self.anon.values()) + sum(self.file.values())
+
+
+def _is_repacked(t: PlannedTensor, repacked: set[str]) -> bool:
+    return t.name in repacked
+
+
+def memory_need(spec: ModelSpec, tensors: list[PlannedTensor], kv_bytes: int, n_ubatch: int,
+                cpu_repack: bool, mmap: bool = True,
+                runtime_bytes: int = RUNTIME_BASELINE_BYTES) -> MemoryNeed:
+    from edgepick.fit.overhead import repacked_tensors
+
+    parts = overhead_parts(spec, tensors, n_ubatch, cpu_repack, runtime_bytes)
+    runtime_file = min(RUNTIME_FILE_BYTES, runtime_bytes)
+    repacked = {t.name for t in repacked_tensors(tensors, cpu_repack)}
+    tied = "output.weight" not in {t.name for t in tensors}
+    anon = {"kv_cache": kv_bytes, "activations": parts["activations"],
+            "context": parts["context"], "runtime": parts["runtime"] - runtime_file}
+    file = {"runtime_libraries": runtime_file}
+    reclaimable: dict[str, int] = {}
+    if mmap:
+        anon["repacked_weights"] = parts["repacked_weights"]
+        embd = sum(t.n_bytes for t in tensors if t.name == "token_embd.weight" and not tied
+                   and not _is_repacked(t, repacked))
+        originals = parts["repacked_weights"]
+        file["weights"] = sum(t.n_bytes for t in tensors) - originals - embd
+        reclaimable = {k: v for k, v in (("repacked_originals", originals),
+                                         ("token_embedding", embd)) if v}
+    else:
+        anon["weights"] = sum(t.n_bytes for t in tensors)
+    return MemoryNeed(anon, file, reclaimable)
