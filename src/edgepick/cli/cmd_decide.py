@@ -157,14 +157,38 @@ def register(app: typer.Typer) -> None:
                                               "the node carrying its tag; docs/scale.md)"),
             address: str = typer.Option(None, "--address", help="with --executor ray: the Ray "
                                         "head HOST:PORT [default: the plan's cluster.address, "
-                                        "else a private Ray on this machine]")) -> None:
+                                        "else a private Ray on this machine]"),
+            traffic: str = typer.Option(None, "--traffic", help="re-select on sampled traffic "
+                                        "(edgepick serve --sample-out): the candidates run on "
+                                        "its items; the new deploy.yaml lands beside the "
+                                        "deployed one (docs/operations.md)"),
+            traffic_weight: float = typer.Option(None, "--traffic-weight", help="with --traffic: "
+                                                 "share of traffic items, mixed with the plan's "
+                                                 "own sets [default: traffic alone]"),
+            deployed: str = typer.Option(None, "--deployed", help="with --traffic: the deploy.yaml "
+                                         "in service [default: <output>/deploy.yaml]")) -> None:
         """Run a whole plan: fit → quantize → bench → eval → fidelity → decide → report."""
+        from pathlib import Path
+
         from edgepick.plan.loader import load_plan
         from edgepick.plan.runner import run_plan
 
         lp = load_plan(plan)
         if store:
             lp.plan.store = os.path.abspath(store)
+        if traffic or traffic_weight is not None or deployed:
+            from edgepick.cli.cmd_reselect import show_reselection
+            from edgepick.errors import EdgepickError
+            from edgepick.plan.traffic import reselect
+
+            if not traffic:
+                raise EdgepickError("--traffic-weight and --deployed go with --traffic FILE")
+            sel = reselect(lp, Path(traffic), traffic_weight, Path(deployed) if deployed else None)
+            if json_out:
+                print_json(sel.result.decision)
+                return
+            show_reselection(sel)
+            return
         if executor != "local" or address or lp.plan.devices:
             from edgepick.cluster.fleet import run_fleet
 

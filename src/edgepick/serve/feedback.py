@@ -105,7 +105,9 @@ def loop_router(state: "ServeState") -> APIRouter:
     if refs is not None:
         state.background.append(refs.run)
 
-    @router.post("/v1/feedback")
+    @router.post("/v1/feedback", summary="Rate an answer by its x-request-id", openapi_extra={
+        "requestBody": {"required": True, "content": {"application/json": {
+            "schema": FeedbackBody.model_json_schema()}}}})
     async def feedback(request: Request) -> Response:
         check_key(request, state.settings.api_key)
         raw = await request.body()
@@ -113,7 +115,7 @@ def loop_router(state: "ServeState") -> APIRouter:
             raise BadRequest(f"feedback body over {MAX_FEEDBACK_BODY} bytes", status=413)
         try:
             body = FeedbackBody.model_validate(json.loads(raw or b"null"))
-        except (ValueError, ValidationError) as exc:
+        except (ValueError, ValidationError, RecursionError) as exc:
             raise BadRequest(_first_problem(exc)) from None
         counted = book.first(body.request_id, body.rating)
         if counted:
@@ -123,7 +125,7 @@ def loop_router(state: "ServeState") -> APIRouter:
                              "counted": counted, "sampled": sampled,
                              "badcase": sampled and body.rating == "down"})
 
-    @router.get("/metrics/history")
+    @router.get("/metrics/history", include_in_schema=False)
     async def metrics_history(request: Request,
                               ago: float = Query(300.0, ge=0, le=7 * 86400)) -> Response:
         check_key(request, state.settings.api_key)
@@ -135,6 +137,8 @@ def loop_router(state: "ServeState") -> APIRouter:
 
 
 def _first_problem(exc: Exception) -> str:
+    if isinstance(exc, RecursionError):
+        return "feedback: the body is nested too deeply"
     if isinstance(exc, ValidationError):
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"]) or "body"
