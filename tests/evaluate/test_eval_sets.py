@@ -5,6 +5,7 @@ of duplicate ids and of different data in combined runs, and the default plan's 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -112,6 +113,9 @@ def test_two_sets_run_end_to_end_and_rerun_measures_nothing(tmp_path):
 def test_realtime_chat_routes_tool_calls_as_a_task_of_their_own():
     """The default run's scenario sets no tool gate: tool_call items are judged by the same
     per-task gates as the text tasks, and a hybrid plan sends them to the cloud alone."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "decide"))  # its helper
     from test_decide_gates import summary
 
     from edgepick.decide.decision import decide

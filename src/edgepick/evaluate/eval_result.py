@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from edgepick.errors import InputError
 from edgepick.evaluate.gap import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, badcase_list, gaps_by,
@@ -14,26 +14,40 @@ from edgepick.evaluate.outputs import DEFAULT_MAX_TOKENS, budget, collect_output
 from edgepick.evaluate.scorers import ItemScore, get_scorer
 from edgepick.evaluate.unacceptable import reasons
 from edgepick.records.candidate import Candidate
-from edgepick.records.evaluation import BootstrapSettings, CandidateEval, EvalResult, ItemOutcome
+from edgepick.records.evaluation import (BootstrapSettings, CandidateEval, EvalResult, ItemOutcome,
+                                         SampleOutcome)
 from edgepick.store.results import ResultStore
+
+if TYPE_CHECKING:
+    from edgepick.evaluate.looks import Sequential
 
 EVAL_KIND = "eval"
 SCORER_VERSION = "3"  # bump when a scorer's rules change, so stored EvalResults are not reused
 
 
+def _score_one(it: EvalItem, out: dict) -> tuple[ItemScore, list[str], str, str]:
+    text = out.get("text", "")
+    finish = out.get("finish_reason", "stop")
+    s = get_scorer(it.task).score(it, text)
+    if finish == "error":
+        s = ItemScore(score=0.0, correct=False, format_ok=False,
+                      why=f"engine error: {out.get('error', '')}", details={})
+    return s, reasons(it, text, finish, s), text, finish
+
+
 def score_outputs(items: list[EvalItem], outputs: list[dict],
                   budgets: dict[str, int] | None = None) -> tuple[list[ItemOutcome], list[ItemScore]]:
     """Score stored outputs: everything here is a pure function of (item, output record), so
-    anyone holding the eval set and the stored outputs recomputes the same verdicts."""
+    anyone holding the eval set and the stored outputs recomputes the same verdicts. An item
+    sampled k times is one outcome whose figures are per-item rates over its samples."""
     outcomes, scores = [], []
     for it, out in zip(items, outputs):
-        text = out.get("text", "")
-        finish = out.get("finish_reason", "stop")
-        s = get_scorer(it.task).score(it, text)
-        if finish == "error":
-            s = ItemScore(score=0.0, correct=False, format_ok=False,
-                          why=f"engine error: {out.get('error', '')}", details={})
-        why_un = reasons(it, text, finish, s)
+        if "samples" in out:
+            o, s = _sampled_outcome(it, out, budgets)
+            outcomes.append(o)
+            scores.append(s)
+            continue
+        s, why_un, text, finish = _score_one(it, out)
         outcomes.append(ItemOutcome(
             item_id=it.id, task=it.task, difficulty=it.difficulty, critical=it.critical,
             output=text, finish_reason=finish, generated_tokens=out.get("generated_tokens", 0),
@@ -44,6 +58,40 @@ def score_outputs(items: list[EvalItem], outputs: list[dict],
             details=dict(_jsonable(s.details), why=s.why), reused=bool(out.get("reused"))))
         scores.append(s)
     return outcomes, scores
+
+
+def _sampled_outcome(it: EvalItem, out: dict, budgets) -> tuple[ItemOutcome, ItemScore]:
+    samples, scored = [], []
+    for rec in out["samples"]:
+        s, why_un, text, finish = _score_one(it, rec)
+        scored.append((s, why_un, finish))
+        samples.append(SampleOutcome(
+            seed=rec.get("seed", 0), output=text, finish_reason=finish,
+            generated_tokens=rec.get("generated_tokens", 0), score=s.score, correct=s.correct,
+            format_ok=s.format_ok, badcase=(not s.correct) or bool(why_un), unacceptable=why_un))
+    k = len(samples)
+    shares = {"unacceptable": sum(bool(x.unacceptable) for x in samples) / k,
+              "badcase": sum(x.badcase for x in samples) / k,
+              "format_ok": sum(x.format_ok for x in samples) / k,
+              "correct": sum(x.correct for x in samples) / k}
+    strict = [s.strict_format for s, _, f in scored if f != "error" and s.strict_format is not None]
+    if strict:
+        shares["strict_format"] = sum(strict) / len(strict)
+    first, why0, _ = scored[0]
+    score = sum(x.score for x in samples) / k
+    reasons_all = sorted({r for x in samples for r in x.unacceptable})
+    agg = ItemScore(score=score, correct=shares["correct"] == 1.0,
+                    format_ok=shares["format_ok"] == 1.0, why=first.why, details=first.details,
+                    strict_format=None if not strict else all(strict))
+    return ItemOutcome(
+        item_id=it.id, task=it.task, difficulty=it.difficulty, critical=it.critical,
+        output=samples[0].output, finish_reason=samples[0].finish_reason,
+        generated_tokens=round(sum(x.generated_tokens for x in samples) / k),
+        max_tokens=budget(it, budgets) if budgets is not None else None, score=score,
+        correct=agg.correct, format_ok=agg.format_ok, strict_format=agg.strict_format,
+        badcase=shares["badcase"] > 0, unacceptable=reasons_all,
+        details=dict(_jsonable(first.details), why=first.why), reused=bool(out.get("reused")),
+        samples=samples, shares=shares), agg
 
 
 def _jsonable(d: dict) -> dict:
@@ -65,14 +113,17 @@ def _candidate_eval(cand: Candidate, items, outcomes, scores, ref_outcomes, ref_
 
 
 def result_key(items: list[EvalItem], reference: Candidate, candidates: list[Candidate],
-               budgets: dict[str, int], resamples: int, seed: int) -> str:
+               budgets: dict[str, int], resamples: int, seed: int,
+               extra: dict | None = None) -> str:
     # The items themselves, not the file: a --limit slice is a different evaluation.
     data = hashlib.sha256(json.dumps([it.model_dump(mode="json") for it in items],
                                      sort_keys=True).encode()).hexdigest()
-    blob = json.dumps({"data": data, "ref": reference.content_key(),
-                       "cands": [c.content_key() for c in candidates], "budgets": budgets,
-                       "scorers": SCORER_VERSION, "bootstrap": [resamples, seed]}, sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+    blob = {"data": data, "ref": reference.content_key(),
+            "cands": [c.content_key() for c in candidates], "budgets": budgets,
+            "scorers": SCORER_VERSION, "bootstrap": [resamples, seed]}
+    if extra:  # sampling, sequential settings: absent for a fixed-N greedy run (old keys hold)
+        blob["extra"] = extra
+    return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:32]
 
 
 def run_eval(items: list[EvalItem], reference: Candidate, candidates: list[Candidate],
@@ -80,25 +131,76 @@ def run_eval(items: list[EvalItem], reference: Candidate, candidates: list[Candi
              budgets: dict[str, int] | None = None, resamples: int = BOOTSTRAP_RESAMPLES,
              seed: int = BOOTSTRAP_SEED,
              on_start: Callable[[str, int], None] | None = None,
-             on_item: Callable[[], None] | None = None) -> EvalResult:
+             on_item: Callable[[], None] | None = None,
+             sampling: dict | None = None, samples: int = 1,
+             sequential: "Sequential | None" = None) -> EvalResult:
+    """Every model on every item (fixed N), or in looks that stop what is settled
+    (`sequential`, evaluate/looks.py). With `sampling`, `samples` outputs per item."""
     budgets = dict(DEFAULT_MAX_TOKENS, **(budgets or {}))
-    ref_out, ref_gen, ref_reused = collect_outputs(reference, items, store, budgets, on_start, on_item)
-    ref_outcomes, ref_scores = score_outputs(items, ref_out, budgets)
-    ref_eval = _candidate_eval(reference, items, ref_outcomes, ref_scores, ref_outcomes, ref_scores,
-                               ref_gen, ref_reused, resamples, seed)
+    k = samples if sampling else 1
+    gen = dict(sampling=sampling, samples=k)
+    info = None
+    if sequential is None:
+        ref_ix = list(range(len(items)))
+        cand_ix = [ref_ix] * len(candidates)
+        outs = []
+        counts = []
+        for model in [reference, *candidates]:
+            out, made, reused = collect_outputs(model, items, store, budgets, on_start, on_item,
+                                                **gen)
+            outs.append(dict(enumerate(out)))
+            counts.append((made, reused))
+    else:
+        from edgepick.evaluate.looks import run_looks
+
+        counts_by: dict[int, list[int]] = {}
+
+        def generate(model, ix, deadline):
+            if not ix:
+                return {}
+            out, made, reused = collect_outputs(model, [items[i] for i in ix], store, budgets,
+                                                on_start, on_item, deadline=deadline, **gen)
+            c = counts_by.setdefault(id(model), [0, 0])
+            c[0] += made
+            c[1] += reused
+            return {i: o for i, o in zip(ix, out) if o is not None}
+
+        def score(ix, recs):
+            return score_outputs([items[i] for i in ix], recs, budgets)[0]
+
+        cand_ix, ref_ix, outs, info = run_looks(items, reference, candidates, sequential,
+                                                generate, score, k)
+        counts = [tuple(counts_by.get(id(m), [0, 0])) for m in [reference, *candidates]]
+
+    def evaluated(pos: int, ix: list[int], paired_ix: list[int]):
+        its = [items[i] for i in ix]
+        oc, sc = score_outputs(its, [outs[pos][i] for i in ix], budgets)
+        ro, rs = score_outputs(its, [outs[0][i] for i in ix], budgets)
+        return its, oc, sc, ro, rs
+
+    its, ro, rs, _, _ = evaluated(0, ref_ix, ref_ix)
+    ref_eval = _candidate_eval(reference, its, ro, rs, ro, rs, counts[0][0], counts[0][1],
+                               resamples, seed)
     cand_evals = []
-    for cand in candidates:
-        out, gen, reused = collect_outputs(cand, items, store, budgets, on_start, on_item)
-        outcomes, scores = score_outputs(items, out, budgets)
-        cand_evals.append(_candidate_eval(cand, items, outcomes, scores, ref_outcomes, ref_scores,
-                                          gen, reused, resamples, seed))
-    key = result_key(items, reference, candidates, budgets, resamples, seed)
+    for ci, cand in enumerate(candidates):
+        its, oc, sc, ro, rs = evaluated(1 + ci, cand_ix[ci], cand_ix[ci])
+        cand_evals.append(_candidate_eval(cand, its, oc, sc, ro, rs, counts[1 + ci][0],
+                                          counts[1 + ci][1], resamples, seed))
+    extra = {}
+    if sampling:
+        extra["sampling"] = dict(sampling, samples=k)
+    if sequential is not None:
+        extra["sequential"] = {"gates": [g.model_dump(mode="json") for g in sequential.gates],
+                               "look_items": sequential.look_items,
+                               "budget": sequential.deadline is not None}
+    key = result_key(items, reference, candidates, budgets, resamples, seed, extra or None)
     result = EvalResult(data=data_path, data_sha256=data_sha, n_items=len(items),
                         n_invalid_lines=len({(p.path, p.line) for p in problems or []}),
                         problems=[str(p) for p in problems or []], reference=ref_eval,
                         candidates=cand_evals,
                         bootstrap=BootstrapSettings(resamples=resamples, seed=seed),
-                        max_tokens=budgets, scorer_version=SCORER_VERSION, key=key)
+                        max_tokens=budgets, scorer_version=SCORER_VERSION, key=key,
+                        samples=k, sampling=sampling, sequential=info)
     store.put(EVAL_KIND, key, result.model_dump(mode="json"),
               label=", ".join(c.name for c in candidates) + f" vs {reference.name}")
     return result

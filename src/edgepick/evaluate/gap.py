@@ -14,7 +14,8 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
-from edgepick.evaluate.intervals import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_mean, wilson
+from edgepick.evaluate.intervals import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_mean,
+                                         per_item_rate, wilson)
 from edgepick.evaluate.scorers import ItemScore, get_scorer
 from edgepick.records.evaluation import Badcase, GroupGap, ItemOutcome, Rate, Unacceptable
 
@@ -42,9 +43,32 @@ def _rate(flags: list[bool]) -> float:
     return sum(flags) / len(flags) if flags else 0.0
 
 
+def item_values(outcomes: list[ItemOutcome], what: str) -> list[float]:
+    """Per item: the flag (one output), or the share of its samples (k samples)."""
+    out = []
+    for o in outcomes:
+        if o.samples and what in o.shares:
+            out.append(o.shares[what])
+        elif what == "unacceptable":
+            out.append(float(bool(o.unacceptable)))
+        else:
+            out.append(float(bool(getattr(o, what))))
+    return out
+
+
+def item_rate(outcomes: list[ItemOutcome], what: str) -> Rate:
+    """Rate.of the flags; with k samples per item, the per-item rate and its interval
+    (intervals.per_item_rate), never k×n samples as if they were independent."""
+    k = max((len(o.samples) for o in outcomes), default=0)
+    if k <= 1:
+        return Rate.of([v >= 0.5 for v in item_values(outcomes, what)])
+    p, lo, hi = per_item_rate(item_values(outcomes, what), k)
+    return Rate(count=round(p * len(outcomes)), n=len(outcomes), value=p, low=lo, high=hi)
+
+
 def _strict(outcomes: list[ItemOutcome]) -> Rate | None:
-    flags = [o.strict_format for o in outcomes if o.strict_format is not None]
-    return Rate.of(flags) if flags else None
+    has = [o for o in outcomes if o.strict_format is not None]
+    return item_rate(has, "strict_format") if has else None
 
 
 def group_gap(items: list, cand: list[ItemOutcome], ref: list[ItemOutcome],
@@ -61,10 +85,10 @@ def group_gap(items: list, cand: list[ItemOutcome], ref: list[ItemOutcome],
         scorer = get_scorer(task)
         metrics = scorer.aggregate(items, cand_scores)
         ref_metrics = scorer.aggregate(items, ref_scores)
-    bad, ref_bad = _rate([o.badcase for o in cand]), _rate([o.badcase for o in ref])
+    cb, rb = item_values(cand, "badcase"), item_values(ref, "badcase")
+    bad, ref_bad = float(np.mean(cb)), float(np.mean(rb))
     # mean(candidate flags) − mean(reference flags): extra badcases, same items resampled.
-    (lo, hi), _ = paired_bootstrap([float(o.badcase) for o in cand],
-                                   [float(o.badcase) for o in ref], resamples, seed)
+    (lo, hi), _ = paired_bootstrap(cb, rb, resamples, seed)
     return GroupGap(
         n=len(cand), score=score, ref_score=ref_score, gap_abs=gap,
         gap_rel=gap / ref_score if ref_score > 0 else None, ci95=ci, ci95_rel=ci_rel,
@@ -72,14 +96,14 @@ def group_gap(items: list, cand: list[ItemOutcome], ref: list[ItemOutcome],
         ref_score_ci95=list(bootstrap_mean(rs, resamples, seed)),
         badcase_rate=bad, ref_badcase_rate=ref_bad, badcases_per_1000=(bad - ref_bad) * 1000,
         badcases_per_1000_ci95=[lo * 1000, hi * 1000],
-        badcases=Rate.of([o.badcase for o in cand]), ref_badcases=Rate.of([o.badcase for o in ref]),
-        unacceptable=Rate.of([bool(o.unacceptable) for o in cand]),
-        ref_unacceptable=Rate.of([bool(o.unacceptable) for o in ref]),
+        badcases=item_rate(cand, "badcase"), ref_badcases=item_rate(ref, "badcase"),
+        unacceptable=item_rate(cand, "unacceptable"),
+        ref_unacceptable=item_rate(ref, "unacceptable"),
         strict_format=_strict(cand), ref_strict_format=_strict(ref),
-        format_ok_rate=_rate([o.format_ok for o in cand]),
-        ref_format_ok_rate=_rate([o.format_ok for o in ref]),
-        unacceptable_rate=_rate([bool(o.unacceptable) for o in cand]),
-        ref_unacceptable_rate=_rate([bool(o.unacceptable) for o in ref]),
+        format_ok_rate=float(np.mean(item_values(cand, "format_ok"))),
+        ref_format_ok_rate=float(np.mean(item_values(ref, "format_ok"))),
+        unacceptable_rate=float(np.mean(item_values(cand, "unacceptable"))),
+        ref_unacceptable_rate=float(np.mean(item_values(ref, "unacceptable"))),
         metrics=metrics, ref_metrics=ref_metrics)
 
 
@@ -100,7 +124,12 @@ def gaps_by(key, items: list, cand: list[ItemOutcome], ref: list[ItemOutcome],
 
 
 def unacceptable_summary(outcomes: list[ItemOutcome]) -> Unacceptable:
-    reasons = Counter(r for o in outcomes for r in o.unacceptable)
+    """Reasons count outputs (each sample once); the rate and its interval count items."""
+    reasons = Counter(r for o in outcomes for x in (o.samples or [o]) for r in x.unacceptable)
+    if any(o.samples for o in outcomes):
+        r = item_rate(outcomes, "unacceptable")
+        return Unacceptable(n=r.n, count=r.count, rate=r.value,
+                            reasons=dict(sorted(reasons.items())), low=r.low, high=r.high)
     count = sum(1 for o in outcomes if o.unacceptable)
     lo, hi = wilson(count, len(outcomes))
     return Unacceptable(n=len(outcomes), count=count, rate=count / max(1, len(outcomes)),

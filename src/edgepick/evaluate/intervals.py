@@ -26,6 +26,22 @@ def wilson(count: int, n: int, z: float = Z95) -> tuple[float, float]:
     return _wilson_p(count / n, n, z)
 
 
+def per_item_rate(values: list[float], k: int) -> tuple[float, float, float]:
+    """A rate over items each sampled k times (values: each item's share of bad samples), the
+    item as the unit: the Wilson interval at the effective sample size n·p(1-p)/var(item shares)
+    (Kish's design effect for cluster samples). Samples that always agree within an item give
+    n_eff = n, the interval of one sample per item; independent ones up to n·k."""
+    v = np.asarray(values, dtype=float)
+    n = v.size
+    if n == 0:
+        return 0.0, 0.0, 1.0
+    p = float(v.mean())
+    var = float(v.var())
+    n_eff = n if var <= 0 else min(n * max(1, k), n * p * (1 - p) / var)
+    lo, hi = _wilson_p(p, n_eff)
+    return p, lo, hi
+
+
 def bootstrap_mean(values: list[float], resamples: int = BOOTSTRAP_RESAMPLES,
                    seed: int = BOOTSTRAP_SEED, bounds: tuple[float, float] = (0.0, 1.0)
                    ) -> tuple[float, float]:
@@ -82,7 +98,7 @@ def items_to_settle_rate(count: int, n: int, limit: float) -> int | None:
     return hi_m
 
 
-def _wilson_p(p: float, n: int, z: float = Z95) -> tuple[float, float]:
+def _wilson_p(p: float, n: float, z: float = Z95) -> tuple[float, float]:
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom

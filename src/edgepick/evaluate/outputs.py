@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from typing import Callable
 
 from edgepick.errors import EdgepickError
@@ -28,63 +29,116 @@ DEFAULT_MAX_TOKENS = {
 }
 
 
+def now() -> float:
+    """The clock a time budget is counted on (time.monotonic; a test may replace `clock`)."""
+    return clock()
+
+
+clock = time.monotonic
+
+
 def budget(item: EvalItem, budgets: dict[str, int]) -> int:
     return item.max_tokens or budgets.get(item.task, 128)
 
 
-def output_key(candidate_key: str, item: EvalItem, max_tokens: int, seed: int) -> str:
-    gen = {"max_tokens": max_tokens, "chat": True, "sampling": "greedy", "seed": seed}
+def output_key(candidate_key: str, item: EvalItem, max_tokens: int, seed: int,
+               sampling: dict | None = None) -> str:
+    """Greedy outputs keep the key they always had; a sampled one adds its settings (the seed
+    is the sample's own)."""
+    gen = {"max_tokens": max_tokens, "chat": True, "sampling": sampling or "greedy", "seed": seed}
     blob = json.dumps([candidate_key, item.input_hash(), gen], sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+
+def sample_seeds(base: int, samples: int) -> list[int]:
+    """The recorded seed of each of an item's samples: base, base + 1, ..."""
+    return [base + j for j in range(samples)]
+
+
+def _generate(backend, prompt, max_tokens: int, chat: bool, sampling: dict | None, seed: int):
+    if sampling is None:
+        return backend.generate(prompt, max_tokens, chat=chat)
+    import inspect
+
+    if "sampling" not in inspect.signature(backend.generate).parameters:
+        raise EdgepickError(f"the {backend.name or type(backend).__name__} backend generates "
+                            "greedily only; evaluate with sampling needs an engine that samples "
+                            "(scenario sampling, docs/evaluate.md)", )
+    return backend.generate(prompt, max_tokens, chat=chat, sampling=dict(sampling, seed=seed))
 
 
 def collect_outputs(candidate: Candidate, items: list[EvalItem], store: ResultStore,
                     budgets: dict[str, int],
                     on_start: Callable[[str, int], None] | None = None,
-                    on_item: Callable[[], None] | None = None) -> tuple[list[dict], int, int]:
-    """(one output dict per item, how many were generated now, how many came from the store)."""
+                    on_item: Callable[[], None] | None = None, *,
+                    sampling: dict | None = None, samples: int = 1,
+                    deadline: float | None = None) -> tuple[list[dict | None], int, int]:
+    """(one output dict per item, how many generations ran now, how many came from the store).
+    With `sampling` each item gets `samples` outputs, each stored under its own seed; the item's
+    dict then holds them under "samples" (each with its "seed"), so a killed run resumes.
+    With a `deadline` (on `now()`) no generation starts after it: the items it leaves
+    without every output come back as None."""
     from edgepick.backends import get_backend
 
     ckey = candidate.content_key()
-    keys = [output_key(ckey, it, budget(it, budgets), candidate.settings.seed) for it in items]
-    outputs: list[dict | None] = [None] * len(items)
-    for i, k in enumerate(keys):
-        got = store.get(OUTPUT_KIND, k)
-        if got is not None:
-            outputs[i] = dict(got, reused=True)
-    missing = [i for i, o in enumerate(outputs) if o is None]
+    seeds = sample_seeds(candidate.settings.seed, samples if sampling else 1)
+    keys = [[output_key(ckey, it, budget(it, budgets), sd, sampling) for sd in seeds]
+            for it in items]
+    got: list[list[dict | None]] = [[store.get(OUTPUT_KIND, k) for k in ks] for ks in keys]
+    missing = [(i, j) for i, g in enumerate(got) for j, o in enumerate(g) if o is None]
+    reused = {(i, j) for i, g in enumerate(got) for j, o in enumerate(g) if o is not None}
     if on_start:
-        on_start(candidate.name, len(missing))
+        on_start(candidate.name, len({i for i, _ in missing}))
     if missing:
         backend = get_backend(candidate.backend)
         prompter = None
-        if any(items[i].tools for i in missing):  # seed 004 §4.1: tools in the model's own format
+        if any(items[i].tools for i, _ in missing):  # seed 004 §4.1: tools in the model's format
             from edgepick.agent.prompting import ToolPrompter
 
             prompter = ToolPrompter.for_model(candidate.model, candidate.backend)
         backend.load(candidate)
         try:
-            for i in missing:
+            last = None
+            for i, j in missing:
+                if deadline is not None and now() >= deadline:
+                    break
                 it = items[i]
                 prompt, chat = (prompter.build(it.chat_messages(), it.tools)
                                 if prompter and it.tools else (it.chat_messages(), True))
                 try:
-                    g = backend.generate(prompt, budget(it, budgets), chat=chat)
+                    g = _generate(backend, prompt, budget(it, budgets), chat, sampling, seeds[j])
                 except EdgepickError as exc:
+                    if sampling and "generates greedily only" in str(exc):
+                        raise
                     # Not stored: a transient failure must be retried by the next run.
-                    outputs[i] = {"text": "", "finish_reason": "error", "generated_tokens": 0,
-                                  "error": str(exc), "reused": False}
+                    got[i][j] = {"text": "", "finish_reason": "error", "generated_tokens": 0,
+                                 "error": str(exc)}
                 else:
                     rec = {"text": g.text, "finish_reason": g.finish_reason,
                            "generated_tokens": g.generated_tokens, "prompt_tokens": g.prompt_tokens,
                            "item_id": it.id}
+                    if sampling:
+                        rec["seed"] = seeds[j]
                     if prompter and it.tools:
                         rec["tool_prompt"] = prompter.mode
-                    store.put(OUTPUT_KIND, keys[i], rec, label=f"{candidate.name}:{it.id}")
-                    outputs[i] = dict(rec, reused=False)
-                if on_item:
+                    store.put(OUTPUT_KIND, keys[i][j], rec, label=f"{candidate.name}:{it.id}")
+                    got[i][j] = rec
+                if on_item and i != last:
                     on_item()
+                last = i
         finally:
             backend.unload()
-    generated = len(missing)
-    return [o for o in outputs if o is not None], generated, len(items) - generated
+    outputs: list[dict | None] = []
+    for i, g in enumerate(got):
+        if any(o is None for o in g):
+            outputs.append(None)
+            continue
+        recs = [dict(o, reused=(i, j) in reused) for j, o in enumerate(g)]
+        if sampling:
+            outputs.append({"samples": [dict(r, seed=r.get("seed", seeds[j]))
+                                        for j, r in enumerate(recs)],
+                            "reused": all(r["reused"] for r in recs)})
+        else:
+            outputs.append(recs[0])
+    made = sum(o is not None for g in got for o in g) - len(reused)
+    return outputs, made, len(reused)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from edgepick.evaluate.eval_sets import DataSpec
+from edgepick.evaluate.seq_gates import EvalGate
 from edgepick.progress import ProgressEvent, Tick, silent
 from edgepick.records.candidate import Candidate
 from edgepick.records.evaluation import EvalResult
@@ -20,6 +21,17 @@ class EvalRequest(BaseModel):
     candidates: list[Candidate] = Field(..., min_length=1)
     limit: int | None = Field(None, ge=1)  # per set without its own: items spread over tasks
     max_tokens: dict[str, int] = Field(default_factory=dict)  # per-task generation budgets
+    # The deployment's sampling (scenario `sampling`): temperature, top_p, top_k, repeat_penalty;
+    # None = greedy. `samples` outputs per item, each with its recorded seed.
+    sampling: dict | None = None
+    samples: int = Field(1, ge=1, le=64)
+    # Sequential looks (evaluate/looks.py): stop each candidate once its gates are settled.
+    # False: every model on every item (fixed N). The gates come from the scenario.
+    sequential: bool = False
+    gates: list[EvalGate] = Field(default_factory=list)
+    look_items: int = Field(4, ge=1)
+    max_items: int | None = Field(None, ge=1)  # per model over all sets (round-robin over tasks)
+    budget_s: float | None = Field(None, gt=0)  # seconds of generation left for this stage
 
 
 def distinct_names(cands: list[Candidate]) -> None:
@@ -37,24 +49,36 @@ def run(req: EvalRequest, store, progress: Tick = silent) -> EvalResult:
     from edgepick.evaluate.eval_sets import load_sets, specs_of
     from edgepick.evaluate.eval_result import run_eval
 
+    from edgepick.evaluate.eval_sets import spread
+
     sets = load_sets(specs_of(req.data, req.limit))
-    items = sets.items
-    total = len(items) * (1 + len(req.candidates))
+    items = spread(sets.items, req.max_items)
+    total = len(items) * (1 + len(req.candidates))  # sequential: the most it can take
     state = {"done": 0, "who": "", "model": -1}
 
-    def on_start(name: str, missing: int) -> None:  # once per model; only missing items run
+    def on_start(name: str, missing: int) -> None:  # once per model (and look); only missing run
         state["model"] += 1
         state["who"] = name
-        state["done"] = state["model"] * len(items) + len(items) - missing
+        if not req.sequential:
+            state["done"] = state["model"] * len(items) + len(items) - missing
         progress(ProgressEvent(state["done"], total, name))
 
     def on_item() -> None:
         state["done"] += 1
         progress(ProgressEvent(state["done"], total, state["who"]))
 
+    seq = None
+    if req.sequential:
+        from edgepick.evaluate.looks import Sequential
+        from edgepick.evaluate.outputs import now
+
+        seq = Sequential(gates=req.gates, look_items=req.look_items, budget_s=req.budget_s,
+                         deadline=None if req.budget_s is None
+                         else now() + req.budget_s)
     # sets.sha: the files and which of their items were used (a --limit slice differs).
     result = run_eval(items, req.reference, req.candidates, store, data_path=sets.label,
                       data_sha=sets.sha, problems=sets.problems, budgets=req.max_tokens or None,
-                      on_start=on_start, on_item=on_item)
+                      on_start=on_start, on_item=on_item, sampling=req.sampling,
+                      samples=req.samples, sequential=seq)
     progress(ProgressEvent(total, total, "done"))
     return result

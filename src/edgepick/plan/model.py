@@ -61,6 +61,12 @@ class EvalSection(_Strict):
     reference: str | None = None  # GGUF, bundled name or endpoint; required when enabled
     limit: int | None = Field(None, ge=1)  # per set without its own: spread over tasks; none = all
     max_tokens: dict[str, int] = Field(default_factory=dict)  # per-task generation budgets
+    # Looks that stop each candidate once its gates are settled (docs/evaluate.md, issue 27);
+    # false: every model on every item (fixed N). `max_items` caps the items per model over
+    # all sets; `look_items` is how many items each open (candidate, task) cell gets per look.
+    sequential: bool = True
+    max_items: int | None = Field(None, ge=1)
+    look_items: int = Field(4, ge=1)
 
 
 class FidelitySection(_Strict):

@@ -35,6 +35,14 @@ class RunState:
     device: object  # DeviceProfile
     candidates: list[RunCandidate] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    deadline: float | None = None  # `run --budget`: evaluate.outputs.now() at which to stop
+
+    def remaining_s(self) -> float | None:
+        if self.deadline is None:
+            return None
+        from edgepick.evaluate.outputs import now
+
+        return max(1e-3, self.deadline - now())
 
     def active(self, local_only: bool = False) -> list[RunCandidate]:
         return [c for c in self.candidates if not c.skipped
@@ -122,12 +130,32 @@ def eval_stage(st: RunState, tick: Tick) -> None:
     if not active:
         return tick(ProgressEvent(0, 0, "done"))
     ref = Candidate(ref=st.lp.ref(plan.eval.reference), settings=plan.runtime)
+    from edgepick.plan.eval_gates import eval_gates, sampling_of, scenario_of, unroutable_failures
+
+    scenario = scenario_of(st.lp)
+    if plan.eval.sequential:
+        failing = unroutable_failures(st, active, scenario)
+        for c in active:
+            if c.name in failing:
+                st.notes.append(f"eval: {c.name} not evaluated — fails {failing[c.name]}, "
+                                "which no routing avoids")
+        active = [c for c in active if c.name not in failing]
+        if not active:
+            return tick(ProgressEvent(0, 0, "done"))
+    sampling, samples = sampling_of(scenario)
     req = EvalRequest(data=st.lp.eval_specs(), reference=ref,
                       candidates=[st.candidate(c) for c in active], limit=plan.eval.limit,
-                      max_tokens=plan.eval.max_tokens)
+                      max_tokens=plan.eval.max_tokens, sampling=sampling, samples=samples,
+                      sequential=plan.eval.sequential, gates=eval_gates(scenario),
+                      look_items=plan.eval.look_items, max_items=plan.eval.max_items,
+                      budget_s=st.remaining_s())
     result = run(req, st.store, tick)
     for p in result.problems[:5]:
         st.notes.append(f"eval: skipped bad line — {p}")
+    if result.sequential is not None:
+        from edgepick.evaluate.savings import savings_lines
+
+        st.notes.extend(f"eval: {line}" for line in savings_lines(result))
 
 
 def fidelity_stage(st: RunState, tick: Tick) -> None:

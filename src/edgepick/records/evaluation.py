@@ -33,8 +33,24 @@ class Rate(BaseModel):
         return cls(count=count, n=n, value=count / n if n else 0.0, low=lo, high=hi)
 
 
+class SampleOutcome(BaseModel):
+    """One of an item's k samples under the deployment's sampling (seed recorded)."""
+
+    seed: int
+    output: str
+    finish_reason: str
+    generated_tokens: int = 0
+    score: float
+    correct: bool
+    format_ok: bool
+    badcase: bool
+    unacceptable: list[str] = Field(default_factory=list)
+
+
 class ItemOutcome(BaseModel):
-    """One model's output on one item, scored."""
+    """One model's output on one item, scored. With k samples the item stays the unit: score is
+    their mean, `shares` the fraction of samples that were unacceptable / badcases / format_ok /
+    correct, the flags say whether any sample was (correct: all were), `output` is sample 0's."""
 
     item_id: str
     task: str
@@ -52,6 +68,8 @@ class ItemOutcome(BaseModel):
     unacceptable: list[str] = Field(default_factory=list)  # reasons, from UNACCEPTABLE_REASONS
     details: dict = Field(default_factory=dict)  # scorer-specific figures (e.g. parsed label)
     reused: bool = False  # True when the raw output came from the store (no inference this run)
+    samples: list[SampleOutcome] = Field(default_factory=list)  # only when sampled k > 1 times
+    shares: dict[str, float] = Field(default_factory=dict)  # per-item rates over the samples
 
 
 class GroupGap(BaseModel):
@@ -124,6 +142,44 @@ class BootstrapSettings(BaseModel):
     confidence: float = 0.95
 
 
+class GateStop(BaseModel):
+    """One gate as the sequential evaluation left it (anytime-valid confidence sequence)."""
+
+    metric: str
+    task: str | None = None  # None: over all tasks
+    verdict: str  # pass | fail | undetermined, by the confidence sequence
+    look: int | None = None  # the look (1-based) at which it settled; None: never
+    items: int = 0  # items it had been judged on when it settled (or at the end)
+    low: float | None = None  # the confidence sequence at the end
+    high: float | None = None
+
+
+class SequentialCandidate(BaseModel):
+    name: str
+    items: int  # items evaluated
+    generations: int  # outputs needed: items x samples (stored ones included)
+    fixed_items: int  # what a fixed-N evaluation would have used
+    stopped_look: int | None = None
+    why: str = ""  # settled | cap | budget | not evaluated: <reason>
+    gates: list[GateStop] = Field(default_factory=list)
+
+
+class SequentialInfo(BaseModel):
+    method: str = "betting confidence sequence (Waudby-Smith & Ramdas 2024)"
+    alpha: float = 0.05
+    looks: int = 0
+    look_items: int = 0  # items added per task and open cell at each look
+    fixed_items: int = 0  # items per model under fixed N
+    planned_per_task: dict[str, int] = Field(default_factory=dict)  # the fixed-N task mix
+    reference_items: int = 0
+    candidates: list[SequentialCandidate] = Field(default_factory=list)
+    not_evaluated: dict[str, str] = Field(default_factory=dict)  # candidate -> the gate it fails
+    budget_s: float | None = None
+    budget_exhausted: bool = False
+    undetermined: list[str] = Field(default_factory=list)  # "candidate: gate (task)" left open
+    to_settle: dict[str, list[str]] = Field(default_factory=dict)  # same keys: next item ids
+
+
 class EvalResult(BaseModel):
     data: str  # path of the eval set
     data_sha256: str
@@ -136,3 +192,6 @@ class EvalResult(BaseModel):
     max_tokens: dict[str, int]  # per-task default generation budgets in force
     scorer_version: str
     key: str = ""  # the store key this result was saved under
+    samples: int = 1  # outputs per item (scenario sampling.samples); 1 = one greedy output
+    sampling: dict | None = None  # temperature, top_p, top_k, repeat_penalty; None = greedy
+    sequential: SequentialInfo | None = None  # None: fixed N, every model on every item

@@ -1,0 +1,57 @@
+"""A scripted engine for the eval stage's own logic: each model answers each item from a table
+(or a function of the item and the sample's seed), so tests know every verdict in advance."""
+
+from __future__ import annotations
+
+import pytest
+
+from edgepick.backends.base import Generation
+
+
+class ScriptedBackend:
+    name = "scripted"
+    calls: list[tuple[str, str, int | None]] = []  # (model file, prompt, seed) per generation
+    answers: dict = {}  # model file -> fn(prompt, seed) -> text
+    clock: list[float] | None = None  # a fake monotonic clock, advanced per generation
+
+    def load(self, candidate, options=None) -> float:
+        self.model = str(candidate.ref.path)
+        return 0.0
+
+    def unload(self) -> None:
+        pass
+
+    def generate(self, prompt, max_tokens, *, chat=False, stop=None, logprobs=False,
+                 ignore_eos=False, sampling=None) -> Generation:
+        text_in = prompt[-1]["content"] if isinstance(prompt, list) else str(prompt)
+        seed = None if sampling is None else sampling["seed"]
+        ScriptedBackend.calls.append((self.model, text_in, seed))
+        if ScriptedBackend.clock is not None:
+            ScriptedBackend.clock[0] += 1.0
+        out = ScriptedBackend.answers[self.model](text_in, seed)
+        return Generation(text=out, prompt_tokens=3, generated_tokens=max(1, len(out.split())),
+                          finish_reason="stop")
+
+
+@pytest.fixture
+def scripted(monkeypatch, tmp_path):
+    """(make_candidate(name, answer_fn), store): candidates on small files answered by script."""
+    import edgepick.backends as backends
+    from edgepick.records.candidate import Candidate
+    from edgepick.records.model_ref import ModelRef
+    from edgepick.store import ResultStore
+
+    ScriptedBackend.calls = []
+    ScriptedBackend.answers = {}
+    ScriptedBackend.clock = None
+    monkeypatch.setattr(backends, "get_backend", lambda name: ScriptedBackend())
+
+    def make(name: str, answer) -> Candidate:
+        path = tmp_path / f"{name}.gguf"
+        path.write_bytes(name.encode() * 8)
+        ScriptedBackend.answers[str(path)] = answer
+        return Candidate(ref=ModelRef.file(str(path), label=name), label=name)
+
+    store = ResultStore(tmp_path / "results.sqlite")
+    yield make, store
+    store.close()
