@@ -15,6 +15,7 @@ from edgepick.serve.signals import Signals
 
 log = logging.getLogger("edgepick.serve")
 KNOWN_SECTIONS = ("resources", "swap", "route")
+OTHER_OWNERS = ("sampling",)  # read from `extra` by their owners (serve/references.py)
 
 
 class Condition(BaseModel):
@@ -110,7 +111,8 @@ class ServePolicy(BaseModel):
         data = read_yaml_mapping(path, "expected a mapping with resources:, swap: or route:")
         extra = {k: v for k, v in data.items() if k not in KNOWN_SECTIONS}
         for key in extra:
-            log.info("%s: section '%s' is not used by serve; ignored", path, key)
+            if key not in OTHER_OWNERS:
+                log.info("%s: section '%s' is not used by serve; ignored", path, key)
         policy = validate_input(cls, {k: v for k, v in data.items() if k in KNOWN_SECTIONS}, path)
         policy.extra = extra
         if policy.swap and policy.swap.signals_file and not policy.swap.signals_file.is_absolute():
