@@ -44,10 +44,8 @@ def results_table(results: list[BenchResult]) -> Table:
         if r.sustain is not None and r.sustain.decay_pct is not None:
             note = f"decay {r.sustain.decay_pct:.1f}%" + (" FLAG >30%" if r.sustain.flagged else "")
         if r.contended and r.host_load is not None:
-            from edgepick.bench.hostload import describe
-
-            note = (note + "; " if note else "") + \
-                f"[yellow]contended[/] ({describe(r.host_load.model_dump())})"
+            share = (r.host_load.other_cpu_share or 0) + (r.host_load.steal_share or 0)
+            note = (note + "; " if note else "") + f"[yellow]contended[/] (others {share:.0%} CPU)"
         itl = "-" if "itl_ms" not in r.metrics else \
             f"{r.metric('itl_ms'):.1f}/{_f(r.metric('itl_ms', 'p99'))}"
         status = "[green]ok[/]" if r.status == "ok" else "[red]failed[/]"
@@ -103,19 +101,27 @@ def curve_tables(results: list[BenchResult]) -> list[Table]:
             t = Table(title=f"{model}, {threads} threads: sustained run of {s.duration_s:g} s")
             t.add_column(f"window ({s.window_s:g} s)")
             t.add_column(f"tok/s ({s.requests} requests)")
-            for c in ("hottest °C", "power W", "RssAnon+swap MiB"):
+            # only the timeline's columns something was read for (no sensor: no column)
+            cols = [(c, fn) for c, fn in (
+                ("hottest °C", lambda p: _f(p.temperature_c)),
+                ("power W", lambda p: _f(p.power_w, 2)),
+                ("RssAnon MiB", lambda p: _mib(p.anon_swap_bytes)))
+                if any(fn(p) != "-" for p in s.timeline)]
+            for c, _ in cols:
                 t.add_column(c)
             points = {round(p.t_s, 2): p for p in s.timeline}
             for i, v in enumerate(s.window_tps):
                 p = points.get(round(i * s.window_s, 2))
                 t.add_row(f"{i * s.window_s:g}–{(i + 1) * s.window_s:g} s", _f(v),
-                          _f(p.temperature_c if p else None), _f(p.power_w if p else None, 2),
-                          _mib(p.anon_swap_bytes if p else None))
+                          *[fn(p) if p else "-" for _, fn in cols])
             verdict = "-" if s.decay_pct is None else f"{s.decay_pct:.1f}%" + \
                 (" [red]over 30%: unfit for long sessions[/]" if s.flagged else "")
             t.add_row("decay first→last", verdict)
-            t.add_row("throttling", "not seen" if s.throttled_after_s is None else
-                      f"[red]throttled after {s.throttled_after_s:g} s[/]: {s.throttle_reason}")
+            visible = any(p.temperature_c is not None or p.cpu_freq_share is not None
+                          for p in s.timeline)
+            t.add_row("throttling", f"[red]throttled after {s.throttled_after_s:g} s[/]: "
+                      f"{s.throttle_reason}" if s.throttled_after_s is not None else
+                      "not seen" if visible else "unmeasured (no temperature sensor, no cpufreq)")
             growth = "-" if s.memory_growth_mib_per_1k is None else \
                 f"{s.memory_growth_mib_per_1k:.2f} MiB per 1000 tokens" + \
                 (f" [red]over {s.memory_growth_threshold:g}: growing[/]"

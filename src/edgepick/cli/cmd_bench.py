@@ -40,6 +40,17 @@ def register(app: typer.Typer) -> None:
                                       "RSS+swap, e.g. 2GiB (emulates a device budget)"),
         timeout: float = typer.Option(900, "--timeout", help="seconds per configuration "
                                       "(a sustained run gets its duration on top)"),
+        power_command: str = typer.Option(None, "--power-command",
+                                          help="external meter command printing watts or joules "
+                                               "(e.g. a USB power meter's reader)"),
+        adb_serial: str = typer.Option(None, "--adb-serial",
+                                       help="read an Android phone's fuel gauge over adb"),
+        quiet_wait: float = typer.Option(5.0, "--quiet-wait",
+                                         help="seconds to wait at most for a quiet host "
+                                              "before each configuration"),
+        contended_share: float = typer.Option(0.25, "--contended-share",
+                                              help="other work above this share of the CPUs "
+                                                   "marks a measurement contended"),
         store: str = typer.Option(None, "--store", help=STORE_HELP),
         fresh: bool = typer.Option(False, "--fresh", help="measure again what is stored"),
         json_out: bool = typer.Option(False, "--json", help="print the results as JSON"),
@@ -48,6 +59,8 @@ def register(app: typer.Typer) -> None:
         """Measure TTFT, prefill and decode speed, ITL, memory; sweep prompt length, threads,
         concurrency; sustained speed decay. Definitions: docs/metrics.md."""
         from edgepick.bench.runner import run
+        from edgepick.bench.session import power_source
+        from edgepick.power import PowerConfig
         from edgepick.bench.sweeps import BenchRequest
         from edgepick.records.candidate import RuntimeSettings
         from edgepick.inputs import resolve_ref
@@ -56,8 +69,11 @@ def register(app: typer.Typer) -> None:
         for name, v in (("--gen", gen), ("--repeats", repeats), ("--ctx", ctx)):
             if v < 1:
                 raise EdgepickError(f"{name}: expected a positive integer, got {v}")
-        if warmup < 0 or sustain < 0:
-            raise EdgepickError("--warmup and --sustain cannot be negative")
+        if warmup < 0 or sustain < 0 or quiet_wait < 0:
+            raise EdgepickError("--warmup, --sustain and --quiet-wait cannot be negative")
+        if not 0 < contended_share <= 1:
+            raise EdgepickError(f"--contended-share: expected a share in (0, 1], got "
+                                f"{contended_share}")
         try:
             limit = parse_size(mem_limit) if mem_limit else None
         except ValueError as exc:
@@ -69,7 +85,11 @@ def register(app: typer.Typer) -> None:
             models=refs, settings=settings, threads=int_list(threads, "--threads"),
             prompt_lengths=int_list(prompt_lengths, "--prompt-lengths"), gen_tokens=gen,
             warmup=warmup, repeats=repeats, concurrency=int_list(concurrency, "--concurrency"),
-            sustain_s=sustain, mem_limit=limit, timeout_s=timeout or None)
+            sustain_s=sustain, mem_limit=limit, timeout_s=timeout or None,
+            power=PowerConfig(command=power_command, adb_serial=adb_serial),
+            quiet_wait_s=quiet_wait, contended_share=contended_share)
+        err_console.print(f"power: {power_source(req.power)[1]}", highlight=False,
+                          soft_wrap=True)
         results = _run_with_progress(req, open_store(store), fresh, quiet_stdout=json_out,
                                      run=run)
         if csv_path:
@@ -85,6 +105,11 @@ def register(app: typer.Typer) -> None:
             console.print(results_table(results))
             for t in curve_tables(results):
                 console.print(t)
+        contended = sum(r.contended for r in results if not r.cached)
+        if contended:
+            err_console.print(f"{contended} measurement(s) contended: other work used more than "
+                              f"{contended_share:.0%} of the CPUs (speed gates on them are "
+                              "undetermined)")
         if any(r.status == "failed" for r in results):
             failed = sum(r.status == "failed" for r in results)
             err_console.print(f"{failed} of {len(results)} configurations failed (see 'error')")

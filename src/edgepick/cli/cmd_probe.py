@@ -47,6 +47,7 @@ def register(app: typer.Typer) -> None:
             ("CPU features", ", ".join(dev.cpu_features) or "-"),
             ("temperatures", dev.extra["temperatures_c"] or "not exposed by the OS"),
             ("battery", dev.extra["battery"] or "none"),
+            *_power_rows(dev.extra),
             ("load average", " ".join(f"{x:.2f}" for x in dev.extra["load_avg"])),
             *_calibration_rows(dev),
         ]:
@@ -69,6 +70,20 @@ def register(app: typer.Typer) -> None:
                       f"{d.compute_gflops:g} GFLOPS" if d.compute_gflops else "-",
                       f"{d.power_budget_w:g} W" if d.power_budget_w else "-", d.description)
         console.print(t)
+
+
+def _power_rows(extra: dict) -> list[tuple[str, str]]:
+    """Power counters and thermal sensors with their paths; one line when there are none."""
+    rows = [("power", extra.get("power", "not probed"))]
+    rows += [("  source", line) for line in extra.get("power_sources", [])]
+    sensors = extra.get("thermal_sensors") or {}
+    rows.append(("thermal sensors", f"{len(sensors)} found" if sensors else
+                 "none exposed by the OS (no temperature in the sustained timeline)"))
+    rows += [(f"  {name}", path) for name, path in sensors.items()]
+    freq = extra.get("cpufreq") or []
+    rows.append(("cpu frequency", f"{len(freq)} cpufreq policies ({freq[0]}, …)" if freq else
+                 "not exposed (throttling seen from speed and temperature only)"))
+    return rows
 
 
 def _calibration_rows(dev) -> list[tuple[str, str]]:

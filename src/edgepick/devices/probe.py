@@ -98,7 +98,21 @@ def sensors() -> dict:
     except (AttributeError, OSError):
         out["battery"] = None
     out["load_avg"] = list(os.getloadavg())
+    out.update(power_and_thermal_sources())
     return out
+
+
+def power_and_thermal_sources(root: str = "/") -> dict:
+    """The power counters and temperature sensors found, with their paths (power/)."""
+    from edgepick.power import PowerConfig, detect, find_sources
+    from edgepick.power.cpufreq import policy_dirs
+    from edgepick.power.thermal import sensor_files
+
+    cfg = PowerConfig(sysfs_root=root)
+    _, line = detect(cfg)
+    return {"power": line, "power_sources": [f.line() for f in find_sources(cfg)],
+            "thermal_sensors": {k: str(v) for k, v in sensor_files(root).items()},
+            "cpufreq": [str(d) for d in policy_dirs(root)]}
 
 
 def probe(bandwidth_bytes: int = 512 * 1024**2, engine: bool = False) -> DeviceProfile:

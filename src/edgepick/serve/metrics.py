@@ -86,6 +86,24 @@ class ServeMetrics:
                                   "items by outcome (answered, edge_only, rate_cap, cost_cap, "
                                   "failed, dropped)", ["outcome"], registry=r)
 
+    def bind_power(self, sysfs_root: str = "/") -> None:
+        """`edgepick_power_watts` and `edgepick_temperature_celsius{sensor}`, read at scrape
+        time, registered only where the device has a power counter / temperature sensor."""
+        from edgepick.power.live import live_sources
+
+        if getattr(self, "_power_bound", False):
+            return
+        self._power_bound = True
+        watts, temps = live_sources(sysfs_root)
+        if watts is not None:
+            self.power = Gauge("edgepick_power_watts", "Device power from "
+                               f"{watts.source.describe()}", registry=self.registry)
+            self.power.set_function(watts)
+        if temps:
+            self.temperature = Gauge("edgepick_temperature_celsius", "Temperature by sensor",
+                                     ["sensor"], registry=self.registry)
+            for name, read in temps.items():
+                self.temperature.labels(name).set_function(read)
 
     def bind_pool(self, queue_depth: Callable[[], float], busy: Callable[[], float],
                   memory: Callable[[], float]) -> None:
@@ -94,6 +112,7 @@ class ServeMetrics:
         self.busy_slots.set_function(busy)
         self.engine_memory.set_function(memory)
         self.availability.memory = memory
+        self.bind_power()
 
     def set_active(self, name: str, version: str) -> None:
         self.active_model.clear()
