@@ -13,10 +13,24 @@ import time
 from dataclasses import replace
 from typing import Callable
 
-from edgepick.cluster.executor import Executor, deferred_interrupt
+from edgepick.cluster.executor import EXECUTORS, Executor, LocalExecutor, deferred_interrupt
 from edgepick.cluster.jobs import Job, JobResult, Row, scoped_key
+from edgepick.errors import EdgepickError
 
 JOB_KIND = "cluster_job"
+
+
+def get_executor(name: str, address: str | None = None, **options) -> Executor:
+    # Here rather than in executor.py: the Ray executor builds on executor.py's parts.
+    if name == "local":
+        if address:
+            raise EdgepickError("--address names a Ray cluster; it needs --executor ray")
+        return LocalExecutor()
+    if name == "ray":
+        from edgepick.cluster.ray_executor import RayExecutor
+
+        return RayExecutor(address=address, **options)
+    raise EdgepickError(f"unknown executor '{name}' (known: {', '.join(EXECUTORS)})")
 
 
 def job_key(job: Job, scope: str | None) -> str:

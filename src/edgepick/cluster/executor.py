@@ -64,18 +64,6 @@ def ordered(jobs: list[Job]) -> list[Job]:
     return [j for j in jobs if j.id in needed] + [j for j in jobs if j.id not in needed]
 
 
-def get_executor(name: str, address: str | None = None, **options) -> Executor:
-    if name == "local":
-        if address:
-            raise EdgepickError("--address names a Ray cluster; it needs --executor ray")
-        return LocalExecutor()
-    if name == "ray":
-        from edgepick.cluster.ray_executor import RayExecutor
-
-        return RayExecutor(address=address, **options)
-    raise EdgepickError(f"unknown executor '{name}' (known: {', '.join(EXECUTORS)})")
-
-
 @contextmanager
 def deferred_interrupt() -> Iterator[None]:
     """Hold Ctrl-C while one job's rows are written, so the store never holds half a job."""

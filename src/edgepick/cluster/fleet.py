@@ -14,9 +14,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from edgepick.cluster.dispatch import run_jobs
+from edgepick.cluster.dispatch import get_executor, run_jobs
 from edgepick.cluster.entries import NETWORK_KIND
-from edgepick.cluster.executor import get_executor
 from edgepick.cluster.fleet_report import (DeviceOutcome, fleet_choice, recommendation_text,
                                            write_fleet)
 from edgepick.cluster.jobs import scoped_key
