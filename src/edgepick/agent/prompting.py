@@ -69,14 +69,12 @@ def _gguf_template(path: str) -> tuple[str | None, str]:
 def _endpoint_template(url: str) -> tuple[str | None, str]:
     import httpx
 
-    root = url[: -len("/v1")] if url.endswith("/v1") else url
-    try:
-        r = httpx.get(f"{root}/props", timeout=10)
-    except httpx.HTTPError:
+    from edgepick.backends import llama_server_client as lsc
+
+    with httpx.Client(timeout=10) as client:
+        props = lsc.props(client, lsc.root_of(url))
+    if props is None:
         return None, ""  # a server without /props: its template is unknown, use the JSON format
-    if r.status_code != 200:
-        return None, ""
-    props = r.json()
     return props.get("chat_template"), props.get("eos_token") or ""
 
 

@@ -121,7 +121,9 @@ def start(device: str = typer.Option(..., "--device", help="this machine's devic
     if block:
         # A service manager stops us with SIGTERM: take the node down with us, not orphaned.
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-        proc = subprocess.Popen(args)
+        from edgepick.launch.process import start as start_child
+
+        proc = start_child(args, stdin=None)  # dies with us, even killed outright
     else:
         done = subprocess.run(args, capture_output=True, text=True)
         if done.returncode != 0:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from edgepick.errors import EdgepickError
+from edgepick.launch.process import die_with_parent
 
 # Each sample wakes a third thread on a machine whose cores the engine's threads keep busy, and
 # llama.cpp's threads wait for each other at every op, so frequent samples can slow what is
@@ -34,6 +35,10 @@ class WorkerOutcome:
     error: str | None = None
     peak_rss_bytes: int = 0  # the child's own high-water mark (VmHWM) when it reports one
     peak_rss_swap_bytes: int = 0  # max of RSS + swap sampled from outside
+    # the split of the peak (docs/metrics.md): anonymous memory and file-backed pages (mapped
+    # weights, libraries), each its highest sample; 0 = not sampled
+    peak_rss_anon_bytes: int = 0
+    peak_rss_file_bytes: int = 0
     wall_s: float = 0.0
     rss_samples: list[tuple[float, int]] = field(default_factory=list)
 
@@ -43,7 +48,7 @@ def _status_bytes(pid: int) -> dict[str, int]:
     try:
         with open(f"/proc/{pid}/status") as fh:
             for line in fh:
-                if line.startswith(("VmRSS:", "VmSwap:", "VmHWM:")):
+                if line.startswith(("VmRSS:", "VmSwap:", "VmHWM:", "RssAnon:", "RssFile:")):
                     k, v = line.split(":", 1)
                     out[k] = int(v.split()[0]) * 1024
     except (FileNotFoundError, ProcessLookupError, PermissionError):
@@ -59,22 +64,49 @@ def own_rss() -> int:
     return _status_bytes(os.getpid()).get("VmRSS", 0)
 
 
-def _die_with_parent() -> None:
-    # A parent killed with SIGKILL cannot stop its worker; without this the orphan would keep
-    # the CPU busy (and skew the next measurement) until its configuration finished.
-    try:
-        import ctypes
+def own_rss_split() -> dict[str, int]:
+    """This process's RssAnon and RssFile now, and its VmHWM."""
+    st = _status_bytes(os.getpid())
+    return {"anon": st.get("RssAnon", 0), "file": st.get("RssFile", 0), "hwm": st.get("VmHWM", 0)}
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        if os.getppid() == 1:
-            os._exit(1)
-    except (OSError, AttributeError):
-        pass
+
+def clear_referenced() -> bool:
+    """Clear the accessed bits of this process's pages (/proc/self/clear_refs), so that
+    referenced_file_bytes later counts the file pages read since: after a model's load, the
+    mapped pages it reads while running, not those only the load touched."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("1")
+        return True
+    except OSError:
+        return False
+
+
+def referenced_file_bytes(path: str | None = None) -> int | None:
+    """Bytes of file-backed pages this process referenced since clear_referenced (the kernel's
+    per-mapping `Referenced` of /proc/self/smaps, over mappings of a file, or of `path` only);
+    None off Linux."""
+    total, file_backed = 0, False
+    real = os.path.realpath(path) if path else None
+    try:
+        with open("/proc/self/smaps") as fh:
+            for line in fh:
+                head = line.split(None, 5)
+                if head and "-" in head[0] and not head[0].endswith(":"):
+                    file_backed = len(head) >= 5 and head[4] != "0"  # inode: a file's mapping
+                    if real is not None:
+                        file_backed = len(head) == 6 and head[5].strip() == real
+                elif file_backed and line.startswith("Referenced:"):
+                    total += int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return total
 
 
 def _child(conn: Any, fn: Callable, args: tuple, kwargs: dict) -> None:
-    _die_with_parent()
+    # a parent killed with SIGKILL cannot stop its worker; without this the orphan would keep
+    # the CPU busy (and skew the next measurement) until its configuration finished
+    die_with_parent(signal.SIGKILL)
     try:
         value = fn(*args, **kwargs)
         conn.send(("ok", value, own_peak_rss()))
@@ -98,7 +130,7 @@ def run_isolated(fn: Callable, *args: Any, mem_limit: int | None = None,
     t0 = time.perf_counter()
     proc.start()
     child.close()
-    peak = {"rss_swap": 0, "killed_for": None}
+    peak = {"rss_swap": 0, "killed_for": None, "anon": 0, "file": 0}
     samples: list[tuple[float, int]] = []
     stop = threading.Event()
 
@@ -108,6 +140,8 @@ def run_isolated(fn: Callable, *args: Any, mem_limit: int | None = None,
             total = st.get("VmRSS", 0) + st.get("VmSwap", 0)
             if total:
                 peak["rss_swap"] = max(peak["rss_swap"], total)
+                peak["anon"] = max(peak["anon"], st.get("RssAnon", 0))
+                peak["file"] = max(peak["file"], st.get("RssFile", 0))
                 samples.append((time.perf_counter() - t0, total))
             if mem_limit and total > mem_limit:
                 peak["killed_for"] = total
@@ -145,7 +179,8 @@ def run_isolated(fn: Callable, *args: Any, mem_limit: int | None = None,
     if msg is not None:
         status, value, hwm = msg
         out = WorkerOutcome(ok=status == "ok", wall_s=wall, peak_rss_bytes=hwm,
-                            peak_rss_swap_bytes=max(peak["rss_swap"], hwm), rss_samples=samples)
+                            peak_rss_swap_bytes=max(peak["rss_swap"], hwm), rss_samples=samples,
+                            peak_rss_anon_bytes=peak["anon"], peak_rss_file_bytes=peak["file"])
         if status == "ok":
             out.value = value
         else:

@@ -12,6 +12,7 @@ import re
 import subprocess
 from pathlib import Path
 from edgepick.errors import EdgepickError
+from edgepick.launch.process import start
 from edgepick.progress import ProgressEvent, Tick
 from edgepick.records.quantize import Fallback, TensorOverride
 
@@ -46,11 +47,8 @@ def run_tool(argv: list[str], log_path: Path | None = None,
              on_progress: Tick | None = None) -> str:
     """Run a llama.cpp tool; return its merged stdout+stderr, or raise a one-line error."""
     lines: list[str] = []
-    try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, errors="replace", bufsize=1)
-    except OSError as exc:
-        raise EdgepickError(f"{argv[0]}: cannot run ({exc})") from None
+    proc = start(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                 errors="replace", bufsize=1)
     assert proc.stdout is not None
     for line in proc.stdout:
         lines.append(line)

@@ -14,9 +14,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-import httpx
-
+from edgepick.backends.llama_server_client import wait_healthy
 from edgepick.errors import EdgepickError
+from edgepick.launch.process import start
 from edgepick.launch.stop import stop
 
 
@@ -27,10 +27,9 @@ def spawn_serve(args: list[str], log: Path, env: dict | None = None, ready: bool
     """Yields (http://127.0.0.1:PORT, process); stderr goes to `log`. `new_session` makes serve
     the leader of its own process group, as a shell makes a foreground job."""
     with open(log, "w") as fh:
-        proc = subprocess.Popen([sys.executable, "-m", "edgepick", "serve", "--port", "0", *args],
-                                stdout=subprocess.PIPE, stderr=fh, text=True,
-                                env=dict(os.environ, **(env or {})),
-                                start_new_session=new_session)
+        proc = start([sys.executable, "-m", "edgepick", "serve", "--port", "0", *args],
+                     stdout=subprocess.PIPE, stderr=fh, text=True,
+                     env=dict(os.environ, **(env or {})), new_session=new_session)
     box: list[str] = []
 
     def read_url() -> None:
@@ -42,23 +41,20 @@ def spawn_serve(args: list[str], log: Path, env: dict | None = None, ready: bool
     threading.Thread(target=read_url, daemon=True).start()
     try:
         end = time.monotonic() + timeout_s
-        while True:
+        while not box:
             if proc.poll() is not None:
                 raise EdgepickError(f"edgepick serve exited with {proc.returncode}: "
                                     f"{log.read_text()[-1500:]}")
-            if box and (not ready or _healthy(box[0])):
-                break
             if time.monotonic() > end:
-                raise EdgepickError(f"edgepick serve was not ready after {timeout_s:.0f} s; "
+                raise EdgepickError(f"edgepick serve printed no URL after {timeout_s:.0f} s; "
                                     f"see {log}")
             time.sleep(0.05)
+        if ready:
+            try:
+                wait_healthy(box[0] + "/health", lambda: proc.poll() is None,
+                             max(end - time.monotonic(), 0.0), "edgepick serve")
+            except EdgepickError as exc:
+                raise EdgepickError(f"{exc}: {log.read_text()[-1500:]}") from None
         yield box[0], proc
     finally:
         stop(proc)
-
-
-def _healthy(url: str) -> bool:
-    try:
-        return httpx.get(url + "/health", timeout=5).status_code == 200
-    except httpx.HTTPError:
-        return False
