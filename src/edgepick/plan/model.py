@@ -7,6 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from edgepick.cluster.config import ClusterSection
 from edgepick.convert.plan_section import ConvertEntry
 from edgepick.evaluate.eval_sets import DataSpec
+from edgepick.power.detect import PowerConfig
 from edgepick.records.candidate import RuntimeSettings
 
 
@@ -44,6 +45,12 @@ class BenchSection(_Strict):
     # Cap each worker's memory: "budget" = the device's model budget, a size, or none.
     mem_limit: str | int | None = None
     timeout_s: float = Field(900.0, gt=0)
+    # Energy and measurement hygiene (docs/metrics.md): a meter command or adb serial, how long
+    # to wait for a quiet host, which share of other work marks a measurement contended.
+    power: PowerConfig = Field(default_factory=PowerConfig)
+    quiet_wait_s: float = Field(5.0, ge=0)
+    contended_share: float = Field(0.25, gt=0, le=1)
+    memory_growth_max: float = Field(2.0, gt=0)  # MiB per 1000 tokens over the sustained run
 
     @field_validator("prompt_lengths", "concurrency")
     @classmethod

@@ -114,12 +114,20 @@ def bench_stage(st: RunState, tick: Tick) -> None:
     req = BenchRequest(models=[c.ref for c in active], settings=plan.runtime,
                        prompt_lengths=b.prompt_lengths, gen_tokens=b.gen_tokens, warmup=b.warmup,
                        repeats=b.repeats, concurrency=b.concurrency, sustain_s=b.sustain_s,
-                       mem_limit=mem, timeout_s=b.timeout_s)
+                       mem_limit=mem, timeout_s=b.timeout_s, power=b.power,
+                       quiet_wait_s=b.quiet_wait_s, contended_share=b.contended_share,
+                       memory_growth_max=b.memory_growth_max)
+    from edgepick.bench.session import power_source
+
+    st.notes.append(f"bench power: {power_source(b.power)[1]}")
     names = {c.ref.spec: c.name for c in active}
     for res in run(req, st.store, tick):
         if res.status != "ok":
             st.notes.append(f"bench: {names.get(res.model, res.model)} {res.config} "
                             f"failed: {res.error}")
+        elif res.contended and not res.cached:
+            st.notes.append(f"bench: {names.get(res.model, res.model)} {res.config} contended "
+                            f"(other work {res.host_load.other_cpu_share:.0%} of the CPUs)")
 
 
 def eval_stage(st: RunState, tick: Tick) -> None:
