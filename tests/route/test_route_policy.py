@@ -102,7 +102,7 @@ def test_by_task_routes_from_deploy_and_degrades_offline(tmp_path):
     assert plan.paths[0] == "edge" and plan.first_is_fallback
     assert plan.reason == "task:extraction;cloud_unreachable"
     body = {"messages": [], "metadata": {"task": "extraction"}}
-    assert r._task(_req(body=body), body) == "extraction"
+    assert r.task_of(_req(body=body)) == "extraction"
     asyncio.run(r.aclose())
 
 
@@ -116,7 +116,7 @@ def test_edge_first_policy_score_with_input_length_and_a_named_classifier(tmp_pa
     r = _router({"mode": "edge_first", "cloud": {"url": "http://127.0.0.1:9/v1"},
                  "task_classifier": "json:dumps", "signals_file": str(calm)})
     r.probe.observe(True, 5.0)
-    assert r._task(_req(), {"a": 1}) == '{"a": 1}'  # whatever the user's function says
+    assert r.task_of(_req(body={"a": 1})) == '{"a": 1}'  # whatever the user's function says
     plan = asyncio.run(r._plan(_req(), None, 0.9))  # 90% of the window: long input
     assert plan.paths == ["cloud", "edge"] and plan.reason == "policy:long_input"
     plan = asyncio.run(r._plan(_req(), None, 0.2))

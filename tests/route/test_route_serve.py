@@ -9,7 +9,6 @@ import json
 import os
 import signal
 import threading
-import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -266,8 +265,10 @@ def test_policy_signals_send_to_the_cloud_with_hysteresis(tiny_model, tmp_path):
             wait_until("battery low → cloud", lambda: route() == "cloud", 20)
             assert ask(s)[1]["x-edgepick-route-reason"] == "policy:battery_low"
             signals.write_text('{"battery_percent": 23, "on_ac": false}')  # inside the band
-            time.sleep(2.5)  # the signals are re-read every 2 s
-            assert route() == "cloud"
+            # the router re-reads the signals every 2 s: until it has seen 23, prove nothing
+            wait_until("the router has read 23%", lambda: route() == "cloud" and s.metric(
+                "edgepick_route_device_signal", signal="battery_percent") == 23, 20)
+            assert route() == "cloud"  # inside the hysteresis band: still the cloud
             signals.write_text('{"battery_percent": 30, "on_ac": false}')
             wait_until("battery back → edge", lambda: route() == "edge", 20)
             h = ask(s, headers={"x-edgepick-task": "math"})[1]  # a weak task adds its weight

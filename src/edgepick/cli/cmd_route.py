@@ -74,6 +74,10 @@ def register(app: typer.Typer) -> None:
                                    help="cloud shares at which routers are compared"),
         threads: int = typer.Option(2, "--threads", help="inference threads (in-process models)"),
         ctx: int = typer.Option(2048, "--ctx", help="context length (in-process models)"),
+        edge_only: Optional[list[str]] = typer.Option(
+            None, "--edge-only", help="a task type that never leaves the device (repeatable; "
+                                      "as deploy.yaml's edge_only_tasks): never escalated, "
+                                      "left out of the cloud share"),
         out: Optional[Path] = typer.Option(None, "--out",
                                            help="write route.en.md/html, the chart and JSON here"),
         json_out: bool = typer.Option(False, "--json", help="print the result as JSON"),
@@ -104,7 +108,8 @@ def register(app: typer.Typer) -> None:
             items=items, data=path, edge=resolve_ref(edge), cloud=resolve_ref(cloud),
             settings=RuntimeSettings(threads=threads, n_ctx=ctx),
             confidence=ConfidenceSettings(method=method, k=first_k),
-            target_share=target_share, target_quality=target_quality, shares=_shares(shares))
+            target_share=target_share, target_quality=target_quality, shares=_shares(shares),
+            edge_only_tasks=list(edge_only or []))
         with open_store(store, path) as rs, _progress(not json_out) as cb:
             res = stage.run(req, rs, cb)
         if out:

@@ -30,6 +30,9 @@ def register(app: typer.Typer) -> None:
         deadline: Optional[float] = typer.Option(None, help=_h("deadline")),
         api_key: Optional[str] = typer.Option(None, help=_h("api_key")),
         max_body: Optional[str] = typer.Option(None, help=_h("max_body")),
+        body_timeout: Optional[float] = typer.Option(None, help=_h("body_timeout")),
+        cors_origin: Optional[list[str]] = typer.Option(None, "--cors-origin",
+                                                        help=_h("cors_origin")),
         max_tokens: Optional[int] = typer.Option(None, help=_h("max_tokens")),
         max_prompt_tokens: Optional[int] = typer.Option(None, help=_h("max_prompt_tokens")),
         mem_limit: Optional[str] = typer.Option(None, help=_h("mem_limit")),
@@ -61,7 +64,8 @@ def register(app: typer.Typer) -> None:
 
         settings = ServeSettings.load(
             config, host=host, port=port, slots=slots, queue=queue, deadline=deadline,
-            api_key=api_key, max_body=max_body, max_tokens=max_tokens,
+            api_key=api_key, max_body=max_body, body_timeout=body_timeout,
+            cors_origin=cors_origin or None, max_tokens=max_tokens,
             max_prompt_tokens=max_prompt_tokens, mem_limit=mem_limit, mem_check=mem_check,
             restart_cooldown=restart_cooldown, drain_timeout=drain_timeout, policy=policy,
             registry=registry, signals=signals, route_mode=mode, cloud=cloud,

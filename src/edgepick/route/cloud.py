@@ -54,6 +54,8 @@ class CloudClient:
     def _payload(self, body: dict, stream: bool) -> dict:
         payload = {k: v for k, v in body.items() if k != "metadata"}
         payload["stream"] = stream
+        if stream:  # counted either way; the client sees usage only when it asked (relay.py)
+            payload["stream_options"] = {"include_usage": True}
         if self.model:
             payload["model"] = self.model
         return payload

@@ -99,12 +99,14 @@ def random_scores(edge: list[float], cloud: list[float], share: float) -> list[f
 
 
 def by_task_scores(edge: list[float], cloud: list[float], tasks: list[str],
-                   share: float) -> list[float]:
+                   share: float, fixed: set[str] | frozenset[str] = frozenset()) -> list[float]:
     """Whole task types to the cloud, the ones that gain most per item first (measured on these
-    same items, so it flatters by-task routing), the last one split to meet the share."""
+    same items, so it flatters by-task routing), the last one split to meet the share. `fixed`
+    task types stay on the edge (edge-only)."""
     groups: dict[str, list[int]] = defaultdict(list)
     for i, t in enumerate(tasks):
-        groups[t].append(i)
+        if t not in fixed:
+            groups[t].append(i)
     gain = {t: sum(cloud[i] - edge[i] for i in ix) / len(ix) for t, ix in groups.items()}
     out = list(map(float, edge))
     left = share * len(edge)
@@ -129,13 +131,13 @@ def compare(cascade: list[float], other: list[float], share: float, name: str,
 
 
 def comparisons(edge, cloud, conf, tasks, shares=DEFAULT_SHARES, resamples=BOOTSTRAP_RESAMPLES,
-                seed=BOOTSTRAP_SEED) -> list[Comparison]:
+                seed=BOOTSTRAP_SEED, fixed=frozenset()) -> list[Comparison]:
     out = []
     for s in shares:
         cas = cascade_scores(edge, cloud, conf, s)
         out.append(compare(cas, random_scores(edge, cloud, s), s, "random", resamples, seed))
-        out.append(compare(cas, by_task_scores(edge, cloud, tasks, s), s, "by_task", resamples,
-                           seed))
+        out.append(compare(cas, by_task_scores(edge, cloud, tasks, s, fixed), s, "by_task",
+                           resamples, seed))
     return out
 
 

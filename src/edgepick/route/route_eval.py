@@ -45,6 +45,9 @@ class RouteEvalRequest(BaseModel):
     shares: list[float] = Field(default_factory=lambda: list(DEFAULT_SHARES))
     resamples: int = BOOTSTRAP_RESAMPLES
     seed: int = BOOTSTRAP_SEED
+    # task types that never leave the device (deploy.yaml `edge_only_tasks`): never escalated,
+    # so the cloud share a cascade can reach is that of the other items (issue 26 item 5)
+    edge_only_tasks: list[str] = Field(default_factory=list)
 
 
 class RouteItem(BaseModel):
@@ -75,6 +78,8 @@ class RouteEvalResult(BaseModel):
     items: list[RouteItem]
     generated: dict[str, int]  # model label -> outputs generated now (the rest came from the store)
     key: str
+    edge_only_tasks: list[str] = Field(default_factory=list)
+    max_cloud_share: float = 1.0  # the share of items allowed to reach the cloud
 
 
 def _candidate(ref: ModelRef, settings: RuntimeSettings) -> Candidate:
@@ -139,14 +144,20 @@ def analyse(req: RouteEvalRequest, edge_out: list[dict], cloud_out: list[dict],
     edge = [o.score for o in e_outcomes]
     cloud = [o.score for o in c_outcomes]
     tasks = [it.task for it in items]
-    points = cascade_curve(edge, cloud, conf)
+    private = {t for t in tasks if t in req.edge_only_tasks}
+    if private:  # an edge-only item "escalated" keeps the edge's answer, and is escalated last
+        cloud = [e if t in private else c for e, c, t in zip(edge, cloud, tasks)]
+        conf = [2.0 if t in private else c for c, t in zip(conf, tasks)]
+    eligible = sum(t not in private for t in tasks)
+    points = cascade_curve(edge, cloud, conf)[:eligible + 1]
+    max_share = eligible / len(items) if items else 0.0
     calib = None
     if req.target_share is not None:
         calib = calibrate_share(points, req.target_share)
     elif req.target_quality is not None:
         calib = calibrate_quality(points, req.target_quality)
     shares = sorted(set(req.shares) | ({calib.cloud_share} if calib else set()))
-    shares = [s for s in shares if 0.0 < s < 1.0]
+    shares = [s for s in shares if 0.0 < s < 1.0 and s <= max_share + 1e-12]
     rows = [RouteItem(item_id=it.id, task=it.task, edge_output=eo.output, cloud_output=co.output,
                       edge_confidence=c, edge_score=eo.score, cloud_score=co.score,
                       edge_correct=eo.correct, cloud_correct=co.correct)
@@ -155,11 +166,13 @@ def analyse(req: RouteEvalRequest, edge_out: list[dict], cloud_out: list[dict],
         data=req.data, n_items=len(items), edge=req.edge.label, cloud=req.cloud.label,
         confidence=cs, edge_only=points[0].quality, cloud_only=points[-1].quality, curve=points,
         gap_recovered=gap_recovered(points),
-        comparisons=comparisons(edge, cloud, conf, tasks, shares, req.resamples, req.seed),
+        comparisons=comparisons(edge, cloud, conf, tasks, shares, req.resamples, req.seed,
+                                fixed=private),
         calibration=calib,
         consistency=consistency(items, [o.output for o in e_outcomes],
                                 [o.output for o in c_outcomes]),
-        items=rows, generated=generated, key=result_key(req))
+        items=rows, generated=generated, key=result_key(req),
+        edge_only_tasks=sorted(private), max_cloud_share=max_share)
 
 
 def result_key(req: RouteEvalRequest) -> str:
@@ -168,7 +181,9 @@ def result_key(req: RouteEvalRequest) -> str:
                        "cloud": _candidate(req.cloud, req.settings).content_key(),
                        "confidence": req.confidence.model_dump(),
                        "targets": [req.target_share, req.target_quality], "shares": req.shares,
-                       "bootstrap": [req.resamples, req.seed]}, sort_keys=True)
+                       "bootstrap": [req.resamples, req.seed],
+                       **({"edge_only": sorted(req.edge_only_tasks)} if req.edge_only_tasks
+                          else {})}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 

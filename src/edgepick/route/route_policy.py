@@ -64,7 +64,7 @@ class Cloud(CloudEndpoint):
 
 
 class RoutePolicy(_Strict):
-    router: Literal["default"] = "default"  # the `edgepick.routers` entry point serve loads
+    router: str = "default"  # the `edgepick.routers` entry point serve loaded (this one)
     mode: Mode = "edge_first"
     cloud: Cloud | None = None
     confidence: ConfidenceSettings = Field(default_factory=ConfidenceSettings)
@@ -83,7 +83,8 @@ class RoutePolicy(_Strict):
     task_header: str = "x-edgepick-task"
     task_classifier: str | None = None  # "module:function", called with the request body
     default_task: str | None = None
-    allow_forced_route: bool = False  # x-edgepick-force-route / x-edgepick-mock-failure (tests)
+    # x-edgepick-force-route / x-edgepick-mock-failure (tests): read by serve for every router
+    allow_forced_route: bool = False
     context_budget_share: float | None = Field(0.7, gt=0, le=1)  # None: no context builder
 
     @model_validator(mode="after")

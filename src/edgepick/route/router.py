@@ -24,12 +24,11 @@ from edgepick.route.confidence import confidence
 from edgepick.route.route_policy import Latches, Rule, RoutePolicy
 from edgepick.route.serve_context import ContextFitter
 from edgepick.route.probes import DeviceSignals, NetworkProbe
-from edgepick.serve.router_api import (BadRequest, EngineUnavailable, Overloaded, Routed,
-                                       RouteRequest, ServedResponse, ServeError)
+from edgepick.serve.forced_routes import FORCE_HEADER
+from edgepick.serve.router_api import (BadRequest, EngineUnavailable, Routed, RouteRequest,
+                                       ServedResponse, ServeError)
 
 log = logging.getLogger("edgepick.route")
-FORCE_HEADER = "x-edgepick-force-route"  # edge | cloud: only that path (tests)
-MOCK_HEADER = "x-edgepick-mock-failure"  # edge, cloud: that path fails on purpose (tests)
 
 
 class AllPathsFailed(ServeError):
@@ -45,15 +44,31 @@ class Plan:
     mock: set[str] = field(default_factory=set)
 
 
-def from_section(section: dict, deploy: DeployConfig | None = None) -> "EdgeCloudRouter":
+def from_section(section: dict | None, deploy: DeployConfig | None = None):
     """The `edgepick.routers` entry point `default`: serve calls it with the policy file's
-    `route:` section and the deploy.yaml (whose cloud endpoint is used when the section names
-    none)."""
+    `route:` section (None when there is none; `--mode`/`--cloud` already merged in) and the
+    deploy.yaml. The edge/cloud defaults live here: the deploy's cloud endpoint when the section
+    names none, and a hybrid decision's per-task routes (`by_task`) when the section sets no
+    mode. No section and nothing routed to a cloud: everything on the edge."""
     from edgepick.route.route_policy import policy_from
+    from edgepick.serve.router_api import EdgeOnlyRouter
 
-    section = dict(section or {})
+    cloud_tasks = [r.task for r in (deploy.routes if deploy else []) if r.route == "cloud"]
+    if section is None:
+        if not cloud_tasks:
+            return EdgeOnlyRouter()
+        if deploy is None or deploy.cloud is None:
+            # a hybrid decision made against a local reference: nothing to send those tasks to
+            log.warning("deploy.yaml routes %s to the cloud but names no cloud endpoint; the "
+                        "edge serves them (give --cloud URL, or cloud.url in deploy.yaml)",
+                        ", ".join(cloud_tasks))
+            return EdgeOnlyRouter()
+        section = {}
+    section = dict(section)
     if "cloud" not in section and deploy is not None and deploy.cloud is not None:
         section["cloud"] = deploy.cloud.model_dump()
+    if "mode" not in section and cloud_tasks and section.get("cloud"):
+        section["mode"] = "by_task"  # a hybrid deploy.yaml given a cloud: its routes hold
     return EdgeCloudRouter(policy_from(section), deploy)
 
 
@@ -83,8 +98,12 @@ class EdgeCloudRouter:
         self.context.bind(edge.metrics.registry)
         body, extra = _split_extension(request.body)
         edge_body, ctx = await self.context.fit(request.kind, body, extra, edge)
-        task = self._task(request, body)
+        task = request.task if request.task is not None else self.task_of(request)
         plan = await self._plan(request, task, ctx.input_share if ctx else None)
+        if request.paths is not None:  # serve's rule (edge-only task, offline, forced): obeyed
+            plan.paths = [p for p in plan.paths if p in request.paths]
+            if self.deploy is not None and task in self.deploy.edge_only_tasks:
+                plan.reason, plan.first_is_fallback = f"edge_only:{task}", False
         if ctx and ctx.overflow:  # the edge cannot take it at all
             plan.paths = [p for p in plan.paths if p != "edge"]
             if not plan.paths or self.cloud is None:
@@ -102,7 +121,10 @@ class EdgeCloudRouter:
         self.context.close()
 
     # -- deciding ----------------------------------------------------------------------------
-    def _task(self, request: RouteRequest, body: dict) -> str | None:
+    def task_of(self, request: RouteRequest) -> str | None:
+        """The request's task type: the policy's task header, `metadata.task`, the user's
+        classifier, or the policy's default (serve asks this to keep edge-only tasks home)."""
+        body = request.body
         task = request.headers.get(self.policy.task_header.lower())
         meta = body.get("metadata")
         if not task and isinstance(meta, dict) and meta.get("task"):
@@ -126,6 +148,11 @@ class EdgeCloudRouter:
 
     def _device_score(self, task: str | None, input_share: float | None) -> tuple[float, list[str]]:
         sig, st = self.policy.signals, self.device.read()
+        gauge = self.context.m.get("signals")
+        for name in ("battery_percent", "temperature_c", "memory_pressure"):
+            value = getattr(st, name)
+            if gauge is not None and value is not None:
+                gauge.labels(name).set(value)
         active: list[str] = []
         score = 0.0
         on_battery = st.on_ac is not True
@@ -145,12 +172,9 @@ class EdgeCloudRouter:
     async def _plan(self, request: RouteRequest, task: str | None,
                     input_share: float | None) -> Plan:
         pol = self.policy
-        mock: set[str] = set()
-        if pol.allow_forced_route:
-            forced = request.headers.get(FORCE_HEADER)
-            mock = {p.strip() for p in request.headers.get(MOCK_HEADER, "").split(",") if p.strip()}
-            if forced in ("edge", "cloud"):
-                return Plan([forced], "forced", task=task, mock=mock)
+        mock = set(request.failing)
+        if request.headers.get(FORCE_HEADER) and request.paths is not None:
+            return Plan(list(request.paths), "forced", task=task, mock=mock)
         online, why_off = await self._online()
         if pol.mode == "cloud_first":
             if online:
@@ -210,8 +234,6 @@ class EdgeCloudRouter:
 
     async def _edge(self, request: RouteRequest, body: dict, edge,
                     plan: Plan) -> tuple[ServedResponse, str]:
-        if "edge" in plan.mock:
-            raise Overloaded("mock failure of the edge (x-edgepick-mock-failure)", retry_after=1)
         judge = self._judging() and not (request.stream and
                                          self.policy.stream_cascade == "decide_first")
         if not judge:
@@ -263,7 +285,7 @@ def _short(exc: ServeError) -> str:
         return exc.why
     return {"overloaded": "overloaded", "insufficient_resources": "resources",
             "engine_unavailable": "unavailable", "deadline_exceeded": "deadline"}.get(
-        exc.code, f"http_{exc.status}")
+        exc.label, f"http_{exc.status}")
 
 
 def _why(failures: list[tuple[str, ServeError]]) -> str:

@@ -30,7 +30,7 @@ class ContextFitter:
         """Register the context and confidence metrics once, on the server's own registry."""
         if self._registry is registry:
             return
-        from prometheus_client import Counter, Histogram
+        from prometheus_client import Counter, Gauge, Histogram
 
         self._registry = registry
         self.m = {
@@ -41,6 +41,8 @@ class ContextFitter:
             "confidence": Histogram("edgepick_edge_confidence", "Edge confidence of judged "
                                     "answers (cascade)", buckets=[i / 10 for i in range(1, 11)],
                                     registry=registry),
+            "signals": Gauge("edgepick_route_device_signal", "Device signals as the router "
+                             "last read them (battery %, °C, PSI)", ["signal"], registry=registry),
         }
 
     def observe_confidence(self, conf: float | None) -> None:

@@ -2,7 +2,8 @@
 admin endpoints the registry CLI calls (seed 000 §4.3, §5.2-5.3, §7.4; seed 001 §6.4).
 
 Handlers only check a request and hand it to the router (serve/router_api.py); they never know
-which engine answers.
+which engine answers. Every refusal, FastAPI's own 404/405/422 included, answers in OpenAI's
+error shape (serve/errors.py); every answer carries `x-request-id` (serve/middleware.py).
 """
 
 from __future__ import annotations
@@ -14,37 +15,45 @@ from contextlib import asynccontextmanager
 from typing import Any, Awaitable, Callable
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.cors import CORSMiddleware
 
-from edgepick.serve.request_checks import check_body, check_key, read_json
-from edgepick.serve.edge import EdgePool
+from edgepick.serve.feedback import loop_router
+from edgepick.serve.errors import (BadRequest, ClientGone, EdgeOnlyUnavailable, NotFound,
+                                   NotImplementedHere, ServeError, UpstreamError, for_status,
+                                   from_upstream)
+from edgepick.serve.middleware import REQUEST_ID, RequestGuard
+from edgepick.serve.openapi_doc import describe, install
 from edgepick.serve.relay import Outcome, measure_body, relay_stream
-from edgepick.serve.router_api import (EdgeOnlyRouter, Kind, RouteRequest, Router, ServeError,
-                                       UpstreamError)
+from edgepick.serve.request_checks import (apply_sampling, check_body, check_key, parse_json,
+                                           read_body, validate)
+from edgepick.serve.router_api import (Edge, EdgeOnlyRouter, Kind, RouteRequest, Router)
 from edgepick.serve.sampling import Sampler
 from edgepick.serve.settings import ServeSettings
+from edgepick.serve.forced_routes import MockFailingEdge, forced_routes
 
 log = logging.getLogger("edgepick.serve")
 ENDPOINTS: dict[Kind, str] = {"chat": "/v1/chat/completions", "completion": "/v1/completions"}
+TASK_HEADER = "x-edgepick-task"
 
 
 def error_response(err: ServeError) -> JSONResponse:
-    payload: dict[str, Any] = {"error": {"message": err.message, "type": err.code,
-                                         "code": err.status}}
-    if isinstance(err, UpstreamError) and isinstance(err.payload, dict):
-        payload = err.payload
-    headers = {"Retry-After": str(max(1, round(err.retry_after)))} if err.retry_after else None
-    return JSONResponse(payload, status_code=err.status, headers=headers)
+    if isinstance(err, UpstreamError):
+        err = from_upstream(err)
+    return JSONResponse(err.payload(), status_code=err.status, headers=err.headers() or None)
 
 
 class ServeState:
-    """What the handlers share: the pool, the router, the settings, and background jobs."""
+    """What the handlers share: the pool, the router, the settings, the deploy's serving rules
+    (sampling, edge-only tasks), and background jobs."""
 
-    def __init__(self, pool: EdgePool, settings: ServeSettings, router: Router | None = None,
+    def __init__(self, pool, settings: ServeSettings, router: Router | None = None,
                  sampler: Sampler | None = None,
                  background: list[Callable[[], Awaitable[None]]] | None = None,
-                 admin: Any = None) -> None:
+                 admin: Any = None, deploy: Any = None, test_headers: bool = False) -> None:
         self.pool = pool
         self.settings = settings
         self.router = router or EdgeOnlyRouter()
@@ -54,6 +63,14 @@ class ServeState:
         self.metrics = pool.metrics
         self.start_error: Exception | None = None
         self.on_start_failed: Callable[[Exception], None] | None = None
+        self.deploy = deploy  # the DeployConfig served, when serve was given one
+        sampling = getattr(deploy, "sampling", None)
+        self.sampling: dict = sampling.model_dump(exclude_none=True) if sampling else {}
+        self.lock_sampling = bool(getattr(deploy, "lock_sampling", False))
+        self.edge_only: frozenset[str] = frozenset(getattr(deploy, "edge_only_tasks", None) or ())
+        self.offline = getattr(deploy, "network", "online") == "offline"
+        # x-edgepick-force-route / x-edgepick-mock-failure: tests only (route.allow_forced_route)
+        self.test_headers = test_headers
 
     @property
     def max_prompt_tokens(self) -> int:
@@ -67,6 +84,18 @@ class ServeState:
         n_ctx = self.pool.spec.runtime.n_ctx  # room for the answer, but never under half
         return n_ctx - min(self.settings.max_tokens, n_ctx // 2)
 
+    def task_of(self, request: RouteRequest) -> str | None:
+        """The request's task type: the router's own reading when it has one (a classifier),
+        else the `x-edgepick-task` header or `metadata.task`."""
+        finder = getattr(self.router, "task_of", None)
+        if finder is not None:
+            return finder(request)
+        meta = request.body.get("metadata")
+        task = request.headers.get(TASK_HEADER)
+        if not task and isinstance(meta, dict) and meta.get("task"):
+            task = str(meta["task"])
+        return task or None
+
 
 async def _until_disconnect(request: Request) -> None:
     # the body has been read, so the next ASGI message is the disconnect (or nothing at all)
@@ -74,8 +103,31 @@ async def _until_disconnect(request: Request) -> None:
         pass
 
 
+async def _route(state: ServeState, rr: RouteRequest, edge: Edge):
+    """The router's answer; an edge-only task (or any request under `network: offline`) never
+    leaves the edge, whatever the router does."""
+    private = rr.task is not None and rr.task in state.edge_only
+    try:
+        routed = await state.router.route(rr, edge)
+    except ServeError as err:
+        if private and not isinstance(err, BadRequest) and err.status >= 429:
+            raise EdgeOnlyUnavailable(
+                f"task '{rr.task}' stays on this device (deploy.yaml edge_only_tasks) and the "
+                f"edge cannot serve it now: {err.message}", retry_after=err.retry_after) from None
+        raise
+    if (private or state.offline) and not routed.route.startswith("edge"):
+        await routed.response.aclose()  # a router that broke the contract
+        log.error("router %s answered a request that must stay on the edge from %s; refused",
+                  type(state.router).__name__, routed.route)
+        raise EdgeOnlyUnavailable("this request must stay on this device (deploy.yaml "
+                                  "edge_only_tasks / network: offline); the router did not keep "
+                                  "it there")
+    return routed
+
+
 def create_app(state: ServeState) -> FastAPI:
     m = state.metrics
+    s = state.settings
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -103,13 +155,59 @@ def create_app(state: ServeState) -> FastAPI:
             await state.router.aclose()
             await state.pool.aclose()
 
-    app = FastAPI(title="edgepick serve", lifespan=lifespan, docs_url=None, redoc_url=None,
-                  openapi_url=None)
-    # a refusal raised by any handler answers in the OpenAI error shape
-    app.add_exception_handler(ServeError, lambda _request, err: error_response(err))
+    app = FastAPI(title="edgepick serve", version="1", lifespan=lifespan, docs_url=None,
+                  redoc_url=None, openapi_url="/openapi.json")
+    install(app)
+    app.include_router(loop_router(state))  # feedback, metrics history (H, serve/feedback.py)
+
+    # every refusal answers in the OpenAI error shape, the framework's own included
+    @app.exception_handler(ServeError)
+    async def _serve_error(_request: Request, err: ServeError) -> Response:
+        return error_response(err)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        if exc.status_code == 404:
+            err: ServeError = NotFound(f"no endpoint {request.method} {request.url.path}; "
+                                       "see /openapi.json")
+        elif exc.status_code == 405:
+            err = for_status(405, f"{request.method} is not allowed on {request.url.path}")
+        else:
+            err = for_status(exc.status_code, str(exc.detail))
+        resp = error_response(err)
+        for k, v in (exc.headers or {}).items():
+            resp.headers[k] = v
+        return resp
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_request: Request, exc: RequestValidationError) -> Response:
+        first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
+        param = ".".join(str(p) for p in first["loc"] if p not in ("body", "path", "query"))
+        return error_response(BadRequest(f"'{param}': {first['msg']}", param=param or None))
+
+    @app.exception_handler(Exception)
+    async def _bug(_request: Request, exc: Exception) -> Response:
+        log.exception("request failed")  # a bug must still answer, be counted and be logged
+        return error_response(ServeError(f"internal error ({type(exc).__name__})"))
+
+    if s.cors_origin:
+        if "*" in s.cors_origin:
+            log.warning("CORS: any origin may call this server from a browser (--cors-origin "
+                        "'*'); the API key is still required")
+        # preflights are answered here without the key (browsers never send it on them); the
+        # call that follows still needs it
+        app.add_middleware(CORSMiddleware, allow_origins=list(s.cors_origin),
+                           allow_methods=["GET", "POST", "OPTIONS"],
+                           allow_headers=["authorization", "content-type", "x-api-key",
+                                          REQUEST_ID, TASK_HEADER],
+                           expose_headers=[REQUEST_ID, "x-edgepick-route",
+                                           "x-edgepick-route-reason",
+                                           "x-edgepick-model-version", "retry-after"],
+                           max_age=600)
+    app.add_middleware(RequestGuard)  # outermost: preflights and 431s get a request id too
 
     def finish(kind: Kind, route: str, t0: float, req_body: dict, task: str | None,
-               version: str, sampled: bool) -> Callable[[Outcome], None]:
+               version: str, sampled: bool, rid: str | None = None) -> Callable[[Outcome], None]:
         def done(out: Outcome) -> None:
             m.requests.labels(ENDPOINTS[kind], str(out.status)).inc()
             m.e2e.labels(route).observe(time.monotonic() - t0)
@@ -123,7 +221,7 @@ def create_app(state: ServeState) -> FastAPI:
             m.tokens.labels("completion").inc(out.completion_tokens)
             if sampled and out.status == 200:
                 why, fmt = state.sampler.record(kind, req_body, "".join(out.text),
-                                                out.finish_reason, task, version)
+                                                out.finish_reason, task, version, request_id=rid)
                 m.sampled.labels("unacceptable" if why else "ok").inc()
                 if fmt:
                     m.sampled_format_errors.inc()
@@ -131,17 +229,31 @@ def create_app(state: ServeState) -> FastAPI:
 
     async def handle(request: Request, kind: Kind) -> Response:
         t0 = time.monotonic()
-        s = state.settings
+        rid = request.state.request_id
         try:
             check_key(request, s.api_key)
-            raw = await read_json(request, s.max_body)
-            stream = bool(raw.get("stream"))
+            raw = parse_json(await read_body(request, s.max_body, s.body_timeout))
             body = await check_body(kind, raw, max_tokens=s.max_tokens,
                                     max_prompt_tokens=state.max_prompt_tokens,
                                     count_tokens=state.pool.count_tokens)
+            stream = body.get("stream") is True
+            body, locked = apply_sampling(body, state.sampling, state.lock_sampling)
             rr = RouteRequest(kind, body, stream, t0 + s.deadline,
-                              {k.lower(): v for k, v in request.headers.items()})
-            task = asyncio.create_task(state.router.route(rr, state.pool))
+                              {k.lower(): v for k, v in request.headers.items()},
+                              request_id=rid)
+            rr.task = state.task_of(rr)
+            edge: Edge = state.pool
+            if state.test_headers:
+                rr.paths, rr.failing = forced_routes(rr.headers)
+                if "edge" in rr.failing:
+                    edge = MockFailingEdge(state.pool)
+            if state.offline or (rr.task is not None and rr.task in state.edge_only):
+                if not rr.allows("edge"):
+                    why = (f"task '{rr.task}' stays on this device (deploy.yaml edge_only_tasks)"
+                           if rr.task in state.edge_only else "deploy.yaml says network: offline")
+                    raise EdgeOnlyUnavailable(f"{why}; a forced route to the cloud is refused")
+                rr.paths = ("edge",)
+            task = asyncio.create_task(_route(state, rr, edge))
             # one step lets a refusal (429, 503) finish before a disconnect watcher is set up:
             # under overload most requests end here, and they must end fast
             await asyncio.sleep(0)
@@ -155,9 +267,13 @@ def create_app(state: ServeState) -> FastAPI:
                     return Response(status_code=499)
             routed = task.result()
         except ServeError as err:
+            if isinstance(err, UpstreamError):
+                err = from_upstream(err)
             if err.status == 429 or err.code == "insufficient_resources":
-                m.rejections.labels(err.code).inc()
+                m.rejections.labels(err.label).inc()
             m.requests.labels(ENDPOINTS[kind], str(err.status)).inc()
+            if isinstance(err, ClientGone):
+                log.info("client gone: %s", err.message)
             return error_response(err)
         except Exception as exc:  # a bug must still answer, be counted and be logged
             log.exception("request failed")
@@ -167,34 +283,59 @@ def create_app(state: ServeState) -> FastAPI:
         resp = routed.response
         headers = dict(resp.headers, **{"x-edgepick-route": routed.route,
                                         "x-edgepick-route-reason": routed.reason})
+        if locked:
+            headers["x-edgepick-sampling"] = "locked:" + ",".join(locked)
         version = headers.get("x-edgepick-model-version", "")
         sampled = state.sampler.take()
-        done = finish(kind, routed.route, t0, body, request.headers.get("x-edgepick-task"),
-                      version, sampled)
+        done = finish(kind, routed.route, t0, body, rr.task, version, sampled, rid)
         if resp.chunks is not None:
-            return StreamingResponse(relay_stream(resp, t0, sampled, done),
+            usage = (raw.get("stream_options") or {}).get("include_usage") is True
+            return StreamingResponse(relay_stream(resp, t0, sampled, done, usage),
                                      media_type="text/event-stream", headers=headers)
         out = measure_body(resp.body or {}, t0, time.monotonic(), sampled)
         done(out)
         return JSONResponse(resp.body, status_code=resp.status, headers=headers)
 
-    @app.post("/v1/chat/completions")
+    @app.post("/v1/chat/completions", **describe("chat"))
     async def chat(request: Request) -> Response:
         return await handle(request, "chat")
 
-    @app.post("/v1/completions")
+    @app.post("/v1/completions", **describe("completion"))
     async def completions(request: Request) -> Response:
         return await handle(request, "completion")
 
-    @app.get("/v1/models")
-    async def models(request: Request) -> Response:
-        check_key(request, state.settings.api_key)
-        spec = state.pool.spec
-        return JSONResponse({"object": "list", "data": [
-            {"id": spec.name, "object": "model", "owned_by": "edgepick", "created": 0,
-             "version": spec.version}]})
+    @app.post("/v1/embeddings", **describe("embedding"))
+    async def embeddings(request: Request) -> Response:
+        check_key(request, s.api_key)
+        raw = parse_json(await read_body(request, s.max_body, s.body_timeout))
+        if not getattr(state.pool.spec, "embeddings", False):
+            raise NotImplementedHere("this server has no embedding engine: the deploy does not "
+                                     "enable one (llama-server --embeddings)")
+        validate("embedding", raw)
+        raw.pop("model", None)
+        resp = await state.pool.forward("embedding", raw, False, time.monotonic() + s.deadline)
+        return JSONResponse(resp.body, headers=resp.headers)
 
-    @app.get("/health")
+    def card() -> dict:
+        spec = state.pool.spec
+        return {"id": spec.name, "object": "model", "owned_by": "edgepick", "created": 0,
+                "version": spec.version}
+
+    @app.get("/v1/models", **describe("models"))
+    async def models(request: Request) -> Response:
+        check_key(request, s.api_key)
+        return JSONResponse({"object": "list", "data": [card()]})
+
+    @app.get("/v1/models/{model_id:path}", **describe("model"))
+    async def model(model_id: str, request: Request) -> Response:
+        check_key(request, s.api_key)
+        spec = state.pool.spec
+        if model_id not in (spec.name, f"{spec.name}@{spec.version}"):
+            raise NotFound(f"model '{model_id}' is not served here (this server serves "
+                           f"'{spec.name}')", param="model", code="model_not_found")
+        return JSONResponse(card())
+
+    @app.get("/health", **describe("health"))
     async def health() -> Response:
         pool = state.pool
         if not pool.ready:
@@ -203,17 +344,17 @@ def create_app(state: ServeState) -> FastAPI:
         return JSONResponse({"status": "ok", "model": pool.spec.name,
                              "version": pool.spec.version})
 
-    @app.get("/metrics")
+    @app.get("/metrics", include_in_schema=False)
     async def metrics(request: Request) -> Response:
-        check_key(request, state.settings.api_key)
+        check_key(request, s.api_key)
         return Response(generate_latest(m.registry), media_type=CONTENT_TYPE_LATEST)
 
-    @app.post("/admin/models/{action}")
+    @app.post("/admin/models/{action}", include_in_schema=False)
     async def admin(action: str, request: Request) -> Response:
-        check_key(request, state.settings.api_key)
+        check_key(request, s.api_key)
         if state.admin is None:
-            raise ServeError("this server was started without --registry", status=404)
-        raw = await read_json(request, state.settings.max_body)
+            raise NotFound("this server was started without --registry")
+        raw = parse_json(await read_body(request, s.max_body, s.body_timeout))
         return JSONResponse(await state.admin.handle(action, raw))
 
     return app

@@ -10,6 +10,7 @@ from typing import AsyncIterator, Callable
 
 import anyio
 
+from edgepick.serve.errors import for_status, sse_event
 from edgepick.serve.router_api import ServedResponse
 
 
@@ -61,9 +62,30 @@ def _event_text(event: dict) -> str | None:
     return piece or None
 
 
+def _client_event(event: dict, raw: bytes, include_usage: bool) -> bytes | None:
+    """The event as the client gets it: the usage-only chunk and `usage` fields dropped unless
+    the client asked for them (edgepick asks the engine always, to count tokens), errors in
+    OpenAI's shape. None: nothing to send."""
+    if "error" in event:
+        err = event["error"]
+        if isinstance(err, dict) and not isinstance(err.get("code"), str):
+            status = int(err.get("code") or err.get("status") or 500)
+            shaped = for_status(status, str(err.get("message") or "stream failed"))
+            if isinstance(err.get("type"), str) and err["type"] != "server_error":
+                shaped.code = err["type"]  # edgepick's own code travels in `type` (edge.py)
+            return sse_event(shaped)
+        return raw
+    if include_usage or "usage" not in event:
+        return raw
+    if not event.get("choices"):
+        return None  # the usage-only chunk
+    return b"data: " + json.dumps({k: v for k, v in event.items() if k != "usage"}).encode()
+
+
 async def relay_stream(resp: ServedResponse, t0: float, keep_text: bool,
-                       finish: Callable[[Outcome], None]) -> AsyncIterator[bytes]:
-    """The SSE bytes as they come, timing each event that carries text. Closing the iterator
+                       finish: Callable[[Outcome], None],
+                       include_usage: bool = True) -> AsyncIterator[bytes]:
+    """The SSE events as they come, timing each event that carries text. Closing the iterator
     (client gone) closes the response, which frees the slot and cancels the generation."""
     out = Outcome()
     buf = b""
@@ -83,20 +105,27 @@ async def relay_stream(resp: ServedResponse, t0: float, keep_text: bool,
         async for chunk in resp.chunks:
             buf += chunk
             ended = False
+            sent: list[bytes] = []
             while b"\n\n" in buf:
                 raw, buf = buf.split(b"\n\n", 1)
                 line = raw.strip()
                 ended = ended or line.endswith(b"data: [DONE]")
                 if not line.startswith(b"data:") or line.endswith(b"[DONE]"):
+                    sent.append(raw + b"\n\n")
                     continue
                 try:
                     event = json.loads(line[5:])
                 except ValueError:
+                    sent.append(raw + b"\n\n")
+                    continue
+                if not isinstance(event, dict):
+                    sent.append(raw + b"\n\n")
                     continue
                 now = time.monotonic()
                 if "error" in event:
                     err = event["error"]
-                    out.status = int(err.get("code") or 500) if isinstance(err, dict) else 500
+                    status = err.get("status") or err.get("code") if isinstance(err, dict) else 500
+                    out.status = int(status) if isinstance(status, int) else 500
                 piece = _event_text(event)
                 if piece is not None:
                     if last is None:
@@ -113,9 +142,13 @@ async def relay_stream(resp: ServedResponse, t0: float, keep_text: bool,
                 if usage:
                     out.prompt_tokens = int(usage.get("prompt_tokens") or 0)
                     out.completion_tokens = int(usage.get("completion_tokens") or 0)
+                shown = _client_event(event, raw, include_usage)
+                if shown is not None:
+                    sent.append(shown + b"\n\n")
             if ended:  # counted before the client sees the end, so a scrape right after has it
                 settle()
-            yield chunk
+            if sent:
+                yield b"".join(sent)
     except BaseException:
         if not finished:
             out.status = 499  # the client went away (nginx's code for it)

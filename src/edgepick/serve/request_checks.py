@@ -1,28 +1,26 @@
-"""What a request must satisfy before it reaches a router: a key, a bounded body, bounded
+"""What a request must satisfy before it reaches a router: a key, a bounded body read in bounded
+time, JSON without NaN, lone surrogates or absurd nesting, OpenAI's request types, bounded
 max_tokens and prompt, and no field that points the engine at a file (seed 000 §5.2)."""
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
-from typing import Awaitable, Callable
+from typing import Any, Awaitable, Callable
 
-from starlette.requests import Request
+from pydantic import ValidationError
+from starlette.requests import ClientDisconnect, Request
 
-from edgepick.serve.router_api import BadRequest, Kind, ServeError
-
-
-class Unauthorized(ServeError):
-    status, code = 401, "invalid_api_key"
-
-
-class BodyTooLarge(ServeError):
-    status, code = 413, "request_too_large"
-
+from edgepick.serve.errors import (BadRequest, BodyTooLarge, ClientGone, RequestTimeout,
+                                   Unauthorized)
+from edgepick.serve.request_models import REQUEST_MODELS
+from edgepick.serve.router_api import Kind
 
 # llama-server fields that would pick a slot, save state or load adapters: never from a client
 ENGINE_ONLY_FIELDS = ("id_slot", "slot_id", "lora", "slot_save_path", "filename")
 MAX_TOKEN_FIELDS = ("max_tokens", "max_completion_tokens", "n_predict")
+MAX_DEPTH = 64  # OpenAI bodies nest a handful of levels; a JSON schema in tools a few dozen
 
 
 def check_key(request: Request, api_key: str | None) -> None:
@@ -34,64 +32,172 @@ def check_key(request: Request, api_key: str | None) -> None:
         raise Unauthorized("missing or wrong API key (send it as 'Authorization: Bearer KEY')")
 
 
-async def read_json(request: Request, limit: int) -> dict:
+async def read_body(request: Request, limit: int, timeout_s: float) -> bytes:
+    """The body, at most `limit` bytes, in at most `timeout_s` seconds (a Content-Length larger
+    than what arrives would otherwise hold the connection forever)."""
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > limit:
         raise BodyTooLarge(f"request body of {declared} bytes is over the limit of {limit} "
                            "bytes (--max-body)")
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise BodyTooLarge(f"request body is over the limit of {limit} bytes (--max-body)")
-        chunks.append(chunk)
     try:
-        body = json.loads(b"".join(chunks))
-    except ValueError as exc:
-        raise BadRequest(f"request body is not valid JSON ({exc})") from None
+        async with asyncio.timeout(timeout_s):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise BodyTooLarge(f"request body is over the limit of {limit} bytes "
+                                       "(--max-body)")
+                chunks.append(chunk)
+    except TimeoutError:
+        raise RequestTimeout(f"request body not complete after {timeout_s:g} s ({size} bytes "
+                             f"of {declared or 'unknown'} arrived; --body-timeout)") from None
+    except ClientDisconnect:
+        raise ClientGone("the client closed the connection while sending the body") from None
+    return b"".join(chunks)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def parse_json(raw: bytes) -> dict:
+    """JSON as RFC 8259 has it: no NaN/Infinity, nesting bounded, text that is valid Unicode."""
+    try:
+        body = json.loads(raw, parse_constant=_no_constant)
+    except RecursionError:
+        raise BadRequest(f"request body nests deeper than {MAX_DEPTH} levels") from None
+    except ValueError as exc:  # UnicodeDecodeError included
+        raise BadRequest(f"request body is not valid JSON ({exc})", code="invalid_json") from None
     if not isinstance(body, dict):
-        raise BadRequest("request body must be a JSON object")
+        raise BadRequest("request body must be a JSON object", code="invalid_json")
+    _check_tree(body)
     return body
+
+
+def _check_tree(body: dict) -> None:
+    """Depth and lone surrogates (`"\\ud800"` parses, then fails every encoder), iteratively."""
+    stack: list[tuple[Any, str, int]] = [(body, "", 1)]
+    while stack:
+        node, where, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise BadRequest(f"request body nests deeper than {MAX_DEPTH} levels",
+                             param=where or None)
+        if isinstance(node, dict):
+            for k, v in node.items():
+                path = f"{where}.{k}" if where else str(k)
+                _text(k, path)
+                stack.append((v, path, depth + 1))
+        elif isinstance(node, list):
+            stack.extend((v, f"{where}[{i}]", depth + 1) for i, v in enumerate(node))
+        elif isinstance(node, str):
+            _text(node, where)
+
+
+def _text(s: str, where: str) -> None:
+    if s.isascii():
+        return
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadRequest(f"'{where}' holds a lone UTF-16 surrogate, which is not text",
+                         param=where or None) from None
+
+
+def _param(loc: tuple) -> str:
+    out = ""
+    for p in loc:
+        if isinstance(p, int):
+            out += f"[{p}]"
+        elif p in ("str", "list", "function-after", "literal", "chain", "function-plain") or \
+                str(p).startswith(("list[", "union[", "function-", "literal[", "json-or-python")):
+            continue  # pydantic's names for the branch of a union it tried
+        elif isinstance(p, str) and p in ("system", "developer", "user", "assistant", "tool",
+                                          "TextPart", "NamedToolChoice") and out:
+            continue  # the discriminator's tag
+        else:
+            out += f".{p}" if out else str(p)
+    return out
+
+
+def validate(kind: str, body: dict) -> None:
+    """Raise a 400 naming the first field that breaks OpenAI's request type."""
+    try:
+        REQUEST_MODELS[kind].model_validate(body)
+    except ValidationError as exc:
+        raise _bad_field(exc, body) from None
+
+
+def _bad_field(exc: ValidationError, body: dict) -> BadRequest:
+    errors = exc.errors(include_url=False)
+    # a union reports each branch; the most specific one says most
+    err = max(errors, key=lambda e: len(e["loc"]))
+    if any(e["type"] == "union_tag_not_found" or e["type"] == "union_tag_invalid"
+           for e in errors):
+        err = next(e for e in errors if e["type"].startswith("union_tag"))
+    param = _param(tuple(err["loc"]))
+    typ = err["type"]
+    if typ == "missing":
+        return BadRequest(f"'{param}' is required", param=param,
+                          code="missing_required_parameter")
+    if typ == "union_tag_not_found":
+        return BadRequest(f"'{param}.role' is required (system, developer, user, assistant or "
+                          "tool)", param=f"{param}.role", code="missing_required_parameter")
+    if typ == "union_tag_invalid":
+        return BadRequest(f"'{param}.role' must be system, developer, user, assistant or tool",
+                          param=f"{param}.role")
+    if param.endswith(".type") and "content" in param and typ == "literal_error":
+        return BadRequest(f"'{param}': only text content parts are accepted by this model "
+                          "(no image or audio input)", param=param, code="unsupported_content")
+    if typ == "extra_forbidden":
+        return BadRequest(f"'{param}' is not a known field here", param=param,
+                          code="unknown_parameter")
+    msg = err["msg"]
+    if typ.endswith("_type") or typ.startswith(("bool", "int", "float", "string", "list",
+                                                "dict", "model")):
+        code = "invalid_type"
+    else:
+        code = "invalid_value"
+    return BadRequest(f"'{param}': {msg[0].lower()}{msg[1:]}", param=param, code=code)
 
 
 def prompt_text(kind: Kind, body: dict) -> str:
     """The text the client sends to the model (chat: every message's text content)."""
     if kind == "chat":
-        msgs = body.get("messages")
-        if not isinstance(msgs, list) or not msgs:
-            raise BadRequest("'messages' must be a non-empty list")
         parts = []
-        for m in msgs:
-            content = m.get("content") if isinstance(m, dict) else None
+        for m in body["messages"]:
+            content = m.get("content")
             if isinstance(content, str):
                 parts.append(content)
             elif isinstance(content, list):
                 parts += [p.get("text", "") for p in content if isinstance(p, dict)]
         return "\n".join(parts)
-    prompt = body.get("prompt")
+    prompt = body["prompt"]
     if isinstance(prompt, str):
         return prompt
-    if isinstance(prompt, list) and all(isinstance(p, str) for p in prompt):
+    if all(isinstance(p, str) for p in prompt):
         return "\n".join(prompt)
-    if isinstance(prompt, list):  # token ids: their count is exact
-        return " " * sum(len(p) if isinstance(p, list) else 1 for p in prompt)
-    raise BadRequest("'prompt' must be a string, a list of strings or token ids")
+    # token ids: their count is exact
+    return " " * sum(len(p) if isinstance(p, list) else 1 for p in prompt)
 
 
 async def check_body(kind: Kind, body: dict, *, max_tokens: int, max_prompt_tokens: int,
                      count_tokens: Callable[[str], Awaitable[int]]) -> dict:
-    """The body to route: caps applied, `max_tokens` set when absent; raises BadRequest."""
+    """The body to route: validated, caps applied, `max_tokens` set when absent; raises
+    BadRequest naming the field."""
     for name in ENGINE_ONLY_FIELDS:
         if name in body:
             raise BadRequest(f"field '{name}' is not accepted: this server chooses its own "
-                             "slots, files and models")
+                             "slots, files and models", param=name, code="unsupported_parameter")
+    validate(kind, body)
     asked = [(k, body[k]) for k in MAX_TOKEN_FIELDS if body.get(k) is not None]
+    # max_tokens 0 is lm-eval's "score the prompt, write nothing" (echo with logprobs)
+    scoring = kind == "completion" and body.get("echo") is True
     for key, value in asked:
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise BadRequest(f"'{key}' must be a positive integer")
+        if not isinstance(value, int) or isinstance(value, bool) or value < (0 if scoring else 1):
+            raise BadRequest(f"'{key}' must be a positive integer", param=key)
         if value > max_tokens:
             raise BadRequest(f"'{key}' {value} is over this server's limit of {max_tokens} "
-                             "tokens (--max-tokens)")
+                             "tokens (--max-tokens)", param=key)
     body = {k: v for k, v in body.items() if k not in ("n_predict", "max_completion_tokens")}
     body["max_tokens"] = min((v for _, v in asked), default=max_tokens)
     text = prompt_text(kind, body)
@@ -100,7 +206,26 @@ async def check_body(kind: Kind, body: dict, *, max_tokens: int, max_prompt_toke
         n = await count_tokens(text)
         if n > max_prompt_tokens:
             raise BadRequest(f"prompt of {n} tokens is over this server's limit of "
-                             f"{max_prompt_tokens} prompt tokens (--max-prompt-tokens)")
+                             f"{max_prompt_tokens} prompt tokens (--max-prompt-tokens)",
+                             param="messages" if kind == "chat" else "prompt",
+                             code="context_length_exceeded")
     # the model is the server's choice (registry, policy); the client's name is only a label
     body.pop("model", None)
     return body
+
+
+def apply_sampling(body: dict, sampling: dict, locked: bool) -> tuple[dict, list[str]]:
+    """deploy.yaml's `sampling` as the request's defaults (issue 26 item 3); with
+    `lock_sampling` they replace what the client sent. Returns the body and the fields the lock
+    overrode (for the `x-edgepick-sampling` header)."""
+    if not sampling:
+        return body, []
+    out = dict(body)
+    overridden = []
+    for key, value in sampling.items():
+        if key not in out or out[key] is None:
+            out[key] = value
+        elif locked and out[key] != value:
+            out[key] = value
+            overridden.append(key)
+    return out, overridden

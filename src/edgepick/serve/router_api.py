@@ -1,17 +1,27 @@
 """The contract between `edgepick serve`'s HTTP handlers and whatever decides where a request
 runs (seed 000 §4.3: edge first, cloud as fallback).
 
-The app parses and checks a request (auth, body size, token caps), then calls
-`router.route(RouteRequest, edge)` and sends back the `Routed.response`, setting the headers
-`x-edgepick-route` / `x-edgepick-route-reason` from `Routed.route` / `Routed.reason` and counting
-`edgepick_routes_total{route,reason}`. A router never touches HTTP: it receives the checked body
-and returns a `ServedResponse`, or raises one of the `ServeError`s below, which the app turns
-into the HTTP status named on each class (with `Retry-After` when `retry_after` is set).
+The app parses and checks a request (auth, body size and shape, token caps, deploy.yaml's
+sampling), then calls `router.route(RouteRequest, edge)` and sends back the `Routed.response`,
+setting the headers `x-edgepick-route` / `x-edgepick-route-reason` from `Routed.route` /
+`Routed.reason` and counting `edgepick_routes_total{route,reason}`. A router never touches HTTP:
+it receives the checked body and returns a `ServedResponse`, or raises one of the `ServeError`s
+of serve/errors.py, which the app turns into the HTTP status named on each class, in OpenAI's
+error shape (with `Retry-After` when `retry_after` is set).
 
-`edge` is the local `EdgePool` (serve/edge.py): `await edge.forward(kind, body, stream,
-deadline)` admits the request (bounded slots + queue), runs it on the active llama-server and
-returns a `ServedResponse`, or raises `Overloaded`, `ResourceRefused`, `EngineUnavailable`,
-`DeadlineExceeded` or `UpstreamError`. A router may catch those to fall back elsewhere.
+`edge` is anything that satisfies `Edge` below (in serve: the local `EdgePool`,
+serve/edge.py): `await edge.forward(kind, body, stream, deadline)` admits the request (bounded
+slots + queue), runs it on the active engine and returns a `ServedResponse`, or raises
+`Overloaded`, `ResourceRefused`, `EngineUnavailable`, `DeadlineExceeded` or `UpstreamError`. A
+router may catch those to fall back elsewhere.
+
+Rules every router follows, whatever its name:
+- `request.paths`, when not None, are the only paths it may use. Serve sets it to `("edge",)`
+  for a task deploy.yaml keeps on the device (`edge_only_tasks`) and for the test header
+  `x-edgepick-force-route: edge`; a router that cannot serve within it raises, and serve answers
+  503 with the reason. Serve never hands a router a cloud under `network: offline`.
+- `request.failing` names paths a test wants to fail on purpose (`x-edgepick-mock-failure`);
+  serve already makes `edge` fail, a router fails its own other paths.
 
 A streaming `ServedResponse` carries `chunks`, an async iterator of raw SSE bytes (`data: ...\n\n`
 events, ending with `data: [DONE]`); whoever consumes it must call `aclose()` when done or on
@@ -19,84 +29,42 @@ client disconnect: that releases the edge slot and cancels the generation in the
 
 The default router, `EdgeOnlyRouter`, runs everything on the edge. Another router is plugged in
 with `create_app(..., router=...)` or, from the CLI, through the `edgepick.routers` entry point
-group named by the policy file's `route:` section (issue 17).
+group named by the policy file's `route:` section (`route: {router: NAME, ...}`): the entry
+point is called with that section (a dict, or None when the policy has none) and the
+DeployConfig, validates the section itself and returns the router.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, AsyncIterator, Literal, Mapping, Protocol, runtime_checkable
+from typing import Any, AsyncIterator, Literal, Mapping, Protocol, runtime_checkable
 
-if TYPE_CHECKING:
-    from edgepick.serve.edge import EdgePool
+# the refusals a router raises or catches; defined with the rest of serve's errors
+from edgepick.serve.errors import (BadRequest, DeadlineExceeded, EdgeOnlyUnavailable,  # noqa: F401
+                                   EngineUnavailable, Overloaded, ResourceRefused, ServeError,
+                                   UpstreamError)
 
 Kind = Literal["chat", "completion"]
-
-
-class ServeError(Exception):
-    """A request that cannot be served, with the HTTP status the client gets."""
-
-    status: int = 500
-    code: str = "server_error"
-
-    def __init__(self, message: str, *, retry_after: float | None = None,
-                 status: int | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.retry_after = retry_after
-        if status is not None:
-            self.status = status
-
-
-class BadRequest(ServeError):
-    status, code = 400, "invalid_request_error"
-
-
-class Overloaded(ServeError):
-    """Every slot and queue place is taken: refused at once (seed 000 §4.3)."""
-
-    status, code = 429, "overloaded"
-
-
-class ResourceRefused(ServeError):
-    """The resource check before admission (free memory, load) refused it (seed 000 §5.2)."""
-
-    status, code = 503, "insufficient_resources"
-
-
-class EngineUnavailable(ServeError):
-    """The engine is restarting, swapping or died mid-request; retrying later is safe."""
-
-    status, code = 503, "engine_unavailable"
-
-
-class DeadlineExceeded(ServeError):
-    """Queue wait plus generation went past the request's deadline."""
-
-    status, code = 504, "deadline_exceeded"
-
-
-class UpstreamError(ServeError):
-    """The engine answered with an HTTP error; `status` and `payload` are the engine's."""
-
-    code = "upstream_error"
-
-    def __init__(self, message: str, *, status: int, payload: dict | None = None) -> None:
-        super().__init__(message, status=status)
-        self.payload = payload
 
 
 @dataclass
 class RouteRequest:
     kind: Kind  # /v1/chat/completions or /v1/completions
-    body: dict  # the checked OpenAI body (caps applied, `model` replaced by the served name)
+    body: dict  # the checked OpenAI body (caps and deploy sampling applied, `model` removed)
     stream: bool
     deadline: float  # time.monotonic() by which the answer must be complete
     headers: Mapping[str, str] = field(default_factory=dict)  # the client's, lower-case names
+    task: str | None = None  # the task type serve found (header, metadata or the router's own)
+    paths: tuple[str, ...] | None = None  # the only paths allowed; None: the router's choice
+    failing: frozenset[str] = frozenset()  # paths to fail on purpose (tests)
+    request_id: str = ""
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
+
+    def allows(self, path: str) -> bool:
+        return self.paths is None or path in self.paths
 
 
 @dataclass
@@ -124,8 +92,26 @@ class Routed:
 
 
 @runtime_checkable
+class Edge(Protocol):
+    """What a router sees of the local engine pool: admission and forwarding, token counting,
+    readiness, the served model's spec (`spec.name`, `spec.runtime.n_ctx`) and the metrics
+    registry a router may add its own series to (`metrics.registry`)."""
+
+    spec: Any
+    metrics: Any
+
+    @property
+    def ready(self) -> bool: ...
+
+    async def forward(self, kind: Kind, body: dict, stream: bool,
+                      deadline: float) -> ServedResponse: ...
+
+    async def count_tokens(self, text: str) -> int: ...
+
+
+@runtime_checkable
 class Router(Protocol):
-    async def route(self, request: RouteRequest, edge: "EdgePool") -> Routed: ...
+    async def route(self, request: RouteRequest, edge: Edge) -> Routed: ...
 
     async def aclose(self) -> None: ...
 
@@ -133,7 +119,7 @@ class Router(Protocol):
 class EdgeOnlyRouter:
     """Everything on the local engine; the edge's errors reach the client as they are."""
 
-    async def route(self, request: RouteRequest, edge: "EdgePool") -> Routed:
+    async def route(self, request: RouteRequest, edge: Edge) -> Routed:
         resp = await edge.forward(request.kind, request.body, request.stream, request.deadline)
         return Routed(resp, "edge", "default")
 

@@ -10,6 +10,7 @@ import uvicorn
 
 from edgepick.errors import EdgepickError
 from edgepick.serve.app import ServeState, create_app
+from edgepick.serve.middleware import RequestIdFilter
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -30,7 +31,10 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def run_server(state: ServeState) -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s [%(request_id)s]: %(message)s")
+    for handler in logging.getLogger().handlers:  # every line names the request it is about
+        handler.addFilter(RequestIdFilter())
     logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per engine request
     s = state.settings
     sock = bind(s.host, s.port)

@@ -29,6 +29,11 @@ class ServeSettings(BaseSettings):
         description="clients must send it as a Bearer token (env EDGEPICK_API_KEY)")
     max_body: int = Field(1 << 20, gt=0, description="largest request body accepted (413 "
                                                      "beyond), e.g. 1MiB")
+    body_timeout: float = Field(10.0, gt=0, description="seconds a request body may take to "
+                                "arrive (408 beyond: a Content-Length larger than the body)")
+    cors_origin: list[str] = Field(default_factory=list, description="browser origin allowed "
+                                   "to call this server (repeatable; '*' for any; none by "
+                                   "default)")
     max_tokens: int = Field(1024, ge=1, description="largest max_tokens a request may ask for "
                                                     "(400 beyond; the default when absent)")
     max_prompt_tokens: int | None = Field(None, ge=1, description="largest prompt in tokens "

@@ -1,0 +1,178 @@
+"""Every refusal `edgepick serve` gives, in OpenAI's error shape
+`{"error": {"message", "type", "param", "code"}}` with string codes, so the `openai` client,
+LangChain and lm-eval branch on them as they do against OpenAI (table in docs/serve.md).
+
+A `ServeError` carries its HTTP status, OpenAI `type` and `code`, the request field it is about
+(`param`, None when none), an optional `Retry-After`, and `reason`: the short label the metrics
+count it under (`edgepick_rejections_total{reason}`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+class ServeError(Exception):
+    """A request that cannot be served, with the HTTP status the client gets."""
+
+    status: int = 500
+    type: str = "server_error"
+    code: str = "internal_error"
+    reason: str | None = None  # metrics label; default: the code
+
+    def __init__(self, message: str, *, retry_after: float | None = None,
+                 status: int | None = None, param: str | None = None,
+                 code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retry_after = retry_after
+        self.param = param
+        if status is not None:
+            self.status = status
+        if code is not None:
+            self.code = code
+
+    @property
+    def label(self) -> str:
+        return self.reason or self.code
+
+    def payload(self) -> dict[str, Any]:
+        return {"error": {"message": self.message, "type": self.type, "param": self.param,
+                          "code": self.code}}
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(max(1, round(self.retry_after)))} if self.retry_after else {}
+
+
+class BadRequest(ServeError):
+    status, type, code = 400, "invalid_request_error", "invalid_value"
+
+
+class Unauthorized(ServeError):
+    status, type, code = 401, "invalid_request_error", "invalid_api_key"
+
+
+class NotFound(ServeError):
+    status, type, code = 404, "invalid_request_error", "unknown_url"
+
+
+class MethodNotAllowed(ServeError):
+    status, type, code = 405, "invalid_request_error", "method_not_allowed"
+
+
+class RequestTimeout(ServeError):
+    status, type, code = 408, "invalid_request_error", "request_timeout"
+
+
+class BodyTooLarge(ServeError):
+    status, type, code = 413, "invalid_request_error", "request_too_large"
+
+
+class Unprocessable(ServeError):
+    status, type, code = 422, "invalid_request_error", "invalid_value"
+
+
+class HeadersTooLarge(ServeError):
+    status, type, code = 431, "invalid_request_error", "request_header_fields_too_large"
+
+
+class Overloaded(ServeError):
+    """Every slot and queue place is taken: refused at once (seed 000 §4.3)."""
+
+    status, type, code, reason = 429, "requests", "rate_limit_exceeded", "overloaded"
+
+
+class ClientGone(ServeError):
+    """The client closed the connection before its answer (nginx's 499); nobody reads the body."""
+
+    status, type, code = 499, "invalid_request_error", "client_closed_request"
+
+
+class NotImplementedHere(ServeError):
+    status, type, code = 501, "not_supported_error", "not_implemented"
+
+
+class ResourceRefused(ServeError):
+    """The resource check before admission (free memory, load) refused it (seed 000 §5.2)."""
+
+    status, code = 503, "insufficient_resources"
+
+
+class EngineUnavailable(ServeError):
+    """The engine is restarting, swapping or died mid-request; retrying later is safe."""
+
+    status, code = 503, "engine_unavailable"
+
+
+class EdgeOnlyUnavailable(ServeError):
+    """A task deploy.yaml keeps on the device (`edge_only_tasks`) that the edge cannot serve
+    now; it is never sent to the cloud instead (seed 000 §6.1)."""
+
+    status, code = 503, "edge_only_task_unavailable"
+
+
+class DeadlineExceeded(ServeError):
+    """Queue wait plus generation went past the request's deadline."""
+
+    status, code = 504, "deadline_exceeded"
+
+
+class UpstreamError(ServeError):
+    """The engine answered with an HTTP error; `status` and `payload` are the engine's."""
+
+    code = "upstream_error"
+
+    def __init__(self, message: str, *, status: int, payload: dict | None = None) -> None:
+        super().__init__(message, status=status)
+        self.payload = payload
+
+
+# llama-server answers some malformed requests with 500 (an exception while reading the JSON):
+# those are the client's fault, and the client gets a 400 (issue 25)
+_CLIENT_FAULT_MARKERS = ("[json.exception.", "missing", "invalid", "unsupported", "must be",
+                         "expected", "not supported", "cannot be")
+_TYPE_OF_STATUS = {400: "invalid_request_error", 401: "invalid_request_error",
+                   404: "invalid_request_error", 413: "invalid_request_error",
+                   429: "requests", 501: "not_supported_error"}
+_CODE_OF_STATUS = {400: "invalid_value", 401: "invalid_api_key", 404: "not_found",
+                   408: "request_timeout", 413: "request_too_large", 429: "rate_limit_exceeded",
+                   500: "internal_error", 501: "not_implemented", 502: "upstream_error",
+                   503: "engine_unavailable", 504: "deadline_exceeded"}
+
+
+def from_upstream(err: UpstreamError) -> ServeError:
+    """An engine's (or a cloud's) HTTP error in edgepick's shape; a parse error answered 5xx
+    becomes the client's 400."""
+    status = err.status
+    message = err.message
+    if status >= 500 and any(m in message.lower() for m in _CLIENT_FAULT_MARKERS):
+        status = 400
+    if status == 400 and "context" in message.lower() and ("exceed" in message.lower()
+                                                             or "too long" in message.lower()):
+        code = "context_length_exceeded"
+    else:
+        code = _CODE_OF_STATUS.get(status, "upstream_error")
+    out = ServeError(message, status=status, code=code, retry_after=err.retry_after)
+    out.type = _TYPE_OF_STATUS.get(status, "invalid_request_error" if status < 500
+                                   else "server_error")
+    return out
+
+
+def for_status(status: int, message: str) -> ServeError:
+    """A framework-level answer (unknown path, wrong method, …) as a ServeError."""
+    cls = {400: BadRequest, 401: Unauthorized, 404: NotFound, 405: MethodNotAllowed,
+           408: RequestTimeout, 413: BodyTooLarge, 422: Unprocessable, 431: HeadersTooLarge,
+           429: Overloaded, 501: NotImplementedHere, 503: EngineUnavailable,
+           504: DeadlineExceeded}.get(status)
+    if cls is None:
+        return ServeError(message, status=status)
+    return cls(message)
+
+
+def sse_event(err: ServeError) -> bytes:
+    """The error event a stream ends with when it cannot finish (headers already sent): the
+    same shape as a refusal, plus the HTTP status it would have had."""
+    payload = err.payload()
+    payload["error"]["status"] = err.status
+    return f"data: {json.dumps(payload)}\n\n".encode()

@@ -1,0 +1,78 @@
+"""The ASGI layer in front of every endpoint: a request id on every answer and log line, and
+bounded headers (issue 25). Pure ASGI, not Starlette's BaseHTTPMiddleware, so streams and
+client disconnects pass through untouched."""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import re
+import uuid
+
+from edgepick.serve.errors import HeadersTooLarge
+
+REQUEST_ID = "x-request-id"
+MAX_HEADERS = 100
+MAX_HEADER_BYTES = 32 * 1024
+_VALID_ID = re.compile(r"^[A-Za-z0-9._:/+=@-]{1,128}$")
+
+request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
+
+
+class RequestIdFilter(logging.Filter):
+    """Puts `%(request_id)s` on every log record (the request being served, or `-`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.request_id = request_id.get()
+        return True
+
+
+def _error(send, err: HeadersTooLarge, rid: str):
+    body = json.dumps(err.payload()).encode()
+    return send({"type": "http.response.start", "status": err.status, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+        (REQUEST_ID.encode(), rid.encode())]}), body
+
+
+class RequestGuard:
+    """Echo the client's `x-request-id` (when it is a sane token) or make one; expose it as
+    `request.state.request_id`; refuse more than MAX_HEADERS headers or MAX_HEADER_BYTES of
+    them with a 431 in the OpenAI error shape."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = scope["headers"]
+        given = ""
+        size = 0
+        for k, v in headers:
+            size += len(k) + len(v)
+            if k == b"x-request-id":
+                given = v.decode("latin-1")
+        rid = given if _VALID_ID.match(given) else uuid.uuid4().hex
+        scope.setdefault("state", {})["request_id"] = rid
+        token = request_id.set(rid)
+        try:
+            if len(headers) > MAX_HEADERS or size > MAX_HEADER_BYTES:
+                err = HeadersTooLarge(f"request headers are too large: {len(headers)} headers, "
+                                      f"{size} bytes (at most {MAX_HEADERS} headers and "
+                                      f"{MAX_HEADER_BYTES} bytes)")
+                start, body = _error(send, err, rid)
+                await start
+                await send({"type": "http.response.body", "body": body})
+                return
+
+            async def send_with_id(message) -> None:
+                if message["type"] == "http.response.start":
+                    out = [(k, v) for k, v in message.get("headers", []) if k != b"x-request-id"]
+                    out.append((b"x-request-id", rid.encode()))
+                    message = dict(message, headers=out)
+                await send(message)
+
+            await self.app(scope, receive, send_with_id)
+        finally:
+            request_id.reset(token)

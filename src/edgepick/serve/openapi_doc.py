@@ -1,0 +1,94 @@
+"""`/openapi.json` with the real request and response models (serve/request_models.py) and every
+status an endpoint answers, each error in OpenAI's shape. The handlers read their bodies
+themselves (bounded, before parsing), so the request schemas are declared here rather than
+through FastAPI's body parameters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from edgepick.serve import request_models as rm
+
+REF = "#/components/schemas/{model}"
+_ERRORS = {
+    400: "invalid request: the field is named in error.param",
+    401: "missing or wrong API key",
+    404: "unknown path or model",
+    405: "method not allowed",
+    408: "the body did not arrive in time",
+    413: "body over --max-body",
+    429: "every slot and queue place taken (Retry-After)",
+    431: "too many or too large headers",
+    499: "the client closed the connection (counted, never read)",
+    500: "a bug in edgepick (never for bad input)",
+    501: "not enabled on this server",
+    502: "the cloud failed and no other path could answer",
+    503: "engine restarting, resources short, or an edge-only task the edge cannot serve",
+    504: "deadline passed",
+}
+_GENERATE = (400, 401, 408, 413, 429, 431, 499, 503, 504)
+_SPEC: dict[str, tuple[type[BaseModel] | None, type[BaseModel], tuple[int, ...], bool]] = {
+    # name: (request model, answer model, error statuses, streams)
+    "chat": (rm.ChatCompletionRequest, rm.ChatCompletion, _GENERATE + (502,), True),
+    "completion": (rm.CompletionRequest, rm.Completion, _GENERATE + (502,), True),
+    "embedding": (rm.EmbeddingRequest, rm.EmbeddingList, _GENERATE + (501,), False),
+    "models": (None, rm.ModelList, (401,), False),
+    "model": (None, rm.ModelCard, (401, 404), False),
+    "health": (None, rm.Health, (503,), False),
+}
+
+
+def _ref(model: type[BaseModel]) -> dict[str, str]:
+    return {"$ref": REF.format(model=model.__name__)}
+
+
+def describe(name: str) -> dict[str, Any]:
+    """The keyword arguments of the route decorator for endpoint `name`."""
+    request, answer, errors, streams = _SPEC[name]
+    ok: dict[str, Any] = {"description": "the answer",
+                          "content": {"application/json": {"schema": _ref(answer)}}}
+    if streams:
+        # one server-sent event: `data:` is a JSON chunk of the answer, or `[DONE]`
+        ok["content"]["text/event-stream"] = {"schema": {
+            "type": "object", "required": ["data"],
+            "properties": {"data": {"type": "string"}, "event": {"type": "string"}}}}
+    responses: dict[int | str, Any] = {200: ok}
+    for status in errors:
+        responses[status] = {"description": _ERRORS[status], "content": {
+            "application/json": {"schema": _ref(rm.ErrorResponse)}}}
+    if name == "health":
+        responses[503] = {"description": "no engine ready yet", "content": {
+            "application/json": {"schema": _ref(rm.Health)}}}
+    extra: dict[str, Any] = {}
+    if request is not None:
+        extra["requestBody"] = {"required": True, "content": {
+            "application/json": {"schema": _ref(request)}}}
+    return {"responses": responses, "openapi_extra": extra, "response_model": None}
+
+
+def schemas() -> dict[str, Any]:
+    """Every model the descriptions refer to, with their nested models, as OpenAPI components."""
+    out: dict[str, Any] = {}
+    models = {m for spec in _SPEC.values() for m in spec[:2] if m is not None}
+    models.add(rm.ErrorResponse)
+    for model in sorted(models, key=lambda m: m.__name__):
+        schema = model.model_json_schema(ref_template=REF, by_alias=True)
+        out.update(schema.pop("$defs", {}))
+        out[model.__name__] = schema
+    return out
+
+
+def install(app) -> None:
+    """Give `app` an openapi() that adds the request and answer models to the components."""
+    original = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            doc = original()
+            doc.setdefault("components", {}).setdefault("schemas", {}).update(schemas())
+            app.openapi_schema = doc
+        return app.openapi_schema
+
+    app.openapi = openapi

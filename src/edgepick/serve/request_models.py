@@ -1,0 +1,259 @@
+"""OpenAI's request and response types as pydantic models: what `/v1/chat/completions`,
+`/v1/completions` and `/v1/embeddings` accept (types, ranges, finite numbers) and what they
+answer, so a bad field is a 400 that names it and `/openapi.json` states the real contract.
+
+Fields llama-server adds (top_k, repeat_penalty, min_p, …) and edgepick's own (`metadata`,
+`edgepick_context`) are allowed; numbers among them are still checked finite by the JSON reader.
+Strict types where OpenAI is strict: `"stream": "false"` is not a boolean.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+
+Finite = Annotated[float, Field(allow_inf_nan=False, strict=True)]  # ints pass, strings not
+
+
+class _Open(BaseModel):
+    # llama-server's own sampling fields and edgepick's extensions pass through
+    model_config = ConfigDict(extra="allow")
+
+
+class _Closed(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TextPart(_Closed):
+    type: Literal["text"]
+    text: StrictStr
+
+
+class Function(_Open):
+    name: StrictStr = Field(min_length=1, max_length=256)
+    description: StrictStr | None = None
+    parameters: dict[str, Any] | None = None
+    strict: StrictBool | None = None
+
+
+class Tool(_Closed):
+    type: Literal["function"]
+    function: Function
+
+
+class FunctionCall(_Open):
+    name: StrictStr
+    arguments: StrictStr
+
+
+class ToolCall(_Open):
+    id: StrictStr | None = None
+    type: Literal["function"] = "function"
+    function: FunctionCall
+
+
+Content = Union[StrictStr, list[TextPart]]
+
+
+class SystemMessage(_Open):
+    role: Literal["system", "developer"]
+    content: Content
+    name: StrictStr | None = None
+
+
+class UserMessage(_Open):
+    role: Literal["user"]
+    content: Content
+    name: StrictStr | None = None
+
+
+class AssistantMessage(_Open):
+    role: Literal["assistant"]
+    content: Content | None = None
+    name: StrictStr | None = None
+    tool_calls: list[ToolCall] | None = None
+    reasoning_content: StrictStr | None = None
+
+
+class ToolMessage(_Open):
+    role: Literal["tool"]
+    content: Content
+    tool_call_id: StrictStr | None = None
+
+
+Message = Annotated[Union[SystemMessage, UserMessage, AssistantMessage, ToolMessage],
+                    Field(discriminator="role")]
+
+
+class NamedFunction(_Closed):
+    name: StrictStr
+
+
+class NamedToolChoice(_Closed):
+    type: Literal["function"]
+    function: NamedFunction
+
+
+class JsonSchemaFormat(_Open):
+    name: StrictStr | None = None
+    schema_: dict[str, Any] | None = Field(None, alias="schema")
+    strict: StrictBool | None = None
+
+
+class ResponseFormat(_Open):
+    type: Literal["text", "json_object", "json_schema"]
+    json_schema: JsonSchemaFormat | None = None
+    schema_: dict[str, Any] | None = Field(None, alias="schema")  # llama-server's own form
+
+
+class StreamOptions(_Open):
+    include_usage: StrictBool | None = None
+
+
+Stop = Union[StrictStr, Annotated[list[StrictStr], Field(max_length=16)], None]
+
+
+class _Sampling(_Open):
+    """The fields both generation endpoints share."""
+
+    model: StrictStr | None = None  # a label only: the server serves its own model
+    max_tokens: Annotated[StrictInt, Field(ge=0)] | None = None
+    stream: StrictBool = False
+    stream_options: StreamOptions | None = None
+    temperature: Annotated[Finite, Field(ge=0, le=2)] | None = None
+    top_p: Annotated[Finite, Field(ge=0, le=1)] | None = None
+    top_k: Annotated[StrictInt, Field(ge=0)] | None = None
+    min_p: Annotated[Finite, Field(ge=0, le=1)] | None = None
+    repeat_penalty: Annotated[Finite, Field(ge=0)] | None = None
+    presence_penalty: Annotated[Finite, Field(ge=-2, le=2)] | None = None
+    frequency_penalty: Annotated[Finite, Field(ge=-2, le=2)] | None = None
+    n: Annotated[StrictInt, Field(ge=1, le=128)] | None = None
+    seed: StrictInt | None = None
+    stop: Stop = None
+    logit_bias: dict[str, Finite] | None = None
+    user: StrictStr | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class ChatCompletionRequest(_Sampling):
+    messages: Annotated[list[Message], Field(min_length=1)]
+    max_completion_tokens: Annotated[StrictInt, Field(ge=1)] | None = None
+    logprobs: StrictBool | None = None
+    top_logprobs: Annotated[StrictInt, Field(ge=0, le=20)] | None = None
+    tools: list[Tool] | None = None
+    tool_choice: Union[Literal["none", "auto", "required"], NamedToolChoice, None] = None
+    parallel_tool_calls: StrictBool | None = None
+    response_format: ResponseFormat | None = None
+
+
+TokenIds = Annotated[list[Annotated[StrictInt, Field(ge=0)]], Field(min_length=1)]
+Prompt = Union[StrictStr, Annotated[list[StrictStr], Field(min_length=1)], TokenIds,
+               Annotated[list[TokenIds], Field(min_length=1)]]
+
+
+class CompletionRequest(_Sampling):
+    prompt: Prompt
+    echo: StrictBool | None = None
+    logprobs: Annotated[StrictInt, Field(ge=0, le=20)] | None = None
+    suffix: StrictStr | None = None
+    best_of: Annotated[StrictInt, Field(ge=1, le=1)] | None = None
+
+
+class EmbeddingRequest(_Open):
+    input: Prompt
+    model: StrictStr | None = None
+    encoding_format: Literal["float", "base64"] | None = None
+    dimensions: Annotated[StrictInt, Field(ge=1)] | None = None
+    user: StrictStr | None = None
+
+
+REQUEST_MODELS: dict[str, type[BaseModel]] = {"chat": ChatCompletionRequest,
+                                              "completion": CompletionRequest,
+                                              "embedding": EmbeddingRequest}
+
+
+# -- answers (for /openapi.json and the contract test) ---------------------------------------
+class Usage(_Open):
+    prompt_tokens: int
+    completion_tokens: int = 0
+    total_tokens: int
+
+
+class ChatMessageOut(_Open):
+    role: Literal["assistant"]
+    content: str | None = None
+    tool_calls: list[ToolCall] | None = None
+
+
+class ChatChoice(_Open):
+    index: int
+    message: ChatMessageOut
+    finish_reason: str | None = None
+    logprobs: dict[str, Any] | None = None
+
+
+class ChatCompletion(_Open):
+    id: str
+    object: Literal["chat.completion"]
+    created: int
+    model: str
+    choices: list[ChatChoice]
+    usage: Usage | None = None
+
+
+class CompletionChoice(_Open):
+    index: int
+    text: str
+    finish_reason: str | None = None
+    logprobs: dict[str, Any] | None = None
+
+
+class Completion(_Open):
+    id: str
+    object: Literal["text_completion"]
+    created: int
+    model: str
+    choices: list[CompletionChoice]
+    usage: Usage | None = None
+
+
+class Embedding(_Open):
+    object: Literal["embedding"]
+    index: int
+    embedding: list[float] | str
+
+
+class EmbeddingList(_Open):
+    object: Literal["list"]
+    data: list[Embedding]
+    model: str
+    usage: Usage | None = None
+
+
+class ModelCard(_Open):
+    id: str
+    object: Literal["model"]
+    created: int
+    owned_by: str
+    version: str | None = None
+
+
+class ModelList(_Closed):
+    object: Literal["list"]
+    data: list[ModelCard]
+
+
+class ErrorBody(_Closed):
+    message: str
+    type: str
+    param: str | None
+    code: str | None
+
+
+class ErrorResponse(_Closed):
+    error: ErrorBody
+
+
+class Health(_Open):
+    status: Literal["ok", "loading"]
