@@ -43,10 +43,7 @@ class EchoBackend(Backend):
 @pytest.fixture
 def fresh_registry(monkeypatch):
     """Forget what was discovered, so entry points are read again (and again after the test)."""
-    monkeypatch.setattr(registry, "_targets", None)
-    monkeypatch.setattr(registry, "_classes", {})
-    yield
-    registry._targets = None
+    monkeypatch.setattr(registry, "ENGINES", registry.ENGINES.fresh())
 
 
 def test_another_package_registers_a_backend_through_its_entry_point(tmp_path, monkeypatch,

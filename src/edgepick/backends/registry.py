@@ -1,4 +1,5 @@
-"""The registry of engines: entry points of the group `edgepick.backends`, loaded lazily.
+"""The registry of engines: entry points of the group `edgepick.backends`, loaded lazily by
+edgepick.plugins (the one registry helper of engines, routers and scorers).
 
 Any installed package adds an engine with one line in its pyproject.toml,
 
@@ -6,18 +7,13 @@ Any installed package adds an engine with one line in its pyproject.toml,
     my_engine = "my_package.module:MyBackend"
 
 and edgepick's own engines register the same way. Nothing is imported until an engine is asked
-for by name, so `import edgepick` and `edgepick --help` never import an engine (the lazy
-`"module:Class"` registry of lm-evaluation-harness; simonw/llm's start-up lesson, STYLE.md).
+for by name, so `import edgepick` and `edgepick --help` never import an engine.
 """
 
 from __future__ import annotations
 
-import difflib
-import importlib
-import threading
-from importlib.metadata import entry_points
-
 from edgepick.errors import EdgepickError
+from edgepick.plugins import Plugins
 
 GROUP = "edgepick.backends"
 # The same entries as pyproject.toml, used only when edgepick's own distribution metadata is
@@ -27,66 +23,6 @@ _BUILTIN = {
     "openai_http": "edgepick.backends.openai_http:OpenAIHttpBackend",
     "onnxruntime_genai": "edgepick.backends.onnxruntime_genai:OnnxGenaiBackend",
 }
-
-_lock = threading.Lock()
-_targets: dict[str, str] | None = None  # name -> "module:Class", from the entry points
-_classes: dict[str, type] = {}  # name -> class, once imported (or registered at run time)
-
-
-def _discover() -> dict[str, str]:
-    global _targets
-    with _lock:
-        if _targets is None:
-            found = {ep.name: ep.value for ep in entry_points(group=GROUP)}
-            _targets = {**{k: v for k, v in _BUILTIN.items() if k not in found}, **found}
-        return _targets
-
-
-def backend_names() -> list[str]:
-    return sorted(set(_discover()) | set(_classes))
-
-
-def register_backend(name: str, target: str | type) -> None:
-    """Add an engine at run time (tests, notebooks): a class, or a lazy `"module:Class"`."""
-    targets = _discover()
-    with _lock:
-        if isinstance(target, str):
-            targets[name] = target
-            _classes.pop(name, None)
-        else:
-            _classes[name] = _checked(name, target, target.__qualname__)
-
-
-def backend_class(name: str) -> type:
-    """The engine class registered as `name`, imported on first use."""
-    if name in _classes:
-        return _classes[name]
-    targets = _discover()
-    if name not in targets:
-        close = difflib.get_close_matches(name, backend_names(), n=1)
-        hint = f"; did you mean '{close[0]}'?" if close else ""
-        raise EdgepickError(f"unknown backend '{name}'{hint} (known: {', '.join(backend_names())})")
-    target = targets[name]
-    module_name, _, attr = target.partition(":")
-    try:
-        obj = importlib.import_module(module_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:
-        raise EdgepickError(f"backend '{name}' ({target}) could not be imported: {exc}") from None
-    with _lock:
-        _classes[name] = _checked(name, obj, target)
-    return _classes[name]
-
-
-def get_backend(name: str, **kwargs: object):
-    """A fresh, unloaded instance of the engine registered as `name`."""
-    return backend_class(name)(**kwargs)
-
-
-def supports(name: str, capability: str) -> bool:
-    """Whether the engine registered as `name` declares `capability` (base.CAPABILITIES)."""
-    return backend_class(name).supports(capability)
 
 
 def _checked(name: str, cls: object, where: str) -> type:
@@ -98,6 +34,33 @@ def _checked(name: str, cls: object, where: str) -> type:
     if cls.name != name:
         cls.name = name  # the registered name is the one stored beside measurements
     return cls
+
+
+ENGINES = Plugins(GROUP, "backend", builtin=_BUILTIN, check=_checked)
+
+
+def backend_names() -> list[str]:
+    return ENGINES.names()
+
+
+def register_backend(name: str, target: str | type) -> None:
+    """Add an engine at run time (tests, notebooks): a class, or a lazy `"module:Class"`."""
+    ENGINES.register(name, target)
+
+
+def backend_class(name: str) -> type:
+    """The engine class registered as `name`, imported on first use."""
+    return ENGINES.load(name)
+
+
+def get_backend(name: str, **kwargs: object):
+    """A fresh, unloaded instance of the engine registered as `name`."""
+    return backend_class(name)(**kwargs)
+
+
+def supports(name: str, capability: str) -> bool:
+    """Whether the engine registered as `name` declares `capability` (base.CAPABILITIES)."""
+    return backend_class(name).supports(capability)
 
 
 def maturity(name: str, default: float = 0.5) -> float:

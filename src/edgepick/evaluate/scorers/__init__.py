@@ -21,8 +21,9 @@ all tasks alike (a new task, e.g. `tool_call`, adds one module here and nothing 
 
 The pipeline adds the reasons no scorer can see (engine error, cut off, loop, language, critical).
 A scorer module registers itself with `@register_scorer("task", ...)`; modules in this package
-are imported on first use, and other packages register through the `edgepick.scorers` entry
-point group (value: a module to import).
+are imported on first use. Other packages register through the `edgepick.scorers` entry point
+group, found by edgepick.plugins like engines and routers: `task = "module:ScorerClass"`, or
+a module to import whose decorators register its tasks.
 """
 
 from __future__ import annotations
@@ -30,13 +31,12 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
-from typing import Callable, ClassVar, Literal, Protocol
+from typing import Any, Callable, ClassVar, Literal, Protocol
 
 from edgepick.errors import EdgepickError
+from edgepick.plugins import Plugins
 
 FormatError = Literal["no_answer", "invalid_json", "invalid_schema"]
-_REGISTRY: dict[str, "Scorer"] = {}
 _loaded = False
 
 
@@ -61,34 +61,44 @@ class Scorer(Protocol):
         """Task-level extras over a group of items (e.g. macro-F1)."""
 
 
+def _as_scorer(task: str, obj: Any, where: str) -> Scorer:
+    scorer = obj() if isinstance(obj, type) else obj
+    if not callable(getattr(scorer, "score", None)):
+        raise EdgepickError(f"scorer '{task}' ({where}) has no score(item, output)")
+    return scorer
+
+
+SCORERS = Plugins("edgepick.scorers", "scorer", check=_as_scorer,
+                  unknown="no scorer registered for task '{name}'{hint} (known: {known})")
+
+
 def register_scorer(*tasks: str) -> Callable[[type], type]:
     def deco(cls: type) -> type:
         inst = cls()
         for t in tasks:
-            _REGISTRY[t] = inst
+            SCORERS.register(t, inst)
         return cls
 
     return deco
 
 
-def _load_all() -> None:
+def _load_modules() -> None:
+    """This package's scorer modules, and the plugin modules named without `:attr`: their
+    decorators register their tasks."""
     global _loaded
     if _loaded:
         return
     for mod in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{mod.name}")
-    for ep in entry_points(group="edgepick.scorers"):
-        importlib.import_module(ep.value)
+    for target in SCORERS.targets().values():
+        if ":" not in target:
+            importlib.import_module(target)
     _loaded = True
 
 
 def get_scorer(task: str) -> Scorer:
-    if task not in _REGISTRY:
-        _load_all()
-    if task not in _REGISTRY:
-        raise EdgepickError(f"no scorer registered for task '{task}' "
-                            f"(known: {', '.join(sorted(_REGISTRY))})")
-    return _REGISTRY[task]
+    _load_modules()
+    return SCORERS.load(task)
 
 
 def mean_of(scores: list[ItemScore], key: str) -> float:
