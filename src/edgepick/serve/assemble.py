@@ -17,7 +17,7 @@ from edgepick.serve.app import ServeState
 from edgepick.serve.edge import EdgePool
 from edgepick.serve.engine import EngineSpec
 from edgepick.serve.policy_file import ServePolicy
-from edgepick.serve.router_api import EdgeOnlyRouter, Router
+from edgepick.serve.router_api import Router
 from edgepick.serve.settings import ServeSettings
 
 log = logging.getLogger("edgepick.serve")
@@ -83,37 +83,34 @@ def from_model(ref: ModelRef, runtime: dict) -> Source:
 
 def load_router(policy: ServePolicy, deploy: DeployConfig | None,
                 settings: ServeSettings | None = None) -> Router:
-    """The policy's `route:` names a router registered under the `edgepick.routers` entry point
-    group (`route: {router: NAME, ...}`, NAME defaulting to "default"); no section: edge only.
-    `--mode` and `--cloud` fill in (or override) the section's mode and cloud."""
-    section = policy.route if isinstance(policy.route, dict) else {}
-    if settings is not None and settings.signals and policy.route is not None \
+    """The router the policy's `route:` section names (`route: {router: NAME, ...}`, NAME
+    defaulting to "default"), loaded from the `edgepick.routers` entry point group and called
+    with the section (None when the policy has none) and the deploy; it validates the section
+    and applies its own defaults. `--mode` and `--cloud` fill in (or override) the section's
+    `mode` and `cloud`. Under deploy.yaml's `network: offline` no router is given a cloud."""
+    section = dict(policy.route) if isinstance(policy.route, dict) else None
+    if settings is not None and settings.signals and section is not None \
             and "signals_file" not in section:  # one signals file for swap and route
-        section = dict(section, signals_file=str(settings.signals))
-    if settings is not None and (settings.route_mode or settings.cloud):
+        section["signals_file"] = str(settings.signals)
+    flags: dict = {}
+    if settings is not None and settings.route_mode:
+        flags["mode"] = settings.route_mode
+    if settings is not None and settings.cloud:
         from edgepick.records.model_ref import parse_endpoint
 
-        section = dict(section)
-        if settings.route_mode:
-            section["mode"] = settings.route_mode
-        elif "mode" not in section and deploy is not None \
-                and any(r.route == "cloud" for r in deploy.routes):
-            section["mode"] = "by_task"  # a hybrid deploy.yaml given a cloud: its routes hold
-        if settings.cloud:
-            url, served = parse_endpoint(settings.cloud)
-            section["cloud"] = dict(section.get("cloud") or {}, url=url, model=served)
-    elif policy.route is None:
-        cloud_tasks = [r.task for r in (deploy.routes if deploy else []) if r.route == "cloud"]
-        if not cloud_tasks:
-            return EdgeOnlyRouter()
-        if deploy is None or deploy.cloud is None:
-            # a hybrid decision made against a local reference: nothing to send those tasks to
-            log.warning("deploy.yaml routes %s to the cloud but names no cloud endpoint; the "
-                        "edge serves them (give --cloud URL, or cloud.url in deploy.yaml)",
-                        ", ".join(cloud_tasks))
-            return EdgeOnlyRouter()
-        section = {"mode": "by_task"}  # the decision's per-task routes, as deploy.yaml gives them
-    name = str(section.get("router", "default"))
+        url, served = parse_endpoint(settings.cloud)
+        flags["cloud"] = dict((section or {}).get("cloud") or {}, url=url, model=served)
+    if deploy is not None and deploy.network == "offline":
+        if "cloud" in flags:
+            raise EdgepickError("deploy.yaml says network: offline; --cloud contradicts it "
+                                "(no request leaves this device)")
+        if section and section.get("cloud"):
+            log.warning("deploy.yaml says network: offline: the policy's route.cloud is not used")
+        section = {k: v for k, v in section.items() if k != "cloud"} if section else section
+        deploy = deploy.model_copy(update={"cloud": None})
+    if flags:
+        section = dict(section or {}, **flags)
+    name = str((section or {}).get("router", "default"))
     # read the entry points again each time: a policy may name a router installed since
     make = ROUTERS.fresh().load(name)
     try:
@@ -121,6 +118,11 @@ def load_router(policy: ServePolicy, deploy: DeployConfig | None,
     except InputError as exc:  # name the policy file the section came from
         where = settings.policy if settings is not None and settings.policy else "--mode/--cloud"
         raise InputError(where, exc.problem, field=exc.field) from None
+
+
+def forced_routes_allowed(policy: ServePolicy) -> bool:
+    """The test-only route headers (serve/forced_routes.py), when the policy allows them."""
+    return isinstance(policy.route, dict) and policy.route.get("allow_forced_route") is True
 
 
 def build_state(settings: ServeSettings, source: Source, *, registry: Registry | None = None,
@@ -134,7 +136,10 @@ def build_state(settings: ServeSettings, source: Source, *, registry: Registry |
                       runtime=source.runtime, slots=settings.slots)
     pool = EdgePool(spec, queue=settings.queue, resources=policy.resources,
                     drain_timeout_s=settings.drain_timeout,
-                    log_dir=str(settings.log_dir) if settings.log_dir else None)
+                    log_dir=str(settings.log_dir) if settings.log_dir else None,
+                    probe_timeout_s=settings.probe_timeout, hung_after_s=settings.hung_after,
+                    max_restarts=settings.max_restarts,
+                    restart_window_s=settings.restart_window)
     watchdog = MemoryWatchdog(pool, settings.mem_limit, settings.mem_check,
                               settings.restart_cooldown)
     background = [watchdog.run]
@@ -152,4 +157,5 @@ def build_state(settings: ServeSettings, source: Source, *, registry: Registry |
         background.append(swap.run)
     if router is None:
         router = load_router(policy, source.deploy, settings)
-    return ServeState(pool, settings, router, background=background, admin=admin)
+    return ServeState(pool, settings, router, background=background, admin=admin,
+                      deploy=source.deploy, test_headers=forced_routes_allowed(policy))
