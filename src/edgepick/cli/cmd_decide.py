@@ -158,6 +158,9 @@ def register(app: typer.Typer) -> None:
             address: str = typer.Option(None, "--address", help="with --executor ray: the Ray "
                                         "head HOST:PORT [default: the plan's cluster.address, "
                                         "else a private Ray on this machine]"),
+            budget: str = typer.Option(None, "--budget", help="time for the whole run, e.g. 5m "
+                                       "or 1h: eval spends it on the least settled gates first "
+                                       "and the decision names what is left undetermined"),
             traffic: str = typer.Option(None, "--traffic", help="re-select on sampled traffic "
                                         "(edgepick serve --sample-out): the candidates run on "
                                         "its items; the new deploy.yaml lands beside the "
@@ -173,6 +176,17 @@ def register(app: typer.Typer) -> None:
         from edgepick.plan.loader import load_plan
         from edgepick.plan.runner import run_plan
 
+        budget_s = None
+        if budget is not None:
+            from edgepick.errors import EdgepickError
+            from edgepick.monitor.window import parse_window
+
+            try:
+                budget_s = parse_window(budget)
+            except ValueError as exc:
+                raise EdgepickError(f"--budget: {exc}") from None
+            if budget_s is None:
+                raise EdgepickError("--budget: expected a duration such as 5m, 90s or 1h")
         lp = load_plan(plan)
         if store:
             lp.plan.store = os.path.abspath(store)
@@ -192,9 +206,14 @@ def register(app: typer.Typer) -> None:
         if executor != "local" or address or lp.plan.devices:
             from edgepick.cluster.fleet import run_fleet
 
+            if budget_s is not None:
+                from edgepick.errors import EdgepickError
+
+                raise EdgepickError("--budget runs on this machine only (not with a fleet)")
+
             result = run_fleet(lp, executor, address)
         else:
-            result = run_plan(lp)
+            result = run_plan(lp, budget_s=budget_s)
         if json_out:
             print_json(result.decision)
             return

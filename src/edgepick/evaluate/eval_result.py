@@ -133,9 +133,10 @@ def run_eval(items: list[EvalItem], reference: Candidate, candidates: list[Candi
              on_start: Callable[[str, int], None] | None = None,
              on_item: Callable[[], None] | None = None,
              sampling: dict | None = None, samples: int = 1,
-             sequential: "Sequential | None" = None) -> EvalResult:
+             sequential: "Sequential | None" = None) -> EvalResult | None:
     """Every model on every item (fixed N), or in looks that stop what is settled
-    (`sequential`, evaluate/looks.py). With `sampling`, `samples` outputs per item."""
+    (`sequential`, evaluate/looks.py). With `sampling`, `samples` outputs per item. None only
+    when a time budget ran out before the reference answered one item."""
     budgets = dict(DEFAULT_MAX_TOKENS, **(budgets or {}))
     k = samples if sampling else 1
     gen = dict(sampling=sampling, samples=k)
@@ -172,18 +173,22 @@ def run_eval(items: list[EvalItem], reference: Candidate, candidates: list[Candi
                                                 generate, score, k)
         counts = [tuple(counts_by.get(id(m), [0, 0])) for m in [reference, *candidates]]
 
-    def evaluated(pos: int, ix: list[int], paired_ix: list[int]):
+    def evaluated(pos: int, ix: list[int]):
         its = [items[i] for i in ix]
         oc, sc = score_outputs(its, [outs[pos][i] for i in ix], budgets)
         ro, rs = score_outputs(its, [outs[0][i] for i in ix], budgets)
         return its, oc, sc, ro, rs
 
-    its, ro, rs, _, _ = evaluated(0, ref_ix, ref_ix)
+    if not ref_ix:  # a time budget spent before the first item: nothing measured, nothing stored
+        return None
+    its, ro, rs, _, _ = evaluated(0, ref_ix)
     ref_eval = _candidate_eval(reference, its, ro, rs, ro, rs, counts[0][0], counts[0][1],
                                resamples, seed)
     cand_evals = []
     for ci, cand in enumerate(candidates):
-        its, oc, sc, ro, rs = evaluated(1 + ci, cand_ix[ci], cand_ix[ci])
+        if not cand_ix[ci]:  # budget spent before its first item: its quality is unmeasured
+            continue
+        its, oc, sc, ro, rs = evaluated(1 + ci, cand_ix[ci])
         cand_evals.append(_candidate_eval(cand, its, oc, sc, ro, rs, counts[1 + ci][0],
                                           counts[1 + ci][1], resamples, seed))
     extra = {}

@@ -43,9 +43,10 @@ def distinct_names(cands: list[Candidate]) -> None:
             c.label = f"{c.name}#{seen[c.name]}"
 
 
-def run(req: EvalRequest, store, progress: Tick = silent) -> EvalResult:
+def run(req: EvalRequest, store, progress: Tick = silent) -> EvalResult | None:
     """Outputs are stored one by one (an interrupted eval resumes), then scored; the result is
-    stored under kind "eval". Bad lines of the data file are skipped and listed in the result."""
+    stored under kind "eval". Bad lines of the data file are skipped and listed in the result.
+    None only when `budget_s` ran out before the first item (nothing measured or stored)."""
     from edgepick.evaluate.eval_sets import load_sets, specs_of
     from edgepick.evaluate.eval_result import run_eval
 

@@ -72,7 +72,13 @@ def _available(module: str) -> bool:
         return False
 
 
-def run_plan(lp: LoadedPlan, console: Console | None = None) -> RunResult:
+def run_plan(lp: LoadedPlan, console: Console | None = None,
+             budget_s: float | None = None) -> RunResult:
+    """`budget_s` (`run --budget`): the run's time; eval spends what the stages before it left
+    on the least settled cells first, and a stage that would start after it is skipped."""
+    from edgepick.evaluate.outputs import now
+
+    started = now()
     from edgepick.decide.decision import decide
     from edgepick.decide.scenarios import load_scenario, preset_names
     from edgepick.decide.selection import select
@@ -97,7 +103,8 @@ def run_plan(lp: LoadedPlan, console: Console | None = None) -> RunResult:
     store = ResultStore(lp.store_path)
     run_id = store.begin_run(f"edgepick run {lp.path}", plan.model_dump(mode="json"),
                              data_sha256=_data_sha(lp))
-    st = RunState(lp=lp, store=store, device=device, candidates=plan_candidates(lp))
+    st = RunState(lp=lp, store=store, device=device, candidates=plan_candidates(lp),
+                  deadline=None if budget_s is None else started + budget_s)
     enabled = {"fit": True, "quantize": bool(plan.quantize),
                "convert": bool(plan.convert), "bench": plan.bench.enabled,
                "eval": plan.eval.enabled, "fidelity": plan.fidelity.enabled}
@@ -109,6 +116,10 @@ def run_plan(lp: LoadedPlan, console: Console | None = None) -> RunResult:
             overall = prog.add_task("", total=len(steps) + 2, stage="pipeline")
             for name, fn, module in steps:
                 prog.update(overall, description=name)
+                if st.deadline is not None and now() >= st.deadline:
+                    st.notes.append(f"{name}: skipped, the time budget is spent")
+                    prog.advance(overall)
+                    continue
                 if not _available(module):
                     st.notes.append(f"{name}: stage not available (module {module} is not "
                                     "installed); skipped, nothing was estimated in its place")

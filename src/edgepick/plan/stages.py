@@ -158,6 +158,9 @@ def eval_stage(st: RunState, tick: Tick) -> None:
                       look_items=plan.eval.look_items, max_items=plan.eval.max_items,
                       budget_s=st.remaining_s())
     result = run(req, st.store, tick)
+    if result is None:
+        st.notes.append("eval: the time budget ran out before the first item; quality unmeasured")
+        return None
     for p in result.problems[:5]:
         st.notes.append(f"eval: skipped bad line — {p}")
     if result.sequential is not None:
