@@ -11,7 +11,8 @@ import time
 import pytest
 
 from edgepick.evaluate.items import load_eval_set
-from edgepick.serve.availability import EngineFate, ReadyClock, read_oom_kill, signal_name
+from edgepick.serve.availability import (EngineFate, ReadyClock, kernel_oom_killed,
+                                         read_oom_kill, signal_name)
 from edgepick.serve.metrics import ServeMetrics
 from edgepick.serve.references import CloudTarget, ReferenceTaker, reference_value
 from edgepick.serve.sampling import ReferencePolicy, SamplingPolicy, Sampler
@@ -125,6 +126,15 @@ def test_engine_fate_by_signal_and_cgroup_counter(tmp_path):
     fate._counter = None
     assert fate.exited(-9) == "oom" and fate.oom_suspected == 1  # nothing to confirm it with
     assert fate.exited(1) == "crash" and fate.exits == {"SIGKILL": 3, "exit": 1}
+    # the kernel log, where readable, names the process it OOM-killed
+    kmsg = tmp_path / "kmsg"
+    kmsg.write_text("6,1,2,-;Out of memory: Killed process 4242 (llama-server) total-vm:1kB\n")
+    assert kernel_oom_killed(4242, str(kmsg)) is True
+    assert kernel_oom_killed(424, str(kmsg)) is False
+    assert kernel_oom_killed(1, str(tmp_path / "absent")) is None
+    fate = EngineFate(kmsg=str(kmsg))
+    fate._pid = 4242
+    assert fate.exited(-9) == "oom" and fate.oom_kernel == 1
 
 
 def test_ready_clock():

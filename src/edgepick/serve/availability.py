@@ -9,6 +9,8 @@ availability is `increase(ready) / increase(uptime)`, in Prometheus as in `edgep
 from __future__ import annotations
 
 import logging
+import os
+import re
 import signal
 import threading
 import time
@@ -94,15 +96,41 @@ def read_oom_kill(path: Path) -> int | None:
     return None
 
 
+def kernel_oom_killed(pid: int, kmsg: str = "/dev/kmsg") -> bool | None:
+    """Whether the kernel log says it OOM-killed `pid` ("Killed process PID (…)"), read without
+    blocking; None when the log is not readable (most containers, non-root)."""
+    try:
+        fd = os.open(kmsg, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    pattern = re.compile(rf"Killed process {pid}\b".encode())
+    try:
+        while True:
+            try:
+                record = os.read(fd, 8192)
+            except BlockingIOError:
+                return False
+            except OSError:  # EPIPE: a record overwritten while reading; keep going
+                continue
+            if not record:
+                return False
+            if pattern.search(record):
+                return True
+    finally:
+        os.close(fd)
+
+
 class EngineFate:
     """Exit signals and OOM kills of the engine, and its peak memory. `watch(pid)` is called
     while the engine runs (the cgroup is read from its /proc entry), `exited(returncode)` when
     it died on its own."""
 
-    def __init__(self) -> None:
+    def __init__(self, kmsg: str = "/dev/kmsg") -> None:
+        self.kmsg = kmsg
         self.exits: dict[str, int] = {}
         self.oom_confirmed = 0  # SIGKILL and the cgroup's oom_kill counter rose
-        self.oom_suspected = 0  # SIGKILL with no readable cgroup counter to confirm it
+        self.oom_kernel = 0  # SIGKILL and the kernel log names the engine's pid
+        self.oom_suspected = 0  # SIGKILL, and neither the cgroup nor the kernel log readable
         self.peak_memory = 0
         self._counter: tuple[Path, int] | None = None
         self._pid: int | None = None
@@ -119,22 +147,28 @@ class EngineFate:
         """Counts one exit the engine did not ask for; returns 'oom', 'killed' or 'crash'."""
         name = signal_name(returncode)
         self.exits[name] = self.exits.get(name, 0) + 1
-        counter, self._pid = self._counter, None
+        counter, pid, self._pid = self._counter, self._pid, None
         if name != "SIGKILL":
             return "crash"
-        if counter is None:
-            self.oom_suspected += 1
-            log.error("engine killed by SIGKILL; no cgroup OOM counter is readable, so it is "
-                      "counted as a suspected OOM kill")
-            return "oom"
-        now = read_oom_kill(counter[0])
+        now = read_oom_kill(counter[0]) if counter is not None else None
         if now is not None and now > counter[1]:
             self.oom_confirmed += 1
             log.error("engine killed by the kernel's OOM killer (%s: oom_kill %d → %d)",
                       counter[0], counter[1], now)
             return "oom"
-        log.error("engine killed by SIGKILL from outside (the cgroup's oom_kill counter in %s "
-                  "did not rise: not an OOM kill)", counter[0])
+        in_log = kernel_oom_killed(pid, self.kmsg) if pid is not None else None
+        if in_log:
+            self.oom_kernel += 1
+            log.error("engine killed by the kernel's OOM killer (kernel log: Killed process %d)",
+                      pid)
+            return "oom"
+        if now is None and in_log is None:
+            self.oom_suspected += 1
+            log.error("engine killed by SIGKILL; neither a cgroup OOM counter nor the kernel log "
+                      "is readable, so it is counted as a suspected OOM kill")
+            return "oom"
+        log.error("engine killed by SIGKILL from outside (no OOM kill in the cgroup's counter "
+                  "or the kernel log)")
         return "killed"
 
 
@@ -159,10 +193,11 @@ class AvailabilityCollector(Collector):
         for name in sorted(set(self.fate.exits) | {"SIGKILL"}):
             exits.add_metric([name], self.fate.exits.get(name, 0))
         oom = CounterMetricFamily("edgepick_engine_oom_kills",
-                                  "Engine killed by SIGKILL: confirmed by the cgroup's oom_kill "
-                                  "counter, or suspected (no counter readable)",
+                                  "Engine OOM kills: SIGKILL confirmed by the cgroup's oom_kill "
+                                  "counter or the kernel log, or suspected (neither readable)",
                                   labels=["evidence"])
         oom.add_metric(["cgroup"], self.fate.oom_confirmed)
+        oom.add_metric(["kernel"], self.fate.oom_kernel)
         oom.add_metric(["none"], self.fate.oom_suspected)
         peak = GaugeMetricFamily("edgepick_engine_peak_memory_bytes",
                                  "Highest engine RssAnon + VmSwap sampled since serve started")
