@@ -128,6 +128,9 @@ def bench_adapter(payload: dict, get: Get) -> None:
     if payload.get("status") not in (None, "ok"):
         s.bench_error = str(payload.get("error") or payload.get("status"))
         return
+    from edgepick.decide.power_figures import read_bench_energy
+
+    read_bench_energy(payload, s)  # energy, throttling, memory growth, contention (issue 28)
     m = payload.get("metrics") or {}
     peak = _stat(m, "peak_rss_bytes", "max") or _stat(m, "peak_rss_bytes")
     if peak is not None:

@@ -188,8 +188,11 @@ def limits(sc: Scenario, budget: int | None) -> dict[str, float | None]:
 
 def candidate_gates(s: CandidateSummary, sc: Scenario, budget: int | None) -> list[Gate]:
     """One gate per constraint the scenario sets, in the gate table's order."""
+    from edgepick.decide.power_figures import contended_speed
+
     lim = limits(sc, budget)
-    return [make_gate(g.metric, candidate_figure(g, s, sc), lim[g.name], g.direction)
+    return [contended_speed(make_gate(g.metric, candidate_figure(g, s, sc), lim[g.name],
+                                      g.direction), s)
             for g in candidate_specs() if lim[g.name] is not None]
 
 

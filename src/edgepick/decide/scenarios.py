@@ -111,6 +111,9 @@ class EfficiencyWeights(_Strict):
     ttft_p50_ms: float = Field(0.3, ge=0)
     peak_memory: float = Field(0.2, ge=0)
     prefill_tps: float = Field(0.1, ge=0)
+    # J per generated token, idle subtracted (issue 28): where nobody's power was measured the
+    # metric drops out of the layer, so the other weights decide as before
+    energy_per_token: float = Field(0.2, ge=0)
 
 
 class RobustnessWeights(_Strict):

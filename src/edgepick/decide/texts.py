@@ -60,6 +60,8 @@ def gate_phrase(g, lang: str) -> str:
     if g.verdict == "unmeasured":
         return t("unmeasured", lang, m=m)
     n = t("settle", lang, k=g.items_to_settle) if g.items_to_settle else t("nosettle", lang)
+    if g.contended_share is not None:  # a speed gate failed on a busy host (issue 28)
+        n = t("contended", lang, share=f"{g.contended_share:.0%}")
     limit = gate_text(Gate(metric=g.metric, value=g.limit))
     return t("undetermined", lang, m=m, v=gate_text(g), l=limit, n=n)
 

@@ -80,6 +80,18 @@ class CandidateSummary(BaseModel):
     ttft_curve: list[CurvePoint] = Field(default_factory=list)  # prompt tokens -> TTFT ms
     sustained_curve: list[CurvePoint] = Field(default_factory=list)  # seconds -> tok/s
     decay: float | None = None  # fraction lost from the first to the last sustained window
+    # energy, heat and host load (bench, issue 28; docs/metrics.md): None = unmeasured, never 0
+    power_w: float | None = None  # mean over the timed runs, idle included
+    idle_power_w: float | None = None
+    energy_per_token_j: float | None = None  # decode, idle subtracted
+    prefill_energy_per_token_j: float | None = None
+    sustained_power_w: float | None = None  # mean over the sustained run
+    power_source: str | None = None  # the counter the energy figures came from, or why none
+    sustained_timeline: list[dict] = Field(default_factory=list)  # records/bench TimelinePoint
+    throttled_after_s: float | None = None
+    throttle_reason: str | None = None
+    memory_growth_mib_per_1k: float | None = None
+    contended_share: float | None = None  # other work's CPU share when speed was measured busy
     # quality (evaluate)
     tasks: dict[str, TaskQuality] = Field(default_factory=dict)
     quality_overall: float | None = None

@@ -45,6 +45,8 @@ class Gate(_Strict):
     direction: Literal["max", "min"] = "max"  # max: value must stay ≤ limit; min: ≥ limit
     verdict: Verdict = "unmeasured"
     items_to_settle: int | None = None  # undetermined: how many more items would settle it
+    # a speed gate that failed on a contended measurement: other work's share of the CPUs then
+    contended_share: float | None = None
 
 
 class TaskRoute(_Strict):
