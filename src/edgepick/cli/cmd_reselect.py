@@ -26,8 +26,9 @@ def show_reselection(sel) -> None:
             console.print(f"  {c}", highlight=False)
     if sel.deploy is not None:
         console.print(f"deploy: {sel.deploy}", highlight=False)
-        console.print("serve it: edgepick models add NAME MODEL.gguf --version V, then "
-                      "edgepick models activate NAME@V (docs/operations.md)", highlight=False)
+        console.print("serve it: edgepick models add MODEL.gguf --name NAME --version V, then "
+                      "edgepick models activate NAME@V --server URL (docs/operations.md)",
+                      highlight=False)
 
 
 def register(app: typer.Typer) -> None:
