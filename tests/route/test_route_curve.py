@@ -111,3 +111,31 @@ def test_consistency_same_label_keys_types_number_and_alert():
     assert rep.ci95[0] < 0.4 < rep.ci95[1]
     lo, hi = wilson(0, 100)
     assert lo == pytest.approx(0) and 0 < hi < 0.05
+
+
+def test_route_eval_never_escalates_edge_only_tasks():
+    """Issue 26 item 5: with `yes_no` edge-only, the cascade escalates only the other items, the
+    curve stops at their share, and by-task routing never picks the private task either."""
+    from edgepick.records.model_ref import ModelRef
+    from edgepick.route.route_eval import RouteEvalRequest, analyse
+
+    items = [EvalItem(id=f"q{i}", task="yes_no" if i < 2 else "classification",
+                      prompt=f"q{i}?", reference="yes" if i < 2 else "a",
+                      labels=None if i < 2 else ["a", "b"]) for i in range(4)]
+    # the edge is wrong on the private items and unsure of them: a cascade would escalate them
+    edge = [{"text": "no", "token_logprobs": [-3.0]}, {"text": "no", "token_logprobs": [-3.0]},
+            {"text": "b", "token_logprobs": [-0.5]}, {"text": "a", "token_logprobs": [-0.1]}]
+    cloud = [{"text": "yes"}, {"text": "yes"}, {"text": "a"}, {"text": "a"}]
+    ref = ModelRef.endpoint("http://127.0.0.1:9/v1#m")
+    req = RouteEvalRequest(items=items, data="d", edge=ref, cloud=ref, resamples=50,
+                           shares=[0.25, 0.5, 0.75])
+    free = analyse(req, edge, cloud, {})
+    assert free.max_cloud_share == 1.0 and free.curve[-1].cloud_share == 1.0
+    assert free.curve[2].quality == 0.75  # the two private items escalated first, and fixed
+    private = analyse(req.model_copy(update={"edge_only_tasks": ["yes_no"]}), edge, cloud, {})
+    assert private.max_cloud_share == 0.5 and private.edge_only_tasks == ["yes_no"]
+    assert [p.cloud_share for p in private.curve] == [0.0, 0.25, 0.5]
+    assert private.curve[-1].quality == 0.5  # only the classification item could be fixed
+    assert {c.cloud_share for c in private.comparisons} == {0.25, 0.5}
+    by_task = [c for c in private.comparisons if c.other == "by_task" and c.cloud_share == 0.5]
+    assert by_task[0].other_quality == 0.5  # it sent classification, never yes_no

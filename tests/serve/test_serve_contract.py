@@ -33,3 +33,36 @@ def test_no_5xx_and_every_answer_as_documented(case):
     # cap) rightly refuse some requests the schema allows; every other default check holds
     case.call_and_validate(headers={"Authorization": f"Bearer {KEY}"},
                            excluded_checks=[positive_data_acceptance])
+
+
+# What the fuzzer sent that once failed a check (kept as plain tests: no 5xx, and a refusal is
+# one OpenAI-shaped 4xx). Add each new finding here with the status it must get.
+CORPUS = [
+    ("/v1/chat/completions", {"messages": [{"content": "", "role": "system"}], "max_tokens": 0,
+                              "max_completion_tokens": 1, "stream": False}, 400),
+    ("/v1/completions", {"prompt": "", "max_tokens": 0, "stream": True}, 400),
+    ("/v1/completions", {"prompt": "", "max_tokens": 1, "stream": True}, 200),
+    ("/v1/embeddings", {"input": "*", "dimensions": 30.0}, 400),
+    ("/v1/embeddings", {"dimensions": None, "encoding_format": None}, 400),
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}], "n": None,
+                              "stop": None, "tools": None, "logit_bias": None}, 200),
+    ("/v1/chat/completions", {"messages": [{"role": "assistant", "content": None,
+                                            "tool_calls": [{"type": "function", "function": {
+                                                "name": "f", "arguments": "{}"}}]}]}, 200),
+    ("/v1/chat/completions", b'{"messages": [{"role": "user", "content": "x"}], '
+                             b'"mirostat_tau": 1e999}', 400),
+]
+
+
+@pytest.mark.parametrize("path, body, status", CORPUS)
+def test_corpus_of_found_inputs(path, body, status):
+    from fastapi.testclient import TestClient
+
+    with TestClient(APP) as c:
+        h = {"Authorization": f"Bearer {KEY}", "content-type": "application/json"}
+        r = c.post(path, content=body, headers=h) if isinstance(body, bytes) else \
+            c.post(path, json=body, headers=h)
+    assert r.status_code == status, r.text
+    if status >= 400:
+        err = r.json()["error"]
+        assert isinstance(err["code"], str) and err["message"] and err["param"] is not None

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import math
 from typing import Any, Awaitable, Callable
 
 from pydantic import ValidationError
@@ -75,7 +76,8 @@ def parse_json(raw: bytes) -> dict:
 
 
 def _check_tree(body: dict) -> None:
-    """Depth and lone surrogates (`"\\ud800"` parses, then fails every encoder), iteratively."""
+    """Depth, numbers too large for a float, and lone surrogates (`"\\ud800"` parses, then
+    fails every encoder), iteratively."""
     stack: list[tuple[Any, str, int]] = [(body, "", 1)]
     while stack:
         node, where, depth = stack.pop()
@@ -91,6 +93,8 @@ def _check_tree(body: dict) -> None:
             stack.extend((v, f"{where}[{i}]", depth + 1) for i, v in enumerate(node))
         elif isinstance(node, str):
             _text(node, where)
+        elif isinstance(node, float) and not math.isfinite(node):  # 1e999 parses as inf
+            raise BadRequest(f"'{where}' is not a finite number", param=where or None)
 
 
 def _text(s: str, where: str) -> None:
