@@ -35,6 +35,16 @@ def engine_pid_port(proc: subprocess.Popen) -> tuple[int, int]:
     raise SystemExit("no llama-server child found")
 
 
+def engine_key(pid: int) -> str:
+    """The locked engine's key for this start (serve/engine.py puts it in the child's
+    environment): a benchmark that talks to the engine directly, as its own user, reads it."""
+    with open(f"/proc/{pid}/environ", "rb") as fh:
+        for item in fh.read().split(b"\0"):
+            if item.startswith(b"LLAMA_API_KEY="):
+                return item.split(b"=", 1)[1].decode()
+    raise SystemExit("the llama-server child has no LLAMA_API_KEY")
+
+
 def metric(url: str, name: str, **labels: str) -> float:
     total = 0.0
     for line in httpx.get(url + "/metrics", timeout=10).text.splitlines():

@@ -15,7 +15,8 @@ import statistics
 
 import httpx
 
-from benchmarks._serve_common import edgepick_serve, engine_pid_port, stream_timing, threads
+from benchmarks._serve_common import (edgepick_serve, engine_key, engine_pid_port, stream_timing,
+                                      threads)
 
 ROUNDS = int(os.environ.get("EDGEPICK_BENCH_ROUNDS", "16"))
 N_GEN = 128
@@ -29,10 +30,12 @@ def main() -> int:
             "messages": [{"role": "user", "content": "Tell me about the sea."}]}
     with edgepick_serve(["-m", str(smollm2_q4_1()), "--slots", "1", "--ctx", "1024",
                          "--threads", threads()]) as (url, proc):
-        _, port = engine_pid_port(proc)
+        pid, port = engine_pid_port(proc)
         direct = f"http://127.0.0.1:{port}"
         ratios, added, ep_tps, dir_tps = [], [], [], []
-        with httpx.Client(timeout=300, limits=httpx.Limits(keepalive_expiry=1.0)) as client:
+        # the engine is locked: the direct side sends its key (edgepick, keyless here, ignores it)
+        with httpx.Client(timeout=300, limits=httpx.Limits(keepalive_expiry=1.0),
+                          headers={"Authorization": f"Bearer {engine_key(pid)}"}) as client:
             stream_timing(client, url, body)  # warm both paths once
             stream_timing(client, direct, body)
             for i in range(ROUNDS):

@@ -1,5 +1,5 @@
 """`edgepick serve` started as a user would (a child process on 127.0.0.1, a free port), waited
-for by its /health, and always stopped; helpers to read its /metrics and its engine's /slots."""
+for by its /health, and always stopped; helpers to read its /metrics and its engine's slot use."""
 
 from __future__ import annotations
 
@@ -48,20 +48,48 @@ class Served:
                 total += float(m.group(3))
         return total
 
+    def engine_pids(self) -> list[int]:
+        return [p.pid for p in self._engines()]
+
     def engine_ports(self) -> list[int]:
         ports = []
-        for child in psutil.Process(self.proc.pid).children(recursive=True):
+        for child in self._engines():
             try:
                 cmd = child.cmdline()
             except psutil.Error:
                 continue
-            if "--port" in cmd:
-                ports.append(int(cmd[cmd.index("--port") + 1]))
+            ports.append(int(cmd[cmd.index("--port") + 1]))
         return ports
 
-    def engine_slots(self) -> list[dict]:
-        (port,) = self.engine_ports()
-        return httpx.get(f"http://127.0.0.1:{port}/slots", timeout=10).json()
+    def _engines(self) -> list[psutil.Process]:
+        out = []
+        for child in psutil.Process(self.proc.pid).children(recursive=True):
+            try:
+                if "--port" in child.cmdline():
+                    out.append(child)
+            except psutil.Error:
+                continue
+        return out
+
+    def healthy(self) -> bool:
+        """Does /health answer 200 now?"""
+        try:
+            return httpx.get(self.url + "/health", timeout=5).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def slot_use(self, key: str | None = None) -> dict:
+        """edgepick's slot accounting beside the engine's own, read through edgepick (the
+        engine itself is locked: its /slots is off and its /metrics needs its key)."""
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        r = httpx.get(self.url + "/admin/engine/slots", headers=headers, timeout=10)
+        r.raise_for_status()
+        return r.json()
+
+    def engine_slots(self, key: str | None = None) -> list[dict]:
+        """One entry per slot, `is_processing` as llama-server's /slots had it."""
+        use = self.slot_use(key)
+        return [{"is_processing": i < use["engine_processing"]} for i in range(use["slots"])]
 
 
 def wait_until(what: str, check: Callable[[], bool], timeout: float = 60.0) -> None:
@@ -82,3 +110,29 @@ def serve(args: list[str], tmp: Path, env: dict | None = None,
     log = tmp / f"serve-{len(list(tmp.glob('serve-*.log')))}.log"
     with spawn_serve(["--log-dir", str(tmp), *args], log, env, ready, 120) as (url, proc):
         yield Served(proc, url, log)
+
+
+def hog_engine(tmp_path, mib: int) -> tuple[dict, object]:
+    """A llama-server whose process tree grows by `mib` MiB once the returned gate file exists:
+    a child allocating that much, as a leak would (the watchdog sums the tree)."""
+    import sys
+
+    from edgepick.llama_tools import tool_path
+
+    hog = tmp_path / "hog.py"
+    hog.write_text(
+        "import os, sys, time\n"
+        "gate, mib, parent = sys.argv[1], int(sys.argv[2]), os.getppid()\n"
+        "while not os.path.exists(gate):\n"
+        "    if os.getppid() != parent: sys.exit(0)\n"
+        "    time.sleep(0.05)\n"
+        "held = b'x' * (mib << 20)\n"
+        "while os.getppid() == parent: time.sleep(0.1)\n")
+    gate = tmp_path / "leak"
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    wrapper = bindir / "llama-server"
+    wrapper.write_text(f"#!/bin/sh\n{sys.executable} {hog} {gate} {mib} &\n"
+                       f"exec {tool_path('llama-server')} \"$@\"\n")
+    wrapper.chmod(0o755)
+    return {"EDGEPICK_LLAMA_BIN": str(bindir)}, gate

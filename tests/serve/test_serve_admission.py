@@ -1,6 +1,6 @@
 """Bounded admission (429 + Retry-After beyond slots + queue), deadlines (504), and client
 disconnect cancelling the generation in the engine — with a real llama-server, observed through
-state (metrics, the engine's /slots), never through timing."""
+state (metrics, the engine's own slot use read through edgepick), never through timing."""
 
 from __future__ import annotations
 
@@ -58,6 +58,7 @@ def test_overload_gets_429_with_retry_after(server):
 
 
 def test_client_disconnect_cancels_generation(server):
+    before = server.slot_use()["engine_tokens_predicted"]
     stream = _client(server).chat.completions.create(
         model="x", max_tokens=LONG, stream=True, messages=MSG, extra_body={"ignore_eos": True})
     it = iter(stream)
@@ -67,13 +68,15 @@ def test_client_disconnect_cancels_generation(server):
     wait_until("the slot freed", lambda: _idle(server), 30)
     # llama-server notices a closed connection at its next poll (1 s for non-streaming requests,
     # more on a busy host); a cancelled task ends with fewer tokens than asked, a finished one not
-    wait_until("the engine idle", lambda: not server.engine_slots()[0]["is_processing"], 120)
-    assert server.engine_slots()[0]["next_token"][0]["n_decoded"] < LONG  # cut short, not finished
+    wait_until("the engine idle", lambda: server.slot_use()["engine_processing"] == 0, 120)
+    # the engine counts a slot's tokens when it is released: fewer than asked, so cut short
+    assert 0 < server.slot_use()["engine_tokens_predicted"] - before < LONG
     assert server.metric("edgepick_requests_total", endpoint="/v1/chat/completions",
                          status="499") >= 1
 
 
 def test_non_streaming_disconnect_cancels_generation(server):
+    before = server.slot_use()["engine_tokens_predicted"]
     body = {"model": "x", "max_tokens": LONG, "messages": MSG, "ignore_eos": True}
     with pytest.raises(httpx.ReadTimeout):
         with httpx.Client(timeout=httpx.Timeout(10, read=1.0)) as c:
@@ -81,8 +84,8 @@ def test_non_streaming_disconnect_cancels_generation(server):
     wait_until("the slot freed", lambda: _idle(server), 30)
     # llama-server notices a closed connection at its next poll (1 s for non-streaming requests,
     # more on a busy host); a cancelled task ends with fewer tokens than asked, a finished one not
-    wait_until("the engine idle", lambda: not server.engine_slots()[0]["is_processing"], 120)
-    assert server.engine_slots()[0]["next_token"][0]["n_decoded"] < LONG
+    wait_until("the engine idle", lambda: server.slot_use()["engine_processing"] == 0, 120)
+    assert 0 < server.slot_use()["engine_tokens_predicted"] - before < LONG
 
 
 def test_deadline_covers_generation_and_queue(tiny_model, tmp_path):

@@ -11,29 +11,24 @@ import threading
 import httpx
 import openai
 
-from serve_harness import serve, wait_until
+from serve_harness import hog_engine, serve, wait_until
 
 MSG = [{"role": "user", "content": "Write a very long story."}]
 
 
-def _healthy(s) -> bool:
-    try:
-        return httpx.get(s.url + "/health", timeout=5).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
 def test_memory_over_limit_drains_and_restarts(tiny_model, tmp_path):
+    env, leak = hog_engine(tmp_path, 256)  # the engine's tree grows past the limit on cue
     args = ["-m", tiny_model, "--slots", "1", "--queue", "2", "--ctx", "4096",
-            "--max-tokens", "2000", "--mem-limit", "1MiB", "--mem-check", "3",
+            "--max-tokens", "2000", "--mem-limit", "128MiB", "--mem-check", "3",
             "--restart-cooldown", "3600", "--drain-timeout", "1"]
-    with serve(args, tmp_path) as s:
+    with serve(args, tmp_path, env=env) as s:
         (first_port,) = s.engine_ports()
         client = openai.OpenAI(base_url=s.v1, api_key="x", max_retries=0, timeout=120)
         held = client.chat.completions.create(model="x", max_tokens=2000, stream=True,
                                               messages=MSG, extra_body={"ignore_eos": True})
         it = iter(held)
-        next(it)  # in flight before the watchdog's first sample
+        next(it)  # in flight before the engine goes over the limit
+        leak.touch()
         queued: list = []
 
         def ask() -> None:
@@ -52,7 +47,7 @@ def test_memory_over_limit_drains_and_restarts(tiny_model, tmp_path):
         t.join(timeout=120)
         assert queued and queued[0].choices[0].message.content is not None  # kept, then served
         assert s.metric("edgepick_engine_restarts_total", reason="memory") == 1
-        wait_until("healthy again", lambda: _healthy(s), 60)
+        wait_until("healthy again", lambda: s.healthy(), 60)
         assert s.engine_ports() != [first_port]
         assert client.completions.create(model="x", prompt="Hi", max_tokens=4).choices
         assert "over the limit" in s.log.read_text()
@@ -66,7 +61,7 @@ def test_killed_engine_is_restarted(tiny_model, tmp_path):
         os.kill(engine.pid, signal.SIGKILL)
         wait_until("restart counted", lambda: s.metric("edgepick_engine_restarts_total",
                                                        reason="crash") == 1, 60)
-        wait_until("healthy again", lambda: _healthy(s), 60)
+        wait_until("healthy again", lambda: s.healthy(), 60)
         client = openai.OpenAI(base_url=s.v1, api_key="x", max_retries=0, timeout=60)
         assert client.completions.create(model="x", prompt="Hi", max_tokens=4).choices
 
@@ -97,7 +92,7 @@ def test_health_is_503_while_the_engine_loads(tiny_model, tmp_path):
         t.start()
         wait_until("the request queued", lambda: s.metric("edgepick_busy_slots") == 1, 30)
         gate.touch()
-        wait_until("healthy", lambda: _healthy(s), 60)
+        wait_until("healthy", lambda: s.healthy(), 60)
         t.join(timeout=60)
         assert answer and answer[0].choices
 

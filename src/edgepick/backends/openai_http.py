@@ -15,6 +15,7 @@ import time
 from typing import ClassVar
 
 from edgepick.backends import base
+from edgepick.backends import llama_server_client as lsc
 from edgepick.backends.base import Backend, Generation, LoadOptions
 from edgepick.errors import EdgepickError
 from edgepick.records.candidate import Candidate
@@ -50,7 +51,7 @@ class OpenAIHttpBackend(Backend):
             raise EdgepickError(f"{candidate.ref.spec}: the openai_http backend needs an "
                                 "endpoint, http://host:port/v1#model-name")
         self.base, self.model = candidate.ref.url, candidate.ref.served_name
-        self.root = self.base[: -len("/v1")]
+        self.root = lsc.root_of(self.base)
         self._client = httpx.Client(timeout=httpx.Timeout(self.timeout_s, connect=10.0))
         t0 = time.perf_counter()
         served = [m.get("id") for m in self._get_json(f"{self.base}/models").get("data", [])]
@@ -77,35 +78,20 @@ class OpenAIHttpBackend(Backend):
         """What the server says about itself (llama-server's /props), when it says anything."""
         if self._props is None:
             self._props = {}
-            try:
-                r = self._http().get(f"{self.root}/props")
-                if r.status_code == 200:
-                    p = r.json()
-                    gen = p.get("default_generation_settings", {})
-                    self._props = {"build_info": p.get("build_info"),
-                                   "n_ctx": gen.get("n_ctx"), "total_slots": p.get("total_slots"),
-                                   "model_path": p.get("model_path")}
-            except Exception:  # noqa: BLE001 - /props is optional; absence is not an error
-                self._props = {}
+            p = lsc.props(self._http(), self.root or "")
+            if isinstance(p, dict):
+                gen = p.get("default_generation_settings") or {}
+                self._props = {"build_info": p.get("build_info"), "n_ctx": gen.get("n_ctx"),
+                               "total_slots": p.get("total_slots"),
+                               "model_path": p.get("model_path")}
         return self._props or None
 
     # -- text ------------------------------------------------------------------------------
     def tokenize(self, text: str, add_bos: bool = True, parse_special: bool = True) -> list[int]:
-        r = self._http().post(f"{self.root}/tokenize",
-                              json={"content": text, "add_special": add_bos,
-                                    "parse_special": parse_special})
-        if r.status_code == 404:
-            raise EdgepickError(f"{self.root}: the server offers no /tokenize endpoint, so "
-                                "operations that need exact token counts cannot run against it")
-        self._check(r)
-        return [t if isinstance(t, int) else t["id"] for t in r.json()["tokens"]]
+        return lsc.tokenize(self._http(), text, add_bos, parse_special, root=self.root or "")
 
     def detokenize(self, tokens: list[int]) -> str:
-        r = self._http().post(f"{self.root}/detokenize", json={"tokens": tokens})
-        if r.status_code == 404:
-            raise EdgepickError(f"{self.root}: the server offers no /detokenize endpoint")
-        self._check(r)
-        return r.json().get("content", "")
+        return lsc.detokenize(self._http(), tokens, root=self.root or "")
 
     # -- inference -------------------------------------------------------------------------
     def generate(self, prompt: str | list[dict] | list[int], max_tokens: int, *,
@@ -239,15 +225,7 @@ class OpenAIHttpBackend(Backend):
 
     @staticmethod
     def _check(r) -> None:
-        if r.status_code < 400:
-            return
-        try:
-            detail = r.json().get("error", r.text)
-            if isinstance(detail, dict):
-                detail = detail.get("message", detail)
-        except (ValueError, AttributeError):
-            detail = r.text
-        raise EdgepickError(f"{r.request.url}: HTTP {r.status_code}: {str(detail)[:200]}")
+        lsc.check(r)
 
 
 def _chunk_logprobs(lp) -> list[float]:

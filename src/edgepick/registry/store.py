@@ -27,7 +27,8 @@ from edgepick.errors import EdgepickError
 
 log = logging.getLogger("edgepick.registry")
 STATE = "registry.json"
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+# matched whole (fullmatch): `$` alone would let a trailing newline through
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 class ChecksumMismatch(EdgepickError):
@@ -59,6 +60,15 @@ class RegistryState(BaseModel):
 def sha256_of(path: str | Path) -> str:
     with open(path, "rb") as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def check_gguf(path: Path) -> None:
+    """A model file must be a GGUF the engine can read: the magic, a header that parses, and
+    tensor data that fits in the file, so a wrong, empty or cut-short file is refused when it
+    is added, not when an engine fails to load it."""
+    from edgepick.models.gguf_info import read_gguf
+
+    read_gguf(path)
 
 
 def crash_point(step: str) -> None:
@@ -147,8 +157,10 @@ class Registry:
         if not src.is_file():
             raise EdgepickError(f"{file}: no such file")
         for what, value in (("name", name), ("version", version)):
-            if not NAME_RE.match(value):
-                raise EdgepickError(f"{what} '{value}': use letters, digits, '.', '_' or '-'")
+            if not NAME_RE.fullmatch(value):
+                raise EdgepickError(f"{what} {value!r}: use letters, digits, '.', '_' or '-' "
+                                    "(at most 64, starting with a letter or digit)")
+        check_gguf(src)
         with self._locked():
             state = self.state()
             entry = state.models.setdefault(name, ModelEntry())

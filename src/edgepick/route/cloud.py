@@ -14,6 +14,7 @@ from typing import AsyncIterator
 
 import httpx
 
+from edgepick.backends import llama_server_client as lsc
 from edgepick.serve.router_api import ServedResponse, ServeError
 
 PATHS = {"chat": "/chat/completions", "completion": "/completions"}
@@ -92,7 +93,7 @@ class CloudClient:
                 if resp.status_code != 200:
                     await resp.aread()
                     _checked_body(resp)  # raises with the cloud's own error
-                events = _sse_events(resp.aiter_bytes())
+                events = lsc.sse_events(resp.aiter_bytes())
                 head = await anext(events)
         except (TimeoutError, httpx.TimeoutException):
             await _close(resp)
@@ -111,20 +112,8 @@ class CloudClient:
             raise CloudError("malformed", f"cloud: malformed stream event {head[:60]!r}")
 
         async def chunks() -> AsyncIterator[bytes]:
-            # The deadline guards each read only, never the consumer's awaits between events.
             yield head
-            while True:
-                try:
-                    async with asyncio.timeout(max(deadline - time.monotonic(), 0.001)):
-                        ev = await anext(events)
-                except StopAsyncIteration:
-                    return
-                except (TimeoutError, httpx.HTTPError) as exc:
-                    from edgepick.serve.edge import sse_error
-
-                    yield sse_error(CloudError("lost", f"cloud stream cut ({type(exc).__name__})"),
-                                    502)
-                    return
+            async for ev in lsc.relay(events, deadline, _lost):
                 yield ev
 
         gen = chunks()
@@ -139,6 +128,12 @@ class CloudClient:
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+
+def _lost(exc: BaseException) -> bytes:
+    from edgepick.serve.edge import sse_error
+
+    return sse_error(CloudError("lost", f"cloud stream cut ({type(exc).__name__})"), 502)
 
 
 async def _close(resp: httpx.Response | None) -> None:
@@ -157,19 +152,6 @@ def _checked_body(resp: httpx.Response) -> dict:
     if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
         raise CloudError("malformed", "cloud: JSON without choices")
     return data
-
-
-async def _sse_events(raw: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    """Whole SSE events (`data: ...\\n\\n`), however the bytes were split on the wire."""
-    buf = b""
-    async for piece in raw:
-        buf += piece.replace(b"\r\n", b"\n")
-        while b"\n\n" in buf:
-            ev, buf = buf.split(b"\n\n", 1)
-            if ev.strip():
-                yield ev + b"\n\n"
-    if buf.strip():
-        yield buf + b"\n\n"
 
 
 def _valid_event(ev: bytes) -> bool:

@@ -257,25 +257,24 @@ class ServerTokenizer:
     """Counts with a running llama-server: `/apply-template` then `/tokenize`, the same steps
     the server takes for a chat request."""
 
-    def __init__(self, root: str, timeout_s: float = 10.0) -> None:
+    def __init__(self, root: str, timeout_s: float = 10.0,
+                 headers: dict[str, str] | None = None) -> None:
         import httpx
 
-        self.root = root.rstrip("/").removesuffix("/v1")
-        self._client = httpx.Client(timeout=timeout_s)
+        from edgepick.backends.llama_server_client import root_of
 
-    def _tokens(self, text: str, add_special: bool) -> int:
-        r = self._client.post(f"{self.root}/tokenize", json={
-            "content": text, "add_special": add_special, "parse_special": True})
-        r.raise_for_status()
-        return len(r.json()["tokens"])
+        self.root = root_of(root)
+        self._client = httpx.Client(base_url=self.root, timeout=timeout_s, headers=headers)
 
     def count_text(self, text: str) -> int:
-        return self._tokens(text, False)
+        from edgepick.backends.llama_server_client import tokenize
+
+        return len(tokenize(self._client, text, add_special=False))
 
     def count_messages(self, messages: list[dict]) -> int:
-        r = self._client.post(f"{self.root}/apply-template", json={"messages": messages})
-        r.raise_for_status()
-        return self._tokens(r.json()["prompt"], True)
+        from edgepick.backends.llama_server_client import apply_template, tokenize
+
+        return len(tokenize(self._client, apply_template(self._client, messages)))
 
     def close(self) -> None:
         self._client.close()

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from edgepick.errors import EdgepickError
 from edgepick.route.context import ContextBuilder, ContextOverflow, ServerTokenizer, Snippet
 
 
@@ -56,7 +57,8 @@ class ContextFitter:
         if engine.base not in self._tokenizers:
             for t in self._tokenizers.values():
                 t.close()
-            self._tokenizers = {engine.base: ServerTokenizer(engine.base)}
+            # the engine is locked (serve/engine.py): its key comes with it
+            self._tokenizers = {engine.base: ServerTokenizer(engine.base, headers=engine.auth)}
         return self._tokenizers[engine.base]
 
     async def fit(self, kind: str, body: dict, extra: dict, edge) -> tuple[dict, Fitted | None]:
@@ -76,7 +78,7 @@ class ContextFitter:
                                           extra.get("summary"))
         except ContextOverflow as exc:
             return body, Fitted(None, overflow=str(exc))
-        except (httpx.HTTPError, KeyError, ValueError):
+        except (httpx.HTTPError, EdgepickError, KeyError, ValueError):
             return body, None  # cannot count now (engine restarting): send as it is
         fitted = Fitted(res.full_tokens / window)
         if res.changed:

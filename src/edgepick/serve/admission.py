@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections import deque
 import os
 import time
 from typing import Literal
@@ -16,55 +17,111 @@ from typing import Literal
 import psutil
 from pydantic import BaseModel, ConfigDict, Field
 
-from edgepick.serve.router_api import DeadlineExceeded, Overloaded, ResourceRefused
+from edgepick.serve.router_api import BadRequest, DeadlineExceeded, Overloaded, ResourceRefused
 
 
 class Admission:
-    """`slots` requests run at once; `queue` more may wait for a slot; beyond that, 429."""
+    """`slots` engine slots; `queue` more requests may wait for theirs; beyond that, 429.
+
+    A request takes as many slots as the engine will use for it (`n` completions of each prompt:
+    llama-server runs each in a slot of its own), all at once, so the engine never holds a task
+    edgepick does not count and nothing waits unseen inside it. Waiters are served first come,
+    first served: a request needing two slots is not overtaken forever by ones needing one."""
 
     def __init__(self, slots: int, queue: int) -> None:
         self.slots = slots
-        self.capacity = slots + queue
-        self.admitted = 0  # running + waiting
-        self.busy = 0  # holding a slot
-        self._sem = asyncio.Semaphore(slots)
+        self.capacity = slots + queue  # requests: a running one holds at least one slot
+        self.admitted = 0  # requests running + waiting
+        self.running = 0  # requests holding their slots
+        self.busy = 0  # slots held
+        self._waiters: deque[tuple[int, asyncio.Future]] = deque()
         self._service_s = 1.0  # moving average of slot holding time, for Retry-After
 
     @property
     def waiting(self) -> int:
-        return self.admitted - self.busy
+        return self.admitted - self.running
+
+    @property
+    def free(self) -> int:
+        return self.slots - self.busy
 
     def retry_after(self) -> int:
         # roughly when a place frees up: one service time per `slots` requests ahead
         ahead = max(self.admitted - self.slots + 1, 1)
         return max(1, math.ceil(self._service_s * ahead / self.slots))
 
-    def enter(self) -> None:
+    def check_size(self, n: int) -> None:
+        if n > self.slots:
+            raise BadRequest(f"this request needs {n} engine slots (n × prompts) and this "
+                             f"server has {self.slots} (--slots); ask for at most {self.slots}",
+                             param="n")
+
+    def enter(self, n: int = 1) -> None:
         """Take a place or raise Overloaded at once; pair with `acquire` then `release`."""
+        self.check_size(n)
         if self.admitted >= self.capacity:
             raise Overloaded(f"server busy: {self.slots} slots and {self.capacity - self.slots} "
                              "queue places are taken", retry_after=self.retry_after())
         self.admitted += 1
 
-    async def acquire(self, deadline: float) -> float:
-        """Wait for a slot until the deadline; returns the time waited."""
+    async def acquire(self, deadline: float, n: int = 1) -> float:
+        """Wait for `n` slots until the deadline; returns the time waited."""
         t0 = time.monotonic()
+        if not self._waiters and self.free >= n:
+            self._take(n)
+            return 0.0
+        fut = asyncio.get_running_loop().create_future()
+        entry = (n, fut)
+        self._waiters.append(entry)
         try:
-            await asyncio.wait_for(self._sem.acquire(), max(deadline - t0, 0.0))
-        except asyncio.TimeoutError:
+            await asyncio.wait_for(asyncio.shield(fut), max(deadline - t0, 0.0))
+        except BaseException as exc:
+            if fut.done() and not fut.cancelled():
+                self._give(n)  # granted as the wait ended: hand the slots on
+            else:
+                fut.cancel()
+                self._waiters.remove(entry)
+                self._wake()  # a large request leaving the head may let smaller ones in
             self.admitted -= 1
-            raise DeadlineExceeded("deadline passed while waiting in the queue") from None
-        except BaseException:
-            self.admitted -= 1
+            if isinstance(exc, asyncio.TimeoutError):
+                raise DeadlineExceeded("deadline passed while waiting in the queue") from None
             raise
-        self.busy += 1
         return time.monotonic() - t0
 
-    def release(self, held_s: float) -> None:
-        self.busy -= 1
+    def _take(self, n: int) -> None:
+        self.busy += n
+        self.running += 1
+
+    def _give(self, n: int) -> None:
+        self.busy -= n
+        self.running -= 1
+        self._wake()
+
+    def _wake(self) -> None:
+        while self._waiters and self._waiters[0][0] <= self.free:
+            n, fut = self._waiters.popleft()
+            self._take(n)
+            fut.set_result(None)
+
+    def release(self, held_s: float, n: int = 1) -> None:
         self.admitted -= 1
-        self._sem.release()
         self._service_s = 0.8 * self._service_s + 0.2 * held_s
+        self._give(n)
+
+
+def slots_needed(body: dict) -> int:
+    """Engine slots a request takes: `n` completions of each of its prompts (a completion's
+    `prompt` may be a list of prompts; a list of token ids is one prompt)."""
+    n = body.get("n", 1)
+    if n is None:
+        n = 1
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise BadRequest("'n' must be a positive integer", param="n")
+    prompt = body.get("prompt")
+    prompts = 1
+    if isinstance(prompt, list) and prompt and not isinstance(prompt[0], int):
+        prompts = len(prompt)
+    return n * prompts
 
 
 class ResourcePolicy(BaseModel):

@@ -22,6 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.cors import CORSMiddleware
 
 from edgepick.serve.feedback import loop_router
+from edgepick.serve.engine_api import engine_router
 from edgepick.serve.errors import (BadRequest, ClientGone, EdgeOnlyUnavailable, NotFound,
                                    NotImplementedHere, ServeError, UpstreamError, for_status,
                                    from_upstream)
@@ -158,6 +159,7 @@ def create_app(state: ServeState) -> FastAPI:
     app = FastAPI(title="edgepick serve", version="1", lifespan=lifespan, docs_url=None,
                   redoc_url=None, openapi_url="/openapi.json")
     install(app)
+    app.include_router(engine_router(state))  # tokenizer, probes, engine slots (E)
     app.include_router(loop_router(state))  # feedback, metrics history (H, serve/feedback.py)
 
     # every refusal answers in the OpenAI error shape, the framework's own included

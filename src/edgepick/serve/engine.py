@@ -10,7 +10,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import socket
+import re
+import secrets
+import signal
+import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,16 +21,15 @@ from pathlib import Path
 import httpx
 import psutil
 
+from edgepick.backends import llama_server_client as lsc
 from edgepick.errors import EdgepickError
+from edgepick.launch.process import AsyncChild, free_port
 from edgepick.records.candidate import RuntimeSettings
 
 log = logging.getLogger("edgepick.serve")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+__all__ = ["Engine", "EngineSpec", "free_port", "tree_memory_bytes"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,7 @@ class EngineSpec:
     version: str = "1"
     runtime: RuntimeSettings = field(default_factory=RuntimeSettings)
     slots: int = 2
+    embeddings: bool = False  # the deploy enables an embedding engine (/v1/embeddings)
 
     def command(self, exe: str, port: int) -> list[str]:
         rt = self.runtime
@@ -50,23 +53,18 @@ class EngineSpec:
                "-ctk", rt.kv_type, "-ctv", rt.kv_type, "-fa", "on" if rt.flash_attn else "off",
                "-s", str(rt.seed), "--no-webui",
                # no host-RAM prompt cache: a slot's KV state is all a request leaves behind
-               "--cache-ram", "0"]
+               "--cache-ram", "0",
+               # locked: /slots would show other requests' prompts, and POST /props (off by
+               # default) would change settings; /metrics (aggregate slot use, behind the key)
+               # lets edgepick compare its accounting with the engine's own
+               "--no-slots", "--metrics"]
+        if self.embeddings:
+            cmd.append("--embeddings")
         if rt.swa_full:
             cmd.append("--swa-full")
         if not rt.mmap:
             cmd.append("--no-mmap")
         return cmd
-
-
-def _die_with_parent() -> None:
-    """In the child before exec: SIGTERM when edgepick dies, so no engine is ever orphaned."""
-    import ctypes
-    import signal
-
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
 
 
 def tree_memory_bytes(pid: int) -> int:
@@ -90,22 +88,34 @@ def tree_memory_bytes(pid: int) -> int:
 
 
 class Engine:
-    """A running llama-server for one `EngineSpec`; `client` talks to it."""
+    """A running llama-server for one `EngineSpec`; `client` talks to it.
+
+    The child is locked: it gets a random key for this start only (in its environment, not on
+    its command line, which every local user can read in /proc), and `client` sends it; a local
+    process without it gets 401 on everything but /health. It inherits no descriptor of
+    edgepick's (its listening socket included) and dies with edgepick."""
 
     def __init__(self, spec: EngineSpec, log_dir: str | Path | None = None) -> None:
         self.spec = spec
         self.port = 0
-        self.proc: asyncio.subprocess.Process | None = None
+        self.proc: AsyncChild | None = None
         self.client: httpx.AsyncClient | None = None
         self.inflight = 0
         self.stopping = False
+        self._key = secrets.token_urlsafe(32)
         self._idle = asyncio.Event()
         self._idle.set()
         self.log_path = Path(log_dir or tempfile.gettempdir()) / f"llama-server-{os.getpid()}-{id(self)}.log"
+        self.keep_log = False  # a failed start keeps its log for the reader of the error
 
     @property
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def auth(self) -> dict[str, str]:
+        """The headers that reach this engine (for edgepick's own clients only)."""
+        return lsc.bearer(self._key)
 
     @property
     def pid(self) -> int | None:
@@ -117,44 +127,30 @@ class Engine:
         exe = tool_path("llama-server")
         self.port = free_port()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        logfile = open(self.log_path, "ab")
-        try:
-            self.proc = await asyncio.create_subprocess_exec(
-                *self.spec.command(exe, self.port), stdout=logfile, stderr=asyncio.subprocess.STDOUT,
-                stdin=asyncio.subprocess.DEVNULL, preexec_fn=_die_with_parent,
-                # its own session: a Ctrl-C or `timeout` aimed at serve's process group must not
-                # reach the engine first and read as a crash; serve stops it on the way out
-                start_new_session=True)
-        finally:
-            logfile.close()
+        env = dict(os.environ, LLAMA_API_KEY=self._key)
+        with open(self.log_path, "ab") as logfile:
+            self.proc = AsyncChild.start(self.spec.command(exe, self.port), stdout=logfile,
+                                         stderr=subprocess.STDOUT, env=env, new_session=True)
         # the pool bounds concurrency itself, so the client never needs more than slots + a few
         # llama-server (cpp-httplib) closes idle keep-alive connections after 5 s; expiring ours
         # sooner keeps a request from being sent on a connection the server is closing
         limits = httpx.Limits(max_connections=self.spec.slots + 4,
                               max_keepalive_connections=self.spec.slots + 4, keepalive_expiry=2.0)
-        self.client = httpx.AsyncClient(base_url=self.base, limits=limits,
+        self.client = httpx.AsyncClient(base_url=self.base, limits=limits, headers=self.auth,
                                         timeout=httpx.Timeout(None, connect=5.0))
+        proc = self.proc
         try:
-            await asyncio.wait_for(self._wait_healthy(), timeout_s)
+            await asyncio.wait_for(lsc.await_healthy(self.client, lambda: proc.returncode),
+                                   timeout_s)
         except (asyncio.TimeoutError, EdgepickError) as exc:
+            self.keep_log = True
             await self.stop()
             tail = self.log_tail()
             raise EdgepickError(f"llama-server for {self.spec.name}@{self.spec.version} did not "
-                                f"become ready ({exc or 'timed out'}); last log lines: {tail}") from None
+                                f"become ready ({exc or 'timed out'}); last log lines: {tail} "
+                                f"(log kept: {self.log_path})") from None
         log.info("engine %s@%s ready on port %d (pid %d)", self.spec.name, self.spec.version,
                  self.port, self.pid)
-
-    async def _wait_healthy(self) -> None:
-        assert self.client is not None and self.proc is not None
-        while True:
-            if self.proc.returncode is not None:
-                raise EdgepickError(f"exited with code {self.proc.returncode}")
-            try:
-                if (await self.client.get("/health", timeout=2.0)).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            await asyncio.sleep(0.05)
 
     def log_tail(self, n: int = 3) -> str:
         try:
@@ -169,6 +165,27 @@ class Engine:
 
     def memory_bytes(self) -> int:
         return tree_memory_bytes(self.proc.pid) if self.alive else 0
+
+    async def probe(self, timeout_s: float) -> bool:
+        """Does the engine answer a cheap request within `timeout_s`? (a stopped or wedged
+        process does not)"""
+        if not self.alive or self.client is None:
+            return False
+        return await lsc.probe(self.client, timeout_s)
+
+    async def slot_use(self, timeout_s: float = 5.0) -> dict[str, int]:
+        """The engine's own count of busy slots and of requests waiting inside it, from its
+        /metrics (aggregate figures only: no request's content)."""
+        assert self.client is not None
+        r = await self.client.get("/metrics", timeout=timeout_s)
+        lsc.check(r)
+        out = {}
+        for key, name in (("processing", "requests_processing"),
+                          ("deferred", "requests_deferred"),
+                          ("tokens_predicted", "tokens_predicted_total")):
+            m = re.search(rf"^llamacpp:{name}\s+([0-9.eE+-]+)$", r.text, re.M)
+            out[key] = int(float(m.group(1))) if m else -1
+        return out
 
     # -- in-flight accounting, so a drain knows when the last request on this engine ended --
     def begin(self) -> None:
@@ -194,13 +211,16 @@ class Engine:
         if self.client is not None:
             await self.client.aclose()
         if self.proc is not None and self.proc.returncode is None:
+            # a stopped (SIGSTOP) child cannot act on SIGTERM until it is continued
+            self.proc.send_signal(signal.SIGCONT)
             self.proc.terminate()
             try:
                 await asyncio.wait_for(self.proc.wait(), 10)
             except asyncio.TimeoutError:
                 self.proc.kill()
                 await self.proc.wait()
-        try:
-            self.log_path.unlink()
-        except OSError:
-            pass
+        if not self.keep_log:
+            try:
+                self.log_path.unlink()
+            except OSError:
+                pass

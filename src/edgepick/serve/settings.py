@@ -46,6 +46,16 @@ class ServeSettings(BaseSettings):
                                     "memory restarts")
     drain_timeout: float = Field(30.0, ge=0, description="seconds in-flight requests get to "
                                  "finish before a restart (then: retriable 503)")
+    # liveness (E): the engine must answer a cheap probe; env EDGEPICK_SERVE_PROBE_TIMEOUT, …
+    probe_timeout: float = Field(5.0, gt=0, description="seconds the engine has to answer a "
+                                 "health probe; beyond it serve reads not ready")
+    hung_after: float = Field(30.0, gt=0, description="seconds without an answer to the probe "
+                              "after which the engine is restarted (reason hung)")
+    max_restarts: int = Field(3, ge=1, description="engine restarts (memory, hung, crash) "
+                              "within --restart-window after which serve stops restarting "
+                              "and reports itself degraded")
+    restart_window: float = Field(600.0, gt=0, description="seconds over which --max-restarts "
+                                  "is counted")
     policy: Path | None = Field(None, description="YAML policy: resources:, swap:, route:")
     registry: Path | None = Field(None, description="model registry directory")
     signals: Path | None = Field(None, description="signals file (battery, AC, temperature, "

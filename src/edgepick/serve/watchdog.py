@@ -1,6 +1,12 @@
 """Memory watchdog: samples the engine process tree's RssAnon + VmSwap and, over the threshold,
 drains and restarts it (seed 000 §5.3: a memory threshold triggers cleanup or restart; never
-assume the framework has no leaks). Restarts are logged with their reason and counted."""
+assume the framework has no leaks). Restarts are logged with their reason and counted.
+
+A limit the engine cannot meet is refused, not looped on: an engine whose own footprint, right
+after it loads and before any request, is over the limit is not started (serve exits with the
+figure), and the pool's restart budget (EdgePool.max_restarts within restart_window_s) stops
+restarts that do not bring memory back under the limit, reporting the server degraded.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,9 @@ import logging
 import math
 import time
 
+from edgepick.errors import EdgepickError
 from edgepick.serve.edge import EdgePool
+from edgepick.serve.engine import Engine
 
 log = logging.getLogger("edgepick.serve")
 
@@ -23,6 +31,18 @@ class MemoryWatchdog:
         self.cooldown_s = cooldown_s
         self._last_restart = -math.inf
         pool.metrics.memory_limit.set(limit_bytes or 0)
+        if limit_bytes:
+            pool.start_checks.append(self.check_footprint)
+
+    def check_footprint(self, engine: Engine) -> None:
+        """Refuse an engine that is over the limit before it has served anything."""
+        mem = engine.memory_bytes()
+        if self.limit_bytes and mem > self.limit_bytes:
+            raise EdgepickError(
+                f"--mem-limit {self.limit_bytes / 2**20:.0f} MiB is below the engine's own "
+                f"footprint of {mem / 2**20:.0f} MiB (RssAnon+VmSwap right after loading "
+                f"{engine.spec.name}@{engine.spec.version}, before any request): it would "
+                "restart in a loop; raise the limit or shrink the context or slots")
 
     def sample(self) -> int:
         engine = self.pool.engine
@@ -36,14 +56,14 @@ class MemoryWatchdog:
             return False
         mem = self.sample()
         limit = self.limit_bytes
-        # the cooldown keeps a threshold set below the model's own size from restarting forever
         if not limit or mem <= limit or time.monotonic() - self._last_restart < self.cooldown_s:
+            return False
+        if self.pool.degraded:  # the budget is spent: restarting again would only loop
             return False
         log.warning("engine memory %.1f MiB (RssAnon+VmSwap) is over the limit of %.1f MiB: "
                     "draining and restarting", mem / 2**20, limit / 2**20)
         self._last_restart = time.monotonic()
-        await self.pool.restart("memory")
-        return True
+        return await self.pool.restart("memory")
 
     async def run(self) -> None:
         while True:

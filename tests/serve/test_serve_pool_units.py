@@ -1,0 +1,137 @@
+"""The pool's liveness and restart budget without an engine child: a fake engine that stops
+answering its probe reads not ready, then is restarted as hung; restarts beyond the budget are
+refused and reported; a memory limit under the footprint refuses the first engine."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from edgepick.errors import EdgepickError
+from edgepick.serve.edge import EdgePool
+from edgepick.serve.engine import EngineSpec
+from edgepick.serve.watchdog import MemoryWatchdog
+
+
+class _Proc:
+    def __init__(self) -> None:
+        self.returncode = None
+        self._done = asyncio.Event()
+
+    async def wait(self) -> int:
+        await self._done.wait()
+        return self.returncode
+
+    def exit(self, code: int) -> None:
+        self.returncode = code
+        self._done.set()
+
+
+class FakeEngine:
+    started = 0
+
+    def __init__(self, spec: EngineSpec, memory: int = 10 << 20) -> None:
+        self.spec, self.memory = spec, memory
+        self.answers = True
+        self.stopping = False
+        self.proc: _Proc | None = None
+        self.inflight = 0
+        self.pid = None
+
+    async def start(self) -> None:
+        FakeEngine.started += 1
+        self.proc = _Proc()
+
+    async def stop(self) -> None:
+        self.stopping = True
+        if self.proc and self.proc.returncode is None:
+            self.proc.exit(0)
+
+    async def probe(self, timeout_s: float) -> bool:
+        if not self.answers:
+            await asyncio.sleep(timeout_s)
+        return self.answers
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.returncode is None
+
+    def memory_bytes(self) -> int:
+        return self.memory
+
+    def log_tail(self) -> str:
+        return "(fake)"
+
+    async def drain(self, timeout_s: float) -> bool:
+        return True
+
+
+async def _until(check, timeout=10.0):
+    async with asyncio.timeout(timeout):
+        while not check():
+            await asyncio.sleep(0.01)
+
+
+def _metric(pool: EdgePool, name: str, **labels: str) -> float:
+    return pool.metrics.registry.get_sample_value(name, labels) or 0.0
+
+
+def _pool(**kw) -> EdgePool:
+    spec = EngineSpec(path="/nonexistent.gguf", name="fake", slots=1)
+    return EdgePool(spec, queue=1, engine_factory=FakeEngine, **kw)
+
+
+def test_unanswered_probe_reads_not_ready_then_hung_restarts():
+    async def main():
+        pool = _pool(probe_timeout_s=0.05, hung_after_s=0.5)
+        await pool.start()
+        first = pool.engine
+        first.answers = False
+        await _until(lambda: pool.status == "unresponsive")
+        assert not pool.ready and _metric(pool, "edgepick_ready") == 0
+        await _until(lambda: pool.engine is not first and pool.ready)
+        assert _metric(pool, "edgepick_engine_restarts_total", reason="hung") == 1
+        await pool.aclose()
+    asyncio.run(main())
+
+
+def test_a_probe_answered_again_is_ready_again_without_restart():
+    async def main():
+        pool = _pool(probe_timeout_s=0.05, hung_after_s=60)
+        await pool.start()
+        pool.engine.answers = False
+        await _until(lambda: pool.status == "unresponsive")
+        pool.engine.answers = True
+        await _until(lambda: pool.ready and pool.status == "ready")
+        assert _metric(pool, "edgepick_engine_restarts_total", reason="hung") == 0
+        await pool.aclose()
+    asyncio.run(main())
+
+
+def test_restarts_beyond_the_budget_are_refused_and_reported():
+    async def main():
+        pool = _pool(max_restarts=2, restart_window_s=600)
+        await pool.start()
+        assert await pool.restart("memory") and await pool.restart("memory")
+        assert not await pool.restart("memory")
+        assert pool.status == "degraded" and pool.ready  # it keeps serving, and says so
+        assert "no more restarts" in pool.health()["detail"]
+        assert _metric(pool, "edgepick_engine_restarts_total", reason="memory") == 2
+        # a crash after the budget is spent: not restarted, read failed
+        pool.engine.proc.exit(-9)
+        await _until(lambda: pool.status == "failed")
+        assert not pool.ready
+        await pool.aclose()
+    asyncio.run(main())
+
+
+def test_memory_limit_under_the_footprint_refuses_the_first_engine():
+    async def main():
+        pool = _pool()
+        MemoryWatchdog(pool, limit_bytes=1 << 20)
+        with pytest.raises(EdgepickError) as exc:
+            await pool.start()
+        assert "below the engine's own footprint" in str(exc.value)
+        assert not pool.ready
+    asyncio.run(main())

@@ -1,0 +1,106 @@
+"""`echo` scoring in process, without an engine child: the prompt's log-probabilities in the
+legacy completions shape lm-eval reads, equal to the backend's own, cached, and refused in one
+line for what it cannot answer."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import numpy as np
+import pytest
+
+from edgepick.records.candidate import RuntimeSettings
+from edgepick.serve.edge import EdgePool
+from edgepick.serve.engine import EngineSpec
+from edgepick.serve.router_api import BadRequest, Overloaded
+from edgepick.serve.scoring import score_request
+
+
+@pytest.fixture(scope="module")
+def pool(tiny_model):
+    spec = EngineSpec(path=tiny_model, name="tiny", slots=1,
+                      runtime=RuntimeSettings(n_ctx=256, n_batch=256, n_ubatch=256))
+    loop = asyncio.new_event_loop()
+    p = loop.run_until_complete(_make(spec))
+    yield p, loop
+    loop.run_until_complete(p.scorer.aclose())
+    loop.close()
+
+
+async def _make(spec):
+    return EdgePool(spec, queue=1)
+
+
+def _score(pool, body):
+    p, loop = pool
+    resp = loop.run_until_complete(score_request(p, body, False, time.monotonic() + 120))
+    return resp.body
+
+
+def test_echo_gives_each_prompt_token_its_logprob(pool, tiny_model):
+    from edgepick.backends import LoadOptions, get_backend
+    from edgepick.backends.base import token_logprob
+    from edgepick.records.candidate import Candidate
+
+    tokens = [1, 504, 3821, 314, 260, 1345]
+    body = _score(pool, {"prompt": [tokens], "echo": True, "logprobs": 2, "max_tokens": 1})
+    (choice,) = body["choices"]
+    lp = choice["logprobs"]
+    assert len(lp["token_logprobs"]) == len(tokens) + 1  # the prompt, then the next token
+    assert lp["token_logprobs"][0] is None and lp["top_logprobs"][0] is None
+    backend = get_backend("llama_cpp")
+    backend.load(Candidate(model=tiny_model, settings=RuntimeSettings(n_ctx=256)),
+                 LoadOptions(need_logits=True))
+    try:
+        logits = backend.logits(tokens)
+    finally:
+        backend.unload()
+    own = [token_logprob(logits[i - 1], t) for i, t in enumerate(tokens) if i]
+    assert lp["token_logprobs"][1:len(tokens)] == pytest.approx(own, abs=1e-4)
+    # the greedy next token is the best of its row, and each top list holds k entries
+    nxt = lp["token_logprobs"][-1]
+    assert nxt == pytest.approx(max(lp["top_logprobs"][-1].values()))
+    assert nxt == pytest.approx(float(np.max(logits[-1] - np.log(np.exp(
+        logits[-1] - logits[-1].max()).sum()) - logits[-1].max())), abs=1e-4)
+    assert all(len(t) <= 2 for t in lp["top_logprobs"][1:])
+    assert body["usage"] == {"prompt_tokens": len(tokens), "completion_tokens": 1,
+                             "total_tokens": len(tokens) + 1}
+
+
+def test_max_tokens_zero_gives_the_prompt_alone_and_is_cached(pool):
+    p, _ = pool
+    body = _score(pool, {"prompt": "The cat sat", "echo": True, "logprobs": 1, "max_tokens": 0})
+    lp = body["choices"][0]["logprobs"]
+    assert body["choices"][0]["text"].endswith("The cat sat")
+    assert len(lp["tokens"]) == body["usage"]["prompt_tokens"] and not body["usage"][
+        "completion_tokens"]
+    assert len(p.scorer._cache) >= 1
+    again = _score(pool, {"prompt": "The cat sat", "echo": True, "logprobs": 1, "max_tokens": 0})
+    assert again["choices"][0]["logprobs"] == lp
+
+
+@pytest.mark.parametrize("body, param", [
+    ({"prompt": "x", "echo": True, "max_tokens": 5}, "max_tokens"),
+    ({"prompt": "x", "echo": True, "logprobs": 99}, "logprobs"),
+    ({"prompt": [[10 ** 9]], "echo": True}, "prompt"),
+    ({"prompt": {"a": 1}, "echo": True}, "prompt"),
+])
+def test_what_echo_cannot_answer_is_a_400_naming_the_field(pool, body, param):
+    with pytest.raises(BadRequest) as exc:
+        _score(pool, body)
+    assert exc.value.param == param
+
+
+def test_echo_is_bounded_by_the_same_admission(pool):
+    p, loop = pool
+    # the one slot and the one queue place taken by generation: scoring gets a 429 too
+    p.admission.enter(1)
+    loop.run_until_complete(p.admission.acquire(time.monotonic() + 5, 1))
+    p.admission.enter(1)
+    try:
+        with pytest.raises(Overloaded):
+            _score(pool, {"prompt": "A new prompt, not cached", "echo": True, "max_tokens": 0})
+    finally:
+        p.admission.admitted -= 1
+        p.admission.release(0.1, 1)
