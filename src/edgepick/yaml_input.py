@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from edgepick.errors import InputError
+from edgepick.errors import InputError, input_error
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -60,5 +60,4 @@ def validate_input(model: type[M], data: Any, path: str | Path) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise InputError(path, err["msg"], field=".".join(map(str, err["loc"])) or None) from None
+        raise input_error(path, exc) from None

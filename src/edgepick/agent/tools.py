@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -18,7 +17,7 @@ from typing import Any, Callable
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from edgepick.agent.builtins import BUILTINS, ToolFailure
-from edgepick.errors import EdgepickError, InputError
+from edgepick.errors import EdgepickError, InputError, input_error
 
 MAX_RESULT_CHARS = 2000  # what goes back into a small model's window
 
@@ -137,11 +136,7 @@ def load_tools(path: str | Path, sandbox: str | Path | None = None) -> ToolSet:
         try:
             spec = ToolSpec.model_validate(raw)
         except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"])
-            msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
-            raise InputError(path, re.sub(r"^Value error, ", "", msg),
-                             field=f"tools[{i}]" + (f".{where}" if where else "")) from None
+            raise input_error(path, exc, field_prefix=f"tools[{i}]") from None
         if spec.name in seen:
             raise InputError(path, f"duplicate tool name '{spec.name}'", field=f"tools[{i}].name")
         seen.add(spec.name)

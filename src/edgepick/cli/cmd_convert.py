@@ -11,7 +11,7 @@ from rich.table import Table
 
 from edgepick.cli.options import STORE_HELP, one_model
 from edgepick.cli.output import console, err_console, human_bytes, print_json
-from edgepick.errors import EdgepickError
+from edgepick.errors import EdgepickError, first_problem
 from edgepick.progress import ProgressEvent
 
 ENGINES = ("onnxruntime-genai",)
@@ -84,8 +84,9 @@ def register(app: typer.Typer) -> None:
                                    context_length=context_length,
                                    route="hf-builder" if hf else "gguf")
         except ValidationError as exc:
-            e = exc.errors()[0]
-            raise EdgepickError(f"--{str(e['loc'][0]).replace('_', '-')}: {e['msg']}") from None
+            field, problem = first_problem(exc)
+            flag = (field or "").split(".")[0].replace("_", "-")
+            raise EdgepickError(f"--{flag}: {problem}") from None
         if not hf and Path(ref.path).is_dir():
             raise EdgepickError(f"{ref.path}: a folder without config.json; give a GGUF or a "
                                 "Hugging Face folder")

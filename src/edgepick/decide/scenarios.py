@@ -15,7 +15,7 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, create_mode
                       model_validator)
 
 from edgepick.decide.gate_spec import aliases, builtin_gates, gate_table
-from edgepick.errors import EdgepickError, InputError
+from edgepick.errors import EdgepickError, input_error
 from edgepick.units import parse_size
 from edgepick.yaml_input import read_yaml_mapping
 
@@ -162,11 +162,7 @@ def validate_scenario(data: dict, source: str) -> Scenario:
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
-        msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
-        msg = msg.removeprefix("Value error, ")
-        raise InputError(source, msg, field=field) from None
+        raise input_error(source, exc) from None
 
 
 def scenario_source(name_or_path: str) -> tuple[dict, str]:

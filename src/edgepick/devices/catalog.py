@@ -8,7 +8,7 @@ from importlib.resources import files
 
 from pydantic import ValidationError
 
-from edgepick.errors import EdgepickError, InputError
+from edgepick.errors import EdgepickError, InputError, input_error
 from edgepick.records.device import DeviceProfile
 from edgepick.units import parse_size
 from edgepick.yaml_input import read_yaml
@@ -29,10 +29,8 @@ def _profile(entry: dict, source: str, index: int | None = None) -> DeviceProfil
     try:
         return DeviceProfile(**data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
         where = f"device #{index + 1}: " if index is not None else ""
-        raise InputError(source, where + err["msg"], field=field) from None
+        raise input_error(source, exc, problem_prefix=where) from None
 
 
 @lru_cache(maxsize=1)

@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from edgepick.errors import InputError
+from edgepick.errors import InputError, pydantic_problem
 from edgepick.plan.model import Plan
 from edgepick.inputs import resolve_ref
 from edgepick.records.model_ref import ModelRef
@@ -111,10 +111,8 @@ def load_plan(path: str | Path) -> LoadedPlan:
         plan = Plan.model_validate(data)
     except ValidationError as exc:
         errs = exc.errors()
-        err = errs[0]
-        loc = tuple(err["loc"])
-        msg = "unknown field" if err["type"] == "extra_forbidden" else \
-            "missing" if err["type"] == "missing" else err["msg"].removeprefix("Value error, ")
+        loc = tuple(errs[0]["loc"])
+        _, msg = pydantic_problem(errs[0])
         more = f" (and {len(errs) - 1} more problem{'s' if len(errs) > 2 else ''})" \
             if len(errs) > 1 else ""
         raise InputError(path, msg + more, line=_node_line(root, loc), field=_field(loc)) from None

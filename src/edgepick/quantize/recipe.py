@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from edgepick.errors import EdgepickError, InputError
+from edgepick.errors import EdgepickError, InputError, input_error
 from edgepick.progress import Tick
 from edgepick.yaml_input import parse_yaml
 from edgepick.quantize.units import ggml_type_of
@@ -153,8 +153,7 @@ def load_recipe(path: str | Path) -> Recipe:
     try:
         return Recipe.model_validate(data)
     except ValueError as exc:
-        err = exc.errors()[0] if hasattr(exc, "errors") else {"loc": (), "msg": str(exc)}
-        raise InputError(p, err["msg"], field=".".join(map(str, err["loc"])) or None) from None
+        raise input_error(p, exc) from None
 
 
 def build_recipe(src: str, recipe: Recipe, out_dir: str | Path, *, imatrix: str | None = None,

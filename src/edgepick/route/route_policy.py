@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from edgepick.errors import InputError
+from edgepick.errors import InputError, input_error
 from edgepick.records.deploy import CloudEndpoint
 from edgepick.route.confidence import ConfidenceSettings, FormatValidator
 
@@ -108,9 +108,7 @@ def policy_from(section: dict, path: str | Path = "<policy>") -> RoutePolicy:
     try:
         return RoutePolicy.model_validate(section)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(["route", *(str(p) for p in err["loc"])])
-        raise InputError(path, err["msg"].removeprefix("Value error, "), field=field) from None
+        raise input_error(path, exc, field_prefix="route") from None
 
 
 class Latches:

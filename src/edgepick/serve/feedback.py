@@ -21,6 +21,7 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from edgepick.errors import first_problem
 from edgepick.serve.history import AGE_HEADER, MetricsHistory
 from edgepick.serve.router_api import BadRequest
 
@@ -140,8 +141,7 @@ def _first_problem(exc: Exception) -> str:
     if isinstance(exc, RecursionError):
         return "feedback: the body is nested too deeply"
     if isinstance(exc, ValidationError):
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "body"
-        return f"feedback: {where}: {err['msg']} (expected {{request_id, rating: up|down, " \
-               "reason?}})"
+        field, problem = first_problem(exc)
+        return f"feedback: {field or 'body'}: {problem} (expected {{request_id, rating: " \
+               "up|down, reason?}})"
     return "feedback: the body is not JSON (expected {request_id, rating: up|down, reason?})"

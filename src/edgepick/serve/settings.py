@@ -85,17 +85,16 @@ class ServeSettings(BaseSettings):
         """Flags given (not None) override the environment, which overrides the file."""
         from pydantic import ValidationError
 
-        from edgepick.errors import EdgepickError, InputError
+        from edgepick.errors import EdgepickError, InputError, first_problem
 
         _YamlSource.path = Path(config) if config else None
         try:
             return cls(**{k: v for k, v in flags.items() if v is not None})
         except ValidationError as exc:
-            err = exc.errors()[0]
-            field = ".".join(str(p) for p in err["loc"])
+            field, problem = first_problem(exc)
             if config and field and field in (_YamlSource.keys or ()):
-                raise InputError(config, err["msg"], field=field) from None
-            raise EdgepickError(f"serve setting '{field}': {err['msg']}") from None
+                raise InputError(config, problem, field=field) from None
+            raise EdgepickError(f"serve setting '{field or ''}': {problem}") from None
         finally:
             _YamlSource.path = None
 
