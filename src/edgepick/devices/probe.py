@@ -33,6 +33,11 @@ def cpu_features() -> list[str]:
 
 
 def _reader(n_bytes: int, runs: int, barrier, results) -> None:
+    import signal
+
+    from edgepick.launch.process import die_with_parent
+
+    die_with_parent(signal.SIGKILL)  # a probe killed outright takes its readers with it
     buf = np.ones(n_bytes // 8, dtype=np.int64)
     np.add.reduce(buf)  # fault the pages in before timing
     times = []
