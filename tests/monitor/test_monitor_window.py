@@ -136,3 +136,30 @@ def test_history_answers_the_start_when_younger_than_the_window():
     before = parse(generate_latest(m.registry).decode())
     fresh = parse(generate_latest(ServeMetrics().registry).decode())
     assert fresh.since(before).total("edgepick_ttft_seconds_count") == 0
+
+
+def test_drift_on_task_mix_unacceptable_rate_and_lengths(monkeypatch):
+    from edgepick.monitor import drift as drift_mod
+    from edgepick.records.deploy import DeployConfig, DeployModel, Gate, TaskRoute
+
+    m = ServeMetrics()
+    for _ in range(30):
+        m.sampled.labels("ok").inc()
+        m.sampled_by_task.labels("qa", "ok").inc()
+        m.prompt_tokens.observe(100)
+    for _ in range(30):
+        m.sampled.labels("unacceptable").inc()
+        m.sampled_by_task.labels("extraction", "unacceptable").inc()
+        m.prompt_tokens.observe(3000)
+    deploy = DeployConfig(model=DeployModel(name="m", path="/m", sha256="0" * 64),
+                          scenario="realtime_chat", routes=[TaskRoute(task="qa", share=1.0)],
+                          gates=[Gate(metric="unacceptable_rate", value=0.02, low=0.0,
+                                      high=0.05, limit=0.05)])
+    monkeypatch.setattr(drift_mod, "_scenario_lengths",
+                        lambda d: {"context_tokens": {"p50": 200, "p95": 1000}})
+    found = {f.what: f for f in drift_mod.drift(parse(generate_latest(m.registry).decode()),
+                                                deploy)}
+    assert found["unacceptable rate"].drift
+    assert found["task mix: extraction"].drift and found["task mix: qa"].drift
+    assert found["prompt tokens P95"].drift and found["prompt tokens P95"].decided == "1000"
+    assert "answer tokens P95" not in found  # nothing observed: nothing said

@@ -68,34 +68,43 @@ def drift(s: Scrape, deploy: DeployConfig) -> list[Finding]:
     return out
 
 
-def _scenario_context(deploy: DeployConfig) -> dict | None:
+def _scenario_lengths(deploy: DeployConfig) -> dict[str, dict]:
+    """The decision's scenario's context_tokens and output_tokens ({p50, p95, …}), when known."""
     if not deploy.scenario:
-        return None
+        return {}
     try:
         from edgepick.decide.scenarios import load_scenario
 
         sc = load_scenario(deploy.scenario)
     except Exception:  # a scenario this install does not know: no length to compare with
-        return None
-    ctx = getattr(sc, "context_tokens", None)
-    if ctx is None:
-        return None
-    return ctx if isinstance(ctx, dict) else ctx.model_dump()
+        return {}
+    out = {}
+    for field in ("context_tokens", "output_tokens"):
+        v = getattr(sc, field, None)
+        if v is not None:
+            out[field] = v if isinstance(v, dict) else v.model_dump()
+    return out
 
 
 def _lengths(s: Scrape, deploy: DeployConfig) -> list[Finding]:
-    buckets = s.buckets("edgepick_prompt_tokens")
-    p95 = quantile(0.95, buckets) if buckets else None
-    if p95 is None:
-        return []
-    ctx = _scenario_context(deploy)
-    want = (ctx or {}).get("p95")
-    if want is None:
-        return [Finding("prompt tokens P95", f"{p95:.0f}", "unmeasured", False,
-                        "the decision's scenario gives no context_tokens")]
-    moved = p95 > want * LENGTH_TOLERANCE
-    return [Finding("prompt tokens P95", f"{p95:.0f}", f"{want:.0f}", moved,
-                    "prompts are longer than the evaluation assumed" if moved else "")]
+    """Live prompt and answer lengths (P95 over the window) against the scenario's."""
+    found = []
+    want = _scenario_lengths(deploy)
+    for metric, field, what in (("edgepick_prompt_tokens", "context_tokens", "prompt"),
+                                ("edgepick_completion_tokens", "output_tokens", "answer")):
+        buckets = s.buckets(metric)
+        p95 = quantile(0.95, buckets) if buckets else None
+        if p95 is None:
+            continue
+        decided = (want.get(field) or {}).get("p95")
+        if decided is None:
+            found.append(Finding(f"{what} tokens P95", f"{p95:.0f}", "unmeasured", False,
+                                 f"the decision's scenario gives no {field}"))
+            continue
+        moved = p95 > decided * LENGTH_TOLERANCE
+        found.append(Finding(f"{what} tokens P95", f"{p95:.0f}", f"{decided:.0f}", moved,
+                             f"{what}s are longer than the evaluation assumed" if moved else ""))
+    return found
 
 
 def as_dicts(found: list[Finding]) -> list[dict]:

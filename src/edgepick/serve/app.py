@@ -221,6 +221,9 @@ def create_app(state: ServeState) -> FastAPI:
                 m.decode_tps.labels(route).observe(out.decode_tps)
             m.tokens.labels("prompt").inc(out.prompt_tokens)
             m.tokens.labels("completion").inc(out.completion_tokens)
+            if out.status == 200 and out.prompt_tokens:  # the length drift check's input (H)
+                m.prompt_tokens.observe(out.prompt_tokens)
+                m.completion_tokens.observe(out.completion_tokens)
             if sampled and out.status == 200:
                 why, fmt = state.sampler.record(kind, req_body, "".join(out.text),
                                                 out.finish_reason, task, version, request_id=rid)

@@ -15,6 +15,8 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.
 ITL_BUCKETS = (0.001, 0.002, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15,
                0.2, 0.3, 0.5, 1.0, 2.0)
 TPS_BUCKETS = (1, 2, 3, 5, 7.5, 10, 15, 20, 30, 40, 50, 75, 100, 150, 200, 300, 500, 1000)
+# tokens; powers of two up to long contexts, for the length drift check (monitor/drift.py)
+LENGTH_BUCKETS = tuple(2 ** k for k in range(3, 18))
 
 
 class ServeMetrics:
@@ -80,6 +82,11 @@ class ServeMetrics:
         self.badcases = Counter("edgepick_badcases", "Sampled items marked badcases, by task and "
                                 "by what marked them (judged: unacceptable; feedback: rated down)",
                                 ["task", "source"], registry=r)
+        self.prompt_tokens = Histogram("edgepick_prompt_tokens", "Prompt length per answer",
+                                       buckets=LENGTH_BUCKETS, registry=r)
+        self.completion_tokens = Histogram("edgepick_completion_tokens",
+                                           "Generated length per answer", buckets=LENGTH_BUCKETS,
+                                           registry=r)
         self.feedback = Counter("edgepick_feedback", "User feedback by rating (up, down)",
                                 ["rating"], registry=r)
         self.references = Counter("edgepick_sample_references", "Cloud references for sampled "
