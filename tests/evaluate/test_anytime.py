@@ -78,3 +78,11 @@ def test_side_reads_the_limit_like_the_interval():
 def test_paired_difference_maps_to_the_unit_interval():
     d = anytime.paired([1, 0, 1, 0], [0, 0, 1, 1])
     assert list(d) == [1.0, 0.5, 0.5, 0.0]
+
+
+def test_median_side_for_repeated_measurements():
+    fast = np.full(12, 300.0)  # 12 TTFTs of 300 ms against an 800 ms limit
+    assert anytime.median_side(fast, 800.0, "max") == "pass"
+    assert anytime.median_side(fast, 200.0, "max") == "fail"
+    assert anytime.median_side(fast[:5], 800.0, "max") == "undetermined"  # 5 prove little
+    assert anytime.median_side(np.full(12, 20.0), 15.0, "min") == "pass"  # tok/s over a floor

@@ -106,3 +106,15 @@ def side(x, limit: float, direction: str, alpha: float = ALPHA) -> str:
 def paired(cand, ref) -> np.ndarray:
     """Per-item candidate - reference differences in [-1, 1], moved to [0, 1]."""
     return (np.asarray(cand, dtype=float) - np.asarray(ref, dtype=float) + 1.0) / 2.0
+
+
+def median_side(values, limit: float, direction: str, alpha: float = ALPHA) -> str:
+    """pass / fail / undetermined for 'median <= limit' (max) or '>= limit' (min) of repeated
+    measurements, anytime-valid: the median is below the limit exactly when more than half of
+    the values are, so the sequence runs on the flags value < limit against 1/2 (for bench's
+    repetition loop: repeat until this settles, between the plan's minimum and maximum)."""
+    below = (np.asarray(values, dtype=float) < limit).astype(float)
+    v = side(below, 0.5, "min", alpha)  # pass: P(value < limit) > 1/2, the median is under
+    if direction == "max":
+        return v
+    return {"pass": "fail", "fail": "pass"}.get(v, v)
