@@ -73,3 +73,15 @@ def test_async_child_is_awaited_without_a_thread():
         return await asyncio.wait_for(child.wait(), 30)
 
     assert asyncio.run(main()) == 3
+
+
+def test_async_child_serves_several_waiters_at_once():
+    """A supervisor waits for the engine's exit while stop() waits too: both get the code."""
+    async def main() -> list[int]:
+        child = AsyncChild.start([sys.executable, "-c", "import time; time.sleep(60)"])
+        waiters = [asyncio.create_task(child.wait()) for _ in range(2)]
+        await asyncio.sleep(0)  # both waiting
+        child.terminate()
+        return await asyncio.wait_for(asyncio.gather(*waiters), 30)
+
+    assert asyncio.run(main()) == [-signal.SIGTERM, -signal.SIGTERM]

@@ -69,6 +69,7 @@ class AsyncChild:
         self.popen = proc
         self.pid = proc.pid
         self._fd: int | None = None
+        self._exit: asyncio.Future | None = None
         try:
             self._fd = os.pidfd_open(proc.pid)
         except (AttributeError, OSError):
@@ -83,19 +84,31 @@ class AsyncChild:
         return self.popen.poll()
 
     async def wait(self) -> int:
-        while self.popen.poll() is None:
+        """The exit code, once the child has exited; any number of tasks may wait at once."""
+        if self.popen.poll() is None:
             if self._fd is None:
-                await asyncio.sleep(0.1)
-                continue
-            loop = asyncio.get_running_loop()
-            done = loop.create_future()
-            loop.add_reader(self._fd, lambda: done.done() or done.set_result(None))
-            try:
-                await done
-            finally:
-                loop.remove_reader(self._fd)
+                while self.popen.poll() is None:
+                    await asyncio.sleep(0.1)
+            else:
+                await asyncio.shield(self._exited())
         self._close_fd()
         return self.popen.returncode
+
+    def _exited(self) -> asyncio.Future:
+        # one reader per descriptor: a second add_reader would replace the first waiter's
+        if self._exit is None:
+            loop = asyncio.get_running_loop()
+            fut = self._exit = loop.create_future()
+            fd = self._fd
+
+            def readable() -> None:
+                loop.remove_reader(fd)
+                self.popen.poll()
+                if not fut.done():
+                    fut.set_result(None)
+
+            loop.add_reader(fd, readable)
+        return self._exit
 
     def send_signal(self, sig: int) -> None:
         if self.popen.poll() is None:
