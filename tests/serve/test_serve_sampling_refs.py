@@ -105,6 +105,25 @@ def test_cloud_references_never_for_edge_only_tasks_and_within_the_rate(tmp_path
     assert {it.id for it in items} == {"traffic-r0", "traffic-r2", "traffic-r4"}
 
 
+def test_items_waiting_for_a_reference_are_written_when_serve_stops(tmp_path):
+    out = tmp_path / "traffic.jsonl"
+    s = Sampler(1.0, out, metrics=ServeMetrics())
+    s.references = ReferenceTaker(s, CloudTarget("http://127.0.0.1:9/v1"), ReferencePolicy())
+
+    async def go() -> None:
+        s.record("chat", _chat("q"), "a", "stop", "qa", "m@1", request_id="held")
+        assert not out.exists()  # held until its reference is settled
+        assert s.feedback("held", "down", None)  # applied to the held row
+        runner = asyncio.create_task(s.references.run())
+        await asyncio.sleep(0)
+        runner.cancel()
+
+    asyncio.run(go())
+    row = _rows(out)["traffic-held"]
+    assert row["reference"] is None and "badcase" in row["tags"]
+    assert row["meta"]["reference_pending"] is False and row["meta"]["reference_error"]
+
+
 def test_reference_forms():
     assert reference_value("extraction", '```json\n{"a": 1}\n```') == ({"a": 1}, None)
     assert reference_value("extraction", "no json")[0] is None

@@ -146,13 +146,18 @@ class ReferenceTaker:
     async def run(self) -> None:
         if self.queue is None:
             self.queue = asyncio.Queue(self.policy.queue)
-        async with httpx.AsyncClient() as client:
-            while True:
-                item, kind, body = await self.queue.get()
-                try:
-                    await self.answer(client, item, kind, body)
-                except Exception:  # one bad answer must not stop the references
-                    log.exception("cloud reference for %s", item.id)
+        try:
+            async with httpx.AsyncClient() as client:
+                while True:
+                    item, kind, body = await self.queue.get()
+                    try:
+                        await self.answer(client, item, kind, body)
+                    except Exception:  # one bad answer must not stop the references
+                        log.exception("cloud reference for %s", item.id)
+                        self.sampler.set_reference(item.id, None, "cloud", error="failed")
+        finally:  # stopping: the items still waiting are written without a reference
+            if self.sampler.file is not None:
+                self.sampler.file.release_all("no reference: serve stopped first")
 
 
 def cloud_for(settings: Any, policy: Any, deploy: Any) -> CloudTarget | None:

@@ -136,12 +136,31 @@ def traffic_item(kind: str, body: dict, task: str, item_id: str) -> EvalItem:
 
 
 class SampleFile:
-    """The eval JSONL of sampled items: appended to, and rewritten whole (atomically) when a
-    reference arrives or feedback marks an item."""
+    """The eval JSONL of sampled items. An item waiting for its cloud reference is held in
+    memory and appended once the reference is settled, so a reference never rewrites the file;
+    feedback on an item already written rewrites it whole (atomically)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
+        self._held: dict[str, dict] = {}
+
+    def hold(self, row: dict) -> None:
+        with self._lock:
+            self._held[row["id"]] = row
+
+    def release(self, item_id: str) -> None:
+        with self._lock:
+            row = self._held.pop(item_id, None)
+        if row is not None:
+            self.append(row)
+
+    def release_all(self, note: str) -> None:
+        with self._lock:
+            rows, self._held = list(self._held.values()), {}
+        for row in rows:
+            row["meta"].update(reference_pending=False, reference_error=note)
+            self.append(row)
 
     def append(self, row: dict) -> None:
         with self._lock:
@@ -151,6 +170,9 @@ class SampleFile:
 
     def update(self, item_id: str, change: Callable[[dict], None]) -> bool:
         with self._lock:
+            if item_id in self._held:
+                change(self._held[item_id])
+                return True
             try:
                 lines = self.path.read_text(encoding="utf-8").splitlines()
             except OSError:
@@ -234,7 +256,10 @@ class Sampler:
                            "format_error": format_error, "request_id": request_id,
                            "reference_pending": pending,
                            "sampled_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-            self.file.append(row)
+            if pending:
+                self.file.hold(row)
+            else:
+                self.file.append(row)
         return why, format_error
 
     def _count(self, task: str, why: list[str], format_error: bool) -> None:
@@ -261,7 +286,9 @@ class Sampler:
                 meta["reference_source"] = source
             if error:
                 meta["reference_error"] = error
-        return self.file.update(item_id, change)
+        found = self.file.update(item_id, change)
+        self.file.release(item_id)
+        return found
 
     def feedback(self, request_id: str, rating: str, reason: str | None) -> bool:
         """Feedback on a sampled request goes into its item; "down" makes it a badcase for the
