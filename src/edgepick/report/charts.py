@@ -88,6 +88,45 @@ def curve_chart(rows: list[dict], x: str, y: str, xlabel: str, ylabel: str,
     return _svg(fig)
 
 
+def timeline_data(summaries: list[CandidateSummary]) -> list[dict]:
+    """The sustained runs' timelines (bench, issue 28): speed, hottest sensor, power, memory."""
+    return [{"candidate": s.candidate, "t_s": p.get("t_s"), "decode_tps": p.get("decode_tps"),
+             "temperature_c": p.get("temperature_c"), "power_w": p.get("power_w"),
+             "anon_swap_mib": None if p.get("anon_swap_bytes") is None
+             else p["anon_swap_bytes"] / 2**20}
+            for s in summaries for p in s.sustained_timeline]
+
+
+def timeline_chart(rows: list[dict]) -> str | None:
+    """Decode speed per window, with temperature and power on a second axis where measured."""
+    if not rows:
+        return None
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    second = None
+    for name in dict.fromkeys(r["candidate"] for r in rows):
+        pts = sorted((r for r in rows if r["candidate"] == name), key=lambda r: r["t_s"])
+        line, = ax.plot([r["t_s"] for r in pts], [r["decode_tps"] for r in pts], marker="o",
+                        label=f"{name} tok/s")
+        for key, style, unit in (("temperature_c", "--", "°C"), ("power_w", ":", "W")):
+            got = [(r["t_s"], r[key]) for r in pts if r[key] is not None]
+            if got:
+                second = second or ax.twinx()
+                second.plot([t for t, _ in got], [v for _, v in got], linestyle=style,
+                            color=line.get_color(), label=f"{name} {unit}")
+    ax.set_xlabel("seconds into the run")
+    ax.set_ylabel("decode tok/s (window)")
+    ax.grid(alpha=0.3)
+    handles, labels = ax.get_legend_handles_labels()
+    if second is not None:
+        second.set_ylabel("°C (dashed) / W (dotted)")
+        h2, l2 = second.get_legend_handles_labels()
+        handles, labels = handles + h2, labels + l2
+    ax.set_title("Sustained run: speed" + (", temperature and power" if second else
+                                           " (no temperature or power sensor)"))
+    ax.legend(handles, labels, fontsize=8)
+    return _svg(fig)
+
+
 def task_data(summaries: list[CandidateSummary]) -> list[dict]:
     rows = []
     for s in summaries:
@@ -168,6 +207,7 @@ def all_charts(summaries: list[CandidateSummary], decision: Decision,
     """name -> {"svg": str | None, "data": list[dict]}; one entry per chart of the report."""
     ttft = curve_data(summaries, "ttft_curve", "prompt_tokens", "ttft_ms")
     sus = curve_data(summaries, "sustained_curve", "t_s", "decode_tps")
+    timeline = timeline_data(summaries)
     weights = scenario.task_weights if scenario is not None else None
     pareto, tasks, pvm = (pareto_data(summaries, decision, weights), task_data(summaries),
                           pvm_data(summaries))
@@ -176,9 +216,9 @@ def all_charts(summaries: list[CandidateSummary], decision: Decision,
         "ttft_vs_length": {"svg": curve_chart(ttft, "prompt_tokens", "ttft_ms", "prompt tokens",
                                               "TTFT median (ms)", "TTFT vs prompt length"),
                            "data": ttft},
-        "sustained": {"svg": curve_chart(sus, "t_s", "decode_tps", "seconds into the run",
-                                         "decode tok/s (window)", "Sustained decode speed"),
-                      "data": sus},
+        "sustained": {"svg": timeline_chart(timeline), "data": timeline} if timeline else
+        {"svg": curve_chart(sus, "t_s", "decode_tps", "seconds into the run",
+                            "decode tok/s (window)", "Sustained decode speed"), "data": sus},
         "task_quality": {"svg": task_chart(tasks), "data": tasks},
         "predicted_vs_measured": {"svg": pvm_chart(pvm), "data": pvm},
     }

@@ -58,6 +58,19 @@ def template_table(summaries: list[CandidateSummary], lang: str) -> tuple[list[s
     add("unacceptable", lambda s: _fig_pct(s.figures.get("unacceptable_rate"), s.unacceptable_rate,
                                            nm))
     add("decay", lambda s: _pct(s.decay, nm))
+    # energy and heat (issue 28): a figure nobody could measure says so, never 0
+    add("avg_power", lambda s: nm if s.power_w is None else f"{s.power_w:.2f} W" + (
+        "" if s.idle_power_w is None else f" (idle {s.idle_power_w:.2f} W)"))
+    add("energy_token", lambda s: nm if s.energy_per_token_j is None else
+        f"{s.energy_per_token_j:.4f} J" + ("" if s.prefill_energy_per_token_j is None else
+                                           f" ({s.prefill_energy_per_token_j:.5f} J)"))
+    add("throttle_onset", lambda s: f"{s.throttled_after_s:.0f} s" if s.throttled_after_s
+        is not None else tr("throttle_none", lang) if any(
+            p.get("temperature_c") is not None or p.get("cpu_freq_share") is not None
+            for p in s.sustained_timeline) else nm)
+    add("memory_growth", lambda s: nm if s.memory_growth_mib_per_1k is None else
+        f"{s.memory_growth_mib_per_1k:.2f} MiB / 1000 tok")
+    add("power_source", lambda s: s.power_source or nm)
     add("kld", lambda s: nm if s.kld_mean is None else f"{s.kld_mean:.4f} / {s.kld_p99:.4f}"
         if s.kld_p99 is not None else f"{s.kld_mean:.4f}")
     add("ppl_ratio", lambda s: _f(s.ppl_ratio, nm, "{:.3f}"))
