@@ -82,14 +82,20 @@ def _pool(**kw) -> EdgePool:
     return EdgePool(spec, queue=1, engine_factory=FakeEngine, **kw)
 
 
+async def _silenced(hung_after_s: float) -> EdgePool:
+    """A started pool whose engine stopped answering, once it reads not ready."""
+    pool = _pool(probe_timeout_s=0.05, hung_after_s=hung_after_s)
+    await pool.start()
+    pool.engine.answers = False
+    await _until(lambda: pool.status == "unresponsive")
+    assert not pool.ready and _metric(pool, "edgepick_ready") == 0
+    return pool
+
+
 def test_unanswered_probe_reads_not_ready_then_hung_restarts():
     async def main():
-        pool = _pool(probe_timeout_s=0.05, hung_after_s=0.5)
-        await pool.start()
+        pool = await _silenced(hung_after_s=0.5)
         first = pool.engine
-        first.answers = False
-        await _until(lambda: pool.status == "unresponsive")
-        assert not pool.ready and _metric(pool, "edgepick_ready") == 0
         await _until(lambda: pool.engine is not first and pool.ready)
         assert _metric(pool, "edgepick_engine_restarts_total", reason="hung") == 1
         await pool.aclose()
@@ -98,10 +104,7 @@ def test_unanswered_probe_reads_not_ready_then_hung_restarts():
 
 def test_a_probe_answered_again_is_ready_again_without_restart():
     async def main():
-        pool = _pool(probe_timeout_s=0.05, hung_after_s=60)
-        await pool.start()
-        pool.engine.answers = False
-        await _until(lambda: pool.status == "unresponsive")
+        pool = await _silenced(hung_after_s=60)
         pool.engine.answers = True
         await _until(lambda: pool.ready and pool.status == "ready")
         assert _metric(pool, "edgepick_engine_restarts_total", reason="hung") == 0
