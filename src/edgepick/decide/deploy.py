@@ -74,7 +74,12 @@ def build_deploy(d: Decision, summaries: list[CandidateSummary], sc: Scenario, *
                           decode_tps=s.decode_tps, peak_memory_bytes=s.peak_rss_bytes,
                           unacceptable_rate=None if un is None else un.value,
                           format_error_rate=None if fmt is None else 1 - fmt.value,
-                          badcases_per_1000=_overall_badcases(d, s)),
+                          badcases_per_1000=_overall_badcases(d, s),
+                          power_w=s.sustained_power_w if s.sustained_power_w is not None
+                          else s.power_w,
+                          temperature_c=max((p["temperature_c"] for p in s.sustained_timeline
+                                             if p.get("temperature_c") is not None),
+                                            default=None)),
         notes=notes)
 
 

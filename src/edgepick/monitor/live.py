@@ -223,6 +223,11 @@ def figures(s: Scrape, baseline: Baseline | None = None,
         _latency_row("decode tok/s P5", tps5, "tok/s", b.decode_tps, higher_is_worse=False),
         Row("engine memory (RssAnon+VmSwap)", s.total("edgepick_engine_memory_bytes"), "bytes"),
         _latency_row("peak engine memory since start", peak, "bytes", b.peak_memory_bytes),
+        # only where serve found a power counter / sensor (docs/metrics.md, "Energy")
+        _latency_row("device power", s.total("edgepick_power_watts")
+                     if s.has("edgepick_power_watts") else None, "W", b.power_w),
+        _latency_row("hottest temperature", max((v for _, v in s.labelled(
+            "edgepick_temperature_celsius")), default=None), "°C", b.temperature_c),
         Row("availability (time ready)", ready_s / uptime if uptime and ready_s is not None
             else None, "rate"),
         _rate_row("availability (requests without 5xx)", requests - errors, requests, None),

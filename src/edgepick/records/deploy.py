@@ -88,6 +88,8 @@ class Baseline(_Strict):
     unacceptable_rate: float | None = None
     format_error_rate: float | None = None
     badcases_per_1000: float | None = None
+    power_w: float | None = None  # sustained (else point) bench power, where a counter existed
+    temperature_c: float | None = None  # hottest sensor over the sustained run
 
 
 class DeployConfig(_Strict):
