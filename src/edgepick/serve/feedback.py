@@ -67,7 +67,7 @@ async def watch_engine(state: "ServeState", every_s: float = 0.25) -> None:
 
     seen, watched = crashes(), None
     while True:
-        engine = state.pool.engine
+        engine = getattr(state.pool, "engine", None)  # a stand-in pool (tests) has none
         if watched is not None and watched.proc is not None \
                 and watched.proc.returncode is not None and crashes() > seen:
             fate.exited(watched.proc.returncode)
@@ -76,7 +76,7 @@ async def watch_engine(state: "ServeState", every_s: float = 0.25) -> None:
         if engine is not None and engine.alive:
             watched = engine
             fate.watch(engine.pid)
-        fate.sample_memory(state.pool.last_memory)
+        fate.sample_memory(getattr(state.pool, "last_memory", 0))
         await asyncio.sleep(every_s)
 
 
