@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.table import Table
 
 from edgepick.records.bench import BenchResult
+from edgepick.units import mib
 
 CSV_STATS = ("median", "min", "max", "p99")
 CSV_METRICS = ("ttft_ms", "prefill_tps", "decode_tps", "itl_ms", "e2e_ms", "load_ms",
@@ -19,10 +20,6 @@ CSV_SETTINGS = ("backend", "threads", "n_ctx", "n_batch", "n_ubatch", "kv_type",
 
 def _f(v: float | None, digits: int = 1) -> str:
     return "-" if v is None else f"{v:,.{digits}f}"
-
-
-def _mib(v: float | None) -> str:
-    return "-" if v is None else f"{v / 2**20:,.0f}"
 
 
 def short(model: str) -> str:
@@ -51,7 +48,7 @@ def results_table(results: list[BenchResult]) -> Table:
         status = "[green]ok[/]" if r.status == "ok" else "[red]failed[/]"
         t.add_row(f"{short(r.model)}\n{r.config}", status, _f(r.metric("ttft_ms")),
                   _f(r.metric("prefill_tps")), _f(r.metric("decode_tps")), itl,
-                  _f(r.metric("e2e_ms"), 0), _mib(r.metric("peak_rss_bytes")), note)
+                  _f(r.metric("e2e_ms"), 0), mib(r.metric("peak_rss_bytes"), unit=False), note)
     return t
 
 
@@ -76,7 +73,7 @@ def curve_tables(results: list[BenchResult]) -> list[Table]:
             for r in lengths:
                 t.add_row(str(r.settings["prompt_tokens"]), _f(r.metric("ttft_ms")),
                           f"{_f(r.metric('ttft_ms', 'min'))}–{_f(r.metric('ttft_ms', 'max'))}",
-                          _f(r.metric("prefill_tps")), _mib(r.metric("peak_rss_bytes")))
+                          _f(r.metric("prefill_tps")), mib(r.metric("peak_rss_bytes"), unit=False))
             tables.append(t)
         conc = [r for r in ok if r.sweep == "concurrency"]
         if conc:
@@ -94,7 +91,7 @@ def curve_tables(results: list[BenchResult]) -> list[Table]:
                     agg = r.metric("decode_tps")
                 t.add_row(str(r.settings["concurrency"]), _f(r.metric("ttft_ms")),
                           _f(r.metric("e2e_ms"), 0), _f(r.metric("decode_tps")), _f(agg),
-                          _mib(r.metric("peak_rss_bytes")))
+                          mib(r.metric("peak_rss_bytes"), unit=False))
             tables.append(t)
         for r in (r for r in ok if r.sustain is not None):
             s = r.sustain
@@ -105,7 +102,7 @@ def curve_tables(results: list[BenchResult]) -> list[Table]:
             cols = [(c, fn) for c, fn in (
                 ("hottest °C", lambda p: _f(p.temperature_c)),
                 ("power W", lambda p: _f(p.power_w, 2)),
-                ("RssAnon MiB", lambda p: _mib(p.anon_swap_bytes)))
+                ("RssAnon MiB", lambda p: mib(p.anon_swap_bytes, unit=False)))
                 if any(fn(p) != "-" for p in s.timeline)]
             for c, _ in cols:
                 t.add_column(c)

@@ -15,6 +15,7 @@ from edgepick.cli.options import STORE_HELP, open_store, split_list
 from edgepick.cli.output import console, err_console, print_json
 from edgepick.progress import ProgressEvent
 from edgepick.records.candidate import DEFAULTS
+from edgepick.units import pct
 
 ELIMINATE_ABOVE = 0.05  # seed 004 §2.3: more than 5% unacceptable outputs eliminates a candidate
 
@@ -23,24 +24,20 @@ def demo_eval_path() -> str:
     return str(Path(__file__).resolve().parent.parent / "data" / "demo_eval.jsonl")
 
 
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.1f}%"
-
-
 def _gap_table(title: str, groups: dict, first: str) -> Table:
     t = Table(first, "n", "ref", "cand", "gap", "gap rel", "95% CI (gap)", "+bad/1000",
               "format ok", "unacceptable", title=title)
     for name, g in groups.items():
         t.add_row(name, str(g.n), f"{g.ref_score:.3f}", f"{g.score:.3f}", f"{g.gap_abs:+.3f}",
-                  _pct(g.gap_rel), f"[{g.ci95[0]:+.3f}, {g.ci95[1]:+.3f}]",
-                  f"{g.badcases_per_1000:+.0f}", _pct(g.format_ok_rate), _pct(g.unacceptable_rate))
+                  pct(g.gap_rel), f"[{g.ci95[0]:+.3f}, {g.ci95[1]:+.3f}]",
+                  f"{g.badcases_per_1000:+.0f}", pct(g.format_ok_rate), pct(g.unacceptable_rate))
     return t
 
 
 def _print_human(res, show_badcases: int) -> None:
     ref = res.reference
     console.print(f"[bold]{res.n_items}[/] items from {res.data}; reference [bold]{ref.name}[/] "
-                  f"(unacceptable {_pct(ref.unacceptable_rate)}); gap = reference − candidate, "
+                  f"(unacceptable {pct(ref.unacceptable_rate)}); gap = reference − candidate, "
                   f"{res.bootstrap.resamples} paired bootstrap resamples")
     for c in res.candidates:
         console.print()
@@ -59,8 +56,8 @@ def _print_human(res, show_badcases: int) -> None:
         flag = {"fail": " [bold red]above 5% with its whole interval: eliminated (seed 004 §2.3)[/]",
                 "undetermined": " [yellow]5% inside the interval: undetermined, more items "
                                 "needed[/]"}.get(verdict_, "")
-        console.print(f"unacceptable outputs: {u.count}/{u.n} = {_pct(u.rate)} "
-                      f"[{_pct(lo)}, {_pct(hi)}]{flag}  "
+        console.print(f"unacceptable outputs: {u.count}/{u.n} = {pct(u.rate)} "
+                      f"[{pct(lo)}, {pct(hi)}]{flag}  "
                       + ", ".join(f"{k} {v}" for k, v in u.reasons.items()), highlight=False)
         console.print(f"outputs: {c.generated} generated, {c.reused} reused from the store; "
                       f"{len(c.badcases)} badcases")

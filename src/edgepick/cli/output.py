@@ -13,6 +13,8 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from edgepick.units import human_bytes  # noqa: F401  (the commands take it from here)
+
 
 def fit_table(table: Table, width: int) -> Table | Group:
     """`table` as it reads best in `width` columns, never with a cell cut to "…": as it is when
@@ -73,12 +75,3 @@ def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False, default=str) + "\n")
     sys.stdout.flush()
 
-
-def human_bytes(n: float | None) -> str:
-    if n is None:
-        return "-"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"

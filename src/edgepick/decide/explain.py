@@ -10,6 +10,7 @@ from edgepick.decide.scenarios import Scenario
 from edgepick.decide.texts import (advice, constraint_advice, gate_phrase, label, reasons_text,
                                    t, unchecked_text)
 from edgepick.records.decision import CandidateSummary, Decision, Explanation, RankedCandidate
+from edgepick.units import mib, pct
 
 
 class _Fmt:
@@ -18,10 +19,10 @@ class _Fmt:
         self.nm = t("nm", lang)
 
     def pct(self, v: float | None) -> str:
-        return self.nm if v is None else f"{v:.1%}"
+        return pct(v, self.nm)
 
     def mib(self, v: float | None) -> str:
-        return self.nm if v is None else f"{v / 2**20:.0f} MiB"
+        return mib(v, self.nm)
 
     def num(self, v: float | None, unit: str, fmt: str = "{:.1f}") -> str:
         return self.nm if v is None else fmt.format(v) + f" {unit}"

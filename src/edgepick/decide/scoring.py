@@ -18,6 +18,7 @@ from edgepick.decide.scenarios import LAYERS, Scenario
 from edgepick.decide.texts import label, violation_text
 from edgepick.records.decision import CandidateSummary, Violation
 from edgepick.records.deploy import Gate
+from edgepick.units import mib
 
 HIGHER, LOWER = "higher", "lower"
 
@@ -63,10 +64,6 @@ def raw_metrics(s: CandidateSummary, sc: Scenario) -> dict[str, float | None]:
     }
 
 
-def _mib(v: float) -> str:
-    return f"{v / 2**20:.0f} MiB"
-
-
 def _v(constraint: str, metric: str, value=None, limit=0.0, **kw) -> Violation:
     v = Violation(constraint=constraint, metric=metric, value=value, limit=limit, text="", **kw)
     v.text = violation_text(v, "en")
@@ -94,8 +91,8 @@ def check_constraints(s: CandidateSummary, sc: Scenario,
         violations.append(_v("fit", "predicted peak memory",
                              value=None if pred is None else float(pred),
                              limit=float(budget or 0), unit="bytes",
-                             value_text=_mib(pred) if pred else "",
-                             limit_text=_mib(budget) if budget else "", op=">"))
+                             value_text=mib(pred) if pred else "",
+                             limit_text=mib(budget) if budget else "", op=">"))
     for g in gates:
         spec = gate_of(g.metric)
         name = spec.name

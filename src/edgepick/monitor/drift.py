@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from edgepick.evaluate.intervals import wilson
 from edgepick.monitor.live import Scrape, quantile, tasks_of
 from edgepick.records.deploy import DeployConfig
+from edgepick.units import pct
 
 LENGTH_TOLERANCE = 1.2  # live prompt P95 this many times the scenario's is drift
 
@@ -22,10 +23,6 @@ class Finding:
     decided: str
     drift: bool
     note: str = ""
-
-
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{x:.1%}"
 
 
 def _unacceptable_gate(deploy: DeployConfig) -> tuple[float | None, float | None, float | None]:
@@ -43,8 +40,8 @@ def drift(s: Scrape, deploy: DeployConfig) -> list[Finding]:
     if sampled and value is not None:
         lo, hi = wilson(bad, sampled)
         top = high if high is not None else value
-        out.append(Finding("unacceptable rate", f"{_pct(bad / sampled)} [{_pct(lo)}, {_pct(hi)}] "
-                           f"of {sampled}", f"{_pct(value)}" + (f" [{_pct(low)}, {_pct(high)}]"
+        out.append(Finding("unacceptable rate", f"{pct(bad / sampled)} [{pct(lo)}, {pct(hi)}] "
+                           f"of {sampled}", f"{pct(value)}" + (f" [{pct(low)}, {pct(high)}]"
                                                                  if low is not None else ""),
                            lo > top, "the live interval is above the decision's"
                            if lo > top else ""))
@@ -56,13 +53,13 @@ def drift(s: Scrape, deploy: DeployConfig) -> list[Finding]:
         decided = shares.get(task)
         if decided is None:
             unseen = bool(shares) and k > 0
-            out.append(Finding(f"task mix: {task}", f"{_pct(k / n)} of {n}",
+            out.append(Finding(f"task mix: {task}", f"{pct(k / n)} of {n}",
                                "not in the decision" if shares else "unmeasured", unseen,
                                "traffic the evaluation set has no items for" if unseen else ""))
             continue
         moved = lo > decided or hi < decided
-        out.append(Finding(f"task mix: {task}", f"{_pct(k / n)} [{_pct(lo)}, {_pct(hi)}] of {n}",
-                           _pct(decided), moved,
+        out.append(Finding(f"task mix: {task}", f"{pct(k / n)} [{pct(lo)}, {pct(hi)}] of {n}",
+                           pct(decided), moved,
                            "the traffic's mix is not the evaluation's" if moved else ""))
     out.extend(_lengths(s, deploy))
     return out

@@ -5,6 +5,7 @@ cost and pitfalls sit next to the speed and quality figures)."""
 from __future__ import annotations
 
 from edgepick.records.decision import CandidateSummary, Decision
+from edgepick.report.tables import fig_pct
 
 _T = {
     "title": ("Engine comparison", "推理引擎对比"),
@@ -23,13 +24,6 @@ _T = {
 def _t(key: str, lang: str) -> str:
     en, zh = _T[key]
     return zh if lang == "zh" else en
-
-
-def _pct(fig, fallback, nm: str) -> str:
-    if fig is not None and fig.low is not None and fig.high is not None:
-        return f"{fig.value:.1%} [{fig.low:.1%}, {fig.high:.1%}]"
-    v = fig.value if fig is not None else fallback
-    return nm if v is None else f"{v:.1%}"
 
 
 def engine_table(summaries: list[CandidateSummary],
@@ -54,9 +48,9 @@ def engine_table(summaries: list[CandidateSummary],
             nm if s.prefill_tps is None else f"{s.prefill_tps:.0f}",
             nm if s.peak_rss_bytes is None else f"{s.peak_rss_bytes / 2**20:.0f} MiB",
             nm if s.kld_mean is None else f"{s.kld_mean:.4f}",
-            _pct(s.figures.get("quality"), s.quality_overall, nm),
-            _pct(s.figures.get("unacceptable_rate"), s.unacceptable_rate, nm),
-            _pct(s.figures.get("format_compliance"), s.format_compliance, nm),
+            fig_pct(s.figures.get("quality"), s.quality_overall, nm),
+            fig_pct(s.figures.get("unacceptable_rate"), s.unacceptable_rate, nm),
+            fig_pct(s.figures.get("format_compliance"), s.format_compliance, nm),
             conv, pits])
     return header, rows
 

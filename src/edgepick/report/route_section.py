@@ -9,6 +9,7 @@ from html import escape
 from pathlib import Path
 
 from edgepick.route.route_eval import RouteEvalResult
+from edgepick.units import pct
 
 TEXT = {
     "en": {"title": "Edge–cloud routing", "curve": "Quality vs share of requests sent to the cloud",
@@ -67,17 +68,13 @@ def curve_chart(res: RouteEvalResult) -> str:
     return _svg(fig)
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f}%"
-
-
 def tables(res: RouteEvalResult, lang: str) -> dict[str, tuple[list[str], list[list[str]]]]:
     t = TEXT[lang]
     curve = ([t["share"], t["quality"], t["threshold"]],
-             [[_pct(r["cloud_share"]), f"{r['quality']:.3f}",
+             [[pct(r["cloud_share"]), f"{r['quality']:.3f}",
                "-" if r["threshold"] is None else f"{r['threshold']:.4f}"] for r in curve_rows(res)])
     comp = ([t["share"], t["router"], "cascade", t["quality"], t["diff"], t["ci"], t["verdict"]],
-            [[_pct(c.cloud_share), c.other, f"{c.cascade:.3f}", f"{c.other_quality:.3f}",
+            [[pct(c.cloud_share), c.other, f"{c.cascade:.3f}", f"{c.other_quality:.3f}",
               f"{c.diff:+.3f}", f"[{c.ci95[0]:+.3f}, {c.ci95[1]:+.3f}]",
               VERDICT_ZH.get(c.verdict, c.verdict) if lang == "zh" else c.verdict]
              for c in res.comparisons])
@@ -94,21 +91,21 @@ def summary_lines(res: RouteEvalResult, lang: str) -> list[str]:
     cal = res.calibration
     if cal is not None:
         lines.append(f"{t['calib']} ({cal.target} {cal.wanted:g}): {cal.threshold if cal.threshold is None else round(cal.threshold, 4)}"
-                     f" → {t['share']} {_pct(cal.cloud_share)}, {t['quality']} {cal.quality:.3f}"
+                     f" → {t['share']} {pct(cal.cloud_share)}, {t['quality']} {cal.quality:.3f}"
                      + ("" if cal.reachable else " (target not reachable)"))
     rnd = [c for c in res.comparisons if c.other == "random"]
     if rnd:  # at the calibrated share when there is one, else where the cascade does best
         at = next((c for c in rnd if cal is not None and c.cloud_share == cal.cloud_share),
                   max(rnd, key=lambda c: c.diff))
         verdict = VERDICT_ZH.get(at.verdict, at.verdict) if lang == "zh" else at.verdict
-        lines.append(f"{t['vs_random']} {_pct(at.cloud_share)}: {at.diff:+.3f} "
+        lines.append(f"{t['vs_random']} {pct(at.cloud_share)}: {at.diff:+.3f} "
                      f"[{at.ci95[0]:+.3f}, {at.ci95[1]:+.3f}] → {verdict}")
     cs = res.consistency
     flag = t["alert"] if cs.alert else t["ok"]
     if cs.verdict == "undetermined":
         flag += f" ({t['undetermined']})"
-    lines.append(f"{t['consistency']}: {cs.disagreements}/{cs.n} = {_pct(cs.rate)} "
-                 f"[{_pct(cs.ci95[0])}, {_pct(cs.ci95[1])}] — {flag}")
+    lines.append(f"{t['consistency']}: {cs.disagreements}/{cs.n} = {pct(cs.rate)} "
+                 f"[{pct(cs.ci95[0])}, {pct(cs.ci95[1])}] — {flag}")
     return lines
 
 

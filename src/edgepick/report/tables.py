@@ -6,25 +6,18 @@ from edgepick.decide.engineering import difficulty
 from edgepick.decide.texts import reasons_text
 from edgepick.records.decision import CandidateSummary, Decision
 from edgepick.report.i18n import tr
-
-
-def _mib(v: float | None, nm: str) -> str:
-    return nm if v is None else f"{v / 2**20:.0f} MiB"
+from edgepick.units import mib, pct, pct_ci
 
 
 def _f(v: float | None, nm: str, fmt: str, unit: str = "") -> str:
     return nm if v is None else fmt.format(v) + (f" {unit}" if unit else "")
 
 
-def _pct(v: float | None, nm: str) -> str:
-    return nm if v is None else f"{v:.1%}"
-
-
-def _fig_pct(fig, fallback: float | None, nm: str) -> str:
-    """'6.7% [1.8%, 21.3%]' when the figure has its interval."""
-    if fig is None or fig.low is None or fig.high is None:
-        return _pct(fig.value if fig is not None else fallback, nm)
-    return f"{fig.value:.1%} [{fig.low:.1%}, {fig.high:.1%}]"
+def fig_pct(fig, fallback: float | None, nm: str) -> str:
+    """'6.7% [1.8%, 21.3%]' when the figure has its interval; `fallback` when there is none."""
+    if fig is None:
+        return pct(fallback, nm)
+    return pct_ci(fig.value, fig.low, fig.high, nm)
 
 
 def _per_1000(fig, nm: str) -> str:
@@ -46,18 +39,18 @@ def template_table(summaries: list[CandidateSummary], lang: str) -> tuple[list[s
 
     add("params", lambda s: nm if s.params is None else f"{s.params / 1e6:.0f} M")
     add("quant", lambda s: s.quant or nm)
-    add("weights_mem", lambda s: _mib(s.weights_bytes, nm))
-    add("peak_mem", lambda s: tr("failed", lang) if s.bench_error else _mib(s.peak_rss_bytes, nm))
+    add("weights_mem", lambda s: mib(s.weights_bytes, nm))
+    add("peak_mem", lambda s: tr("failed", lang) if s.bench_error else mib(s.peak_rss_bytes, nm))
     add("ttft_p50", lambda s: _f(s.ttft_p50_ms, nm, "{:.0f}", "ms"))
     add("ttft_p99", lambda s: _f(s.ttft_p99_ms, nm, "{:.0f}", "ms"))
     add("decode", lambda s: _f(s.decode_tps, nm, "{:.1f}", "tok/s"))
     add("prefill", lambda s: _f(s.prefill_tps, nm, "{:.0f}", "tok/s"))
-    add("accuracy", lambda s: _fig_pct(s.figures.get("quality"), s.quality_overall, nm))
-    add("format", lambda s: _fig_pct(s.figures.get("format_compliance"), s.format_compliance, nm))
-    add("strict_format", lambda s: _fig_pct(s.figures.get("strict_format"), None, nm))
-    add("unacceptable", lambda s: _fig_pct(s.figures.get("unacceptable_rate"), s.unacceptable_rate,
+    add("accuracy", lambda s: fig_pct(s.figures.get("quality"), s.quality_overall, nm))
+    add("format", lambda s: fig_pct(s.figures.get("format_compliance"), s.format_compliance, nm))
+    add("strict_format", lambda s: fig_pct(s.figures.get("strict_format"), None, nm))
+    add("unacceptable", lambda s: fig_pct(s.figures.get("unacceptable_rate"), s.unacceptable_rate,
                                            nm))
-    add("decay", lambda s: _pct(s.decay, nm))
+    add("decay", lambda s: pct(s.decay, nm))
     # energy and heat (issue 28): a figure nobody could measure says so, never 0
     add("avg_power", lambda s: nm if s.power_w is None else f"{s.power_w:.2f} W" + (
         "" if s.idle_power_w is None else f" (idle {s.idle_power_w:.2f} W)"))
@@ -139,7 +132,7 @@ def predicted_table(summaries: list[CandidateSummary], lang: str) -> tuple[list[
         if s.predicted_decode_tps and s.predicted_decode_band:  # fit's validated error band
             lo, hi = (s.predicted_decode_tps * r for r in s.predicted_decode_band)
             pred += f" ({lo:.0f}-{hi:.0f})"
-        rows.append([s.candidate, _mib(s.predicted_peak_bytes, nm), _mib(s.peak_rss_bytes, nm), mr,
+        rows.append([s.candidate, mib(s.predicted_peak_bytes, nm), mib(s.peak_rss_bytes, nm), mr,
                      pred, _f(s.decode_tps, nm, "{:.1f}", "tok/s"), dr])
     return header, rows
 
@@ -153,17 +146,17 @@ def task_table(summaries: list[CandidateSummary], lang: str) -> tuple[list[str],
     for s in summaries:
         for task, q in sorted(s.tasks.items()):
             ci = f" [{q.ci95[0] * 100:.1f}, {q.ci95[1] * 100:.1f}]" if q.ci95 else ""
-            score = _pct(q.score, nm) + (f" [{q.score_ci95[0]:.1%}, {q.score_ci95[1]:.1%}]"
+            score = pct(q.score, nm) + (f" [{q.score_ci95[0]:.1%}, {q.score_ci95[1]:.1%}]"
                                          if q.score_ci95 and q.score is not None else "")
             extra = _f(q.badcases_per_1000, nm, "{:+.0f}")
             if q.badcases_per_1000_ci95 and q.badcases_per_1000 is not None:
                 lo, hi = q.badcases_per_1000_ci95
                 extra += f" [{lo:+.0f}, {hi:+.0f}]"
-            rows.append([s.candidate, task, str(q.n or ""), score, _pct(q.ref_score, nm),
+            rows.append([s.candidate, task, str(q.n or ""), score, pct(q.ref_score, nm),
                          nm if q.gap_abs is None else f"{q.gap_abs * 100:.1f}{ci}",
                          _per_1000(q.badcases, nm), _per_1000(q.ref_badcases, nm), extra,
-                         _fig_pct(q.unacceptable, q.unacceptable_rate, nm),
-                         _fig_pct(q.format_ok, q.format_ok_rate, nm)])
+                         fig_pct(q.unacceptable, q.unacceptable_rate, nm),
+                         fig_pct(q.format_ok, q.format_ok_rate, nm)])
     return header, rows
 
 
