@@ -105,3 +105,16 @@ def check_support(name: str, spec, where: str = "") -> None:
     why = unsupported(name, spec)
     if why:
         raise EdgepickError(f"{where}: {why}" if where else why)
+
+
+def check_candidate(candidate) -> None:
+    """`check_support` for a candidate whose model is a file on disk (a GGUF or config.json),
+    read from its header; an endpoint or an engine folder is left to its engine."""
+    import os
+
+    path = candidate.ref.path
+    if not path or not os.path.isfile(path):
+        return
+    from edgepick.models.spec import spec_of
+
+    check_support(candidate.backend, spec_of(path), where=candidate.name)

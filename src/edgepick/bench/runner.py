@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
+from edgepick.backends.registry import check_candidate
 from edgepick.bench import machine
 from edgepick.bench.measure import measure_point, measure_sustain
 from edgepick.bench.metrics import aggregate, sustain_report
@@ -85,6 +86,8 @@ def run_bench(req: BenchRequest, store: ResultStore, *, fresh: bool = False,
               on_start: Callable[[Config, int, int], None] | None = None,
               on_result: Callable[[BenchResult], None] | None = None) -> list[BenchResult]:
     configs = expand(req)
+    for cand in {c.candidate.name: c.candidate for c in configs if c.candidate}.values():
+        check_candidate(cand)  # an engine that cannot run the model: refused before measuring
     results = []
     for i, cfg in enumerate(configs):
         if on_start:
