@@ -163,3 +163,13 @@ def test_drift_on_task_mix_unacceptable_rate_and_lengths(monkeypatch):
     assert found["task mix: extraction"].drift and found["task mix: qa"].drift
     assert found["prompt tokens P95"].drift and found["prompt tokens P95"].decided == "1000"
     assert "answer tokens P95" not in found  # nothing observed: nothing said
+
+
+def test_crash_rate_interval_is_garwoods():
+    from edgepick.monitor.live import poisson_interval
+
+    assert poisson_interval(0) == (0.0, pytest.approx(3.6889, abs=1e-4))
+    assert poisson_interval(1) == (pytest.approx(0.0253, abs=1e-4), pytest.approx(5.5716, abs=1e-4))
+    assert poisson_interval(10) == (pytest.approx(4.7954, abs=1e-4), pytest.approx(18.3904, abs=1e-4))
+    lo, hi = poisson_interval(1000)
+    assert lo == pytest.approx(938.0, rel=2e-3) and hi == pytest.approx(1063.0, rel=2e-3)

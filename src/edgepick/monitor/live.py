@@ -174,15 +174,40 @@ def _latency_row(figure: str, value: float | None, unit: str, base: float | None
     return row
 
 
-def poisson_interval(k: int, z: float = 1.959963984540054) -> tuple[float, float]:
-    """95% interval of a Poisson count (Wilson–Hilferty approximation of Garwood's exact one,
-    within 1% for k ≥ 1); the rate interval is this over the exposure."""
-    if k <= 0:
-        return 0.0, 3.6889  # exact: -ln(0.025)
-    lo = k * (1 - 1 / (9 * k) - z / (3 * math.sqrt(k))) ** 3
-    k1 = k + 1
-    hi = k1 * (1 - 1 / (9 * k1) + z / (3 * math.sqrt(k1))) ** 3
-    return max(lo, 0.0), hi
+def _poisson_cdf(k: int, mu: float) -> float:
+    if mu <= 0:
+        return 1.0
+    term = total = math.exp(-mu)
+    for i in range(1, k + 1):
+        term *= mu / i
+        total += term
+    return min(total, 1.0)
+
+
+def _solve(f, target: float, hi: float) -> float:
+    """The mu in [0, hi] where the decreasing f(mu) crosses target, by bisection."""
+    lo = 0.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if f(mid) > target:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def poisson_interval(k: int, alpha: float = 0.05) -> tuple[float, float]:
+    """Garwood's exact 95% interval of a Poisson count k; the rate interval is this over the
+    exposure (k = 0 gives [0, 3.689])."""
+    if k > 300:  # exp(-mu) underflows; the normal approximation is within 0.1% here
+        half = 1.959963984540054 * math.sqrt(k)
+        return k - half, k + half + 1
+    hi_bound = 10.0 + 10 * k
+    upper = _solve(lambda mu: _poisson_cdf(k, mu), alpha / 2, hi_bound)
+    if k == 0:
+        return 0.0, upper
+    lower = _solve(lambda mu: _poisson_cdf(k - 1, mu), 1 - alpha / 2, hi_bound)
+    return lower, upper
 
 
 def _crash_row(crashes: float, uptime_s: float | None) -> Row:
