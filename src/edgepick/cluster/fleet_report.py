@@ -9,6 +9,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from edgepick.markup import md_table
+
 
 @dataclass
 class DeviceOutcome:
@@ -83,12 +85,12 @@ def fleet_choice(outcomes: list[DeviceOutcome]) -> tuple[str | None, str]:
                   f"on {', '.join(blocked.get(near, []))}; use a per-device choice")
 
 
-def _row(outcomes, name: str, label: str, get) -> str:
+def _row(outcomes, name: str, label: str, get) -> list[str]:
     cells = []
     for o in outcomes:
         s = next((s for s in o.summaries if s.candidate == name), None)
         cells.append("—" if s is None else get(o, s))
-    return f"| {name} | {label} | " + " | ".join(cells) + " |"
+    return [name, label, *cells]
 
 
 _METRICS = [
@@ -108,22 +110,21 @@ def fleet_markdown(outcomes: list[DeviceOutcome], scenario: str) -> str:
     tags = [o.tag for o in outcomes]
     lines = [f"# Fleet: {len(outcomes)} devices, scenario {scenario}", "",
              "## One configuration for the whole fleet", "", why, "",
-             "## Recommendation per device", "", "| device | RAM budget | bandwidth | "
-             "recommendation | report |", "|---|---|---|---|---|"]
+             "## Recommendation per device", ""]
+    per_device = []
     for o in outcomes:
         p = o.profile
         src = "measured" if getattr(p, "measured", False) else "spec sheet"
-        lines.append(f"| {o.tag} | {p.model_budget_bytes / 2**30:.1f} GiB | "
-                     f"{p.bandwidth_gbps:.1f} GB/s ({src}) | "
-                     f"{recommendation_text(o)} | "
-                     f"{o.report.as_posix() if o.report else '—'} |")
-    lines += ["", "## Each candidate across devices", "",
-              "| candidate | figure | " + " | ".join(tags) + " |",
-              "|---|---|" + "---|" * len(tags)]
+        per_device.append([o.tag, f"{p.model_budget_bytes / 2**30:.1f} GiB",
+                           f"{p.bandwidth_gbps:.1f} GB/s ({src})", recommendation_text(o),
+                           o.report.as_posix() if o.report else "—"])
+    lines += [md_table(["device", "RAM budget", "bandwidth", "recommendation", "report"],
+                       per_device)]
     names = list(dict.fromkeys(s.candidate for o in outcomes for s in o.summaries))
-    for name in names:
-        for label, get in _METRICS:
-            lines.append(_row(outcomes, name, label, get))
+    lines += ["", "## Each candidate across devices", "",
+              md_table(["candidate", "figure", *tags],
+                       [_row(outcomes, name, label, get)
+                        for name in names for label, get in _METRICS])]
     if any(o.network for o in outcomes):
         lines += ["", "Network RTT is a GET /v1/models timed from the node that ran the job, no "
                   "inference; the endpoint's TTFT above includes one such round trip."]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from html import escape
 
+from edgepick.markup import html_table
 from edgepick.report.i18n import tr
 from edgepick.report.markdown import scenario_lines
 from edgepick.report.model import ReportModel
@@ -21,15 +22,6 @@ th{background:#f2f2f2}tr.elim td{color:#999}tr.win td{background:#eefbea;font-we
 .rec.none{background:#fdecea;border-left-color:#d62728}.chart svg{max-width:100%;height:auto}.muted{color:#777;font-style:italic}
 code{background:#f5f5f5;padding:0 .2rem}
 """
-
-
-def _table(header: list[str], rows: list[list[str]], row_classes: list[str] | None = None) -> str:
-    h = "".join(f"<th>{escape(c)}</th>" for c in header)
-    body = []
-    for i, r in enumerate(rows):
-        cls = f' class="{row_classes[i]}"' if row_classes and row_classes[i] else ""
-        body.append(f"<tr{cls}>" + "".join(f"<td>{escape(str(c))}</td>" for c in r) + "</tr>")
-    return f"<table><thead><tr>{h}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
 def _list(lines: list[str]) -> str:
@@ -55,16 +47,16 @@ def render_html(m: ReportModel, lang: str) -> str:
         if lines:
             parts.append(f"<h3>{escape(tr(key, lang))}</h3>{_list(lines)}")
     if d.hybrid:
-        parts.append(f"<h3>{escape(tr('routes', lang))}</h3>{_table(*m.table('routes', lang))}")
+        parts.append(f"<h3>{escape(tr('routes', lang))}</h3>{html_table(*m.table('routes', lang))}")
     header, rows = m.table('ranking', lang)
     classes = ["elim" if r.eliminated else ("win" if r.candidate == d.recommendation else "")
                for r in d.ranking]
-    parts += [f"<h2>{escape(tr('ranking', lang))}</h2>", _table(header, rows, classes),
-              f"<h3>{escape(tr('gates', lang))}</h3>", _table(*m.table('gates', lang)),
+    parts += [f"<h2>{escape(tr('ranking', lang))}</h2>", html_table(header, rows, classes),
+              f"<h3>{escape(tr('gates', lang))}</h3>", html_table(*m.table('gates', lang)),
               f"<p class='muted'>{escape(tr('normalisation', lang))}: "
               f"{escape(tr('normalisation_text', lang) or d.normalisation)}</p>",
-              f"<h2>{escape(tr('template', lang))}</h2>", _table(*m.table('template', lang)),
-              f"<h2>{escape(tr('pred_vs_meas', lang))}</h2>", _table(*m.table('predicted', lang)),
+              f"<h2>{escape(tr('template', lang))}</h2>", html_table(*m.table('template', lang)),
+              f"<h2>{escape(tr('pred_vs_meas', lang))}</h2>", html_table(*m.table('predicted', lang)),
               f"<h2>{escape(tr('charts', lang))}</h2>"]
     for name, title in m.chart_titles(lang):
         svg = m.charts[name]["svg"]
@@ -75,13 +67,13 @@ def render_html(m: ReportModel, lang: str) -> str:
 
     if (eng := engine_section(m.summaries, d, lang)):  # one model on two engines
         parts += [f"<h2>{escape(eng[0])}</h2>",
-                  f"<p>{escape(eng[3]).replace('**', '')}</p>", _table(eng[1], eng[2])]
-    parts += [f"<h2>{escape(tr('per_task', lang))}</h2>", _table(*m.table('tasks', lang))]
+                  f"<p>{escape(eng[3]).replace('**', '')}</p>", html_table(eng[1], eng[2])]
+    parts += [f"<h2>{escape(tr('per_task', lang))}</h2>", html_table(*m.table('tasks', lang))]
     tools = tool_table(m.summaries, lang)
     if tools:
-        parts += [f"<h3>{escape(tools[0])}</h3>", _table(tools[1], tools[2]),
+        parts += [f"<h3>{escape(tools[0])}</h3>", html_table(tools[1], tools[2]),
                   f"<p class='muted'>{escape(tools[3])}</p>"]
-    parts += [f"<h2>{escape(tr('badcases', lang))}</h2>", _table(*m.table('badcases', lang)),
+    parts += [f"<h2>{escape(tr('badcases', lang))}</h2>", html_table(*m.table('badcases', lang)),
               f"<p class='muted'>{escape(tr('exports', lang))}</p>"]
     html_lang = "zh-CN" if lang == "zh" else "en"
     return (f"<!DOCTYPE html>\n<html lang='{html_lang}'><head><meta charset='utf-8'>"

@@ -3,20 +3,11 @@
 from __future__ import annotations
 
 from edgepick.decide.scenarios import Scenario
+from edgepick.markup import md_table
 from edgepick.records.decision import Decision
 from edgepick.report.i18n import tr
 from edgepick.report.model import ReportModel
 from edgepick.report.tool_section import tool_table
-
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    def esc(c: str) -> str:
-        return str(c).replace("|", "\\|").replace("\n", " ")
-
-    lines = ["| " + " | ".join(esc(h) for h in header) + " |",
-             "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
-    return "\n".join(lines)
 
 
 def decision_lines(d: Decision, ex, lang: str, rec: str | None = None) -> list[str]:
@@ -46,13 +37,13 @@ def render_markdown(m: ReportModel, lang: str) -> str:
            f"- {tr('generated', lang)}: {m.generated}", *scenario_lines(m.scenario, lang), "",
            f"## {tr('decision', lang)}", "",
            *decision_lines(d, m.explanation(lang), lang, m.recommendation(lang)),
-           *([f"### {tr('routes', lang)}", "", _table(*m.table('routes', lang)), ""]
+           *([f"### {tr('routes', lang)}", "", md_table(*m.table('routes', lang)), ""]
              if d.hybrid else []),
-           f"## {tr('ranking', lang)}", "", _table(*m.table('ranking', lang)), "",
-           f"### {tr('gates', lang)}", "", _table(*m.table('gates', lang)), "",
+           f"## {tr('ranking', lang)}", "", md_table(*m.table('ranking', lang)), "",
+           f"### {tr('gates', lang)}", "", md_table(*m.table('gates', lang)), "",
            f"*{tr('normalisation', lang)}: {tr('normalisation_text', lang) or d.normalisation}*", "",
-           f"## {tr('template', lang)}", "", _table(*m.table('template', lang)), "",
-           f"## {tr('pred_vs_meas', lang)}", "", _table(*m.table('predicted', lang)), "",
+           f"## {tr('template', lang)}", "", md_table(*m.table('template', lang)), "",
+           f"## {tr('pred_vs_meas', lang)}", "", md_table(*m.table('predicted', lang)), "",
            f"## {tr('charts', lang)}", ""]
     for name, title in m.chart_titles(lang):
         out.append(f"### {title}")
@@ -63,11 +54,11 @@ def render_markdown(m: ReportModel, lang: str) -> str:
     from edgepick.report.engines import engine_section
 
     if (eng := engine_section(m.summaries, d, lang)):  # one model on two engines
-        out += [f"## {eng[0]}", "", eng[3], "", _table(eng[1], eng[2]), ""]
-    out += [f"## {tr('per_task', lang)}", "", _table(*m.table('tasks', lang)), ""]
+        out += [f"## {eng[0]}", "", eng[3], "", md_table(eng[1], eng[2]), ""]
+    out += [f"## {tr('per_task', lang)}", "", md_table(*m.table('tasks', lang)), ""]
     tools = tool_table(m.summaries, lang)
     if tools:
-        out += [f"### {tools[0]}", "", _table(tools[1], tools[2]), "", f"*{tools[3]}*", ""]
-    out += [f"## {tr('badcases', lang)}", "", _table(*m.table('badcases', lang)), "",
+        out += [f"### {tools[0]}", "", md_table(tools[1], tools[2]), "", f"*{tools[3]}*", ""]
+    out += [f"## {tr('badcases', lang)}", "", md_table(*m.table('badcases', lang)), "",
             tr("exports", lang), ""]
     return "\n".join(out)
