@@ -8,6 +8,7 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
+from edgepick.markup import html_table, md_table
 from edgepick.route.route_eval import RouteEvalResult
 from edgepick.units import pct
 
@@ -109,36 +110,24 @@ def summary_lines(res: RouteEvalResult, lang: str) -> list[str]:
     return lines
 
 
-def _md_table(header: list[str], rows: list[list[str]]) -> str:
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(out + ["| " + " | ".join(r) + " |" for r in rows])
-
-
 def render_markdown(res: RouteEvalResult, lang: str = "en", chart: str = "charts/route_curve.svg",
                     level: int = 2) -> str:
     t, h = TEXT[lang], "#" * level
     tb = tables(res, lang)
     return "\n".join([f"{h} {t['title']}", "", *[f"- {x}" for x in summary_lines(res, lang)], "",
                       f"![{t['curve']}]({chart})", "", f"{h}# {t['curve']}", "",
-                      _md_table(*tb["curve"]), "", f"{h}# {t['compare']}", "",
-                      _md_table(*tb["compare"]), "", f"*{t['by_task_note']}*", ""])
+                      md_table(*tb["curve"]), "", f"{h}# {t['compare']}", "",
+                      md_table(*tb["compare"]), "", f"*{t['by_task_note']}*", ""])
 
 
 def render_html(res: RouteEvalResult, lang: str = "en", svg: str | None = None) -> str:
     t = TEXT[lang]
-
-    def table(header, rows) -> str:
-        return ("<table><thead><tr>" + "".join(f"<th>{escape(c)}</th>" for c in header)
-                + "</tr></thead><tbody>" + "".join(
-                    "<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>" for r in rows)
-                + "</tbody></table>")
-
     tb = tables(res, lang)
     return "".join([f"<h2>{escape(t['title'])}</h2><ul>",
                     *[f"<li>{escape(x)}</li>" for x in summary_lines(res, lang)], "</ul>",
                     f"<div class='chart' id='chart-route'>{svg or curve_chart(res)}</div>",
-                    f"<h3>{escape(t['curve'])}</h3>", table(*tb["curve"]),
-                    f"<h3>{escape(t['compare'])}</h3>", table(*tb["compare"]),
+                    f"<h3>{escape(t['curve'])}</h3>", html_table(*tb["curve"]),
+                    f"<h3>{escape(t['compare'])}</h3>", html_table(*tb["compare"]),
                     f"<p class='muted'>{escape(t['by_task_note'])}</p>"])
 
 
