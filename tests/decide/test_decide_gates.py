@@ -28,10 +28,14 @@ def summary(name: str, unacc: tuple[int, int] | None, tasks: dict | None = None,
     if unacc is not None:
         s.figures["unacceptable_rate"] = rate(*unacc)
         s.unacceptable_rate = unacc[0] / unacc[1]
-    for task, (bad_un, bad, ref_bad, n) in (tasks or {}).items():
+    for task, (bad_un, bad, ref_bad, n, *ref_un) in (tasks or {}).items():
+        extra, p, r = (bad - ref_bad) / n * 1000, bad / n, ref_bad / n
+        se = 1000 * ((p * (1 - p) + r * (1 - r)) / n) ** 0.5  # stands in for the paired bootstrap
         s.tasks[task] = TaskQuality(n=n, score=1 - bad / n, unacceptable=rate(bad_un, n),
                                     badcases=rate(bad, n), ref_badcases=rate(ref_bad, n),
-                                    badcases_per_1000=(bad - ref_bad) / n * 1000)
+                                    ref_unacceptable=rate(ref_un[0] if ref_un else 0, n),
+                                    badcases_per_1000=extra,
+                                    badcases_per_1000_ci95=[extra - 1.96 * se, extra + 1.96 * se])
     return s
 
 
@@ -133,8 +137,8 @@ def test_hybrid_plan_in_the_report(tmp_path):
     write_report(rows, d, SC, tmp_path, lang="both")
     md = (tmp_path / "report.en.md").read_text(encoding="utf-8")
     assert "**Recommendation:** edge (hybrid)" in md
-    assert "| classification | edge | 50% | 67 [26, 159] |" in md
-    assert "| math | cloud | 50% | 167 [93, 280] |" in md
+    assert "| classification | edge | 50% | 67 [26, 159] | - |" in md
+    assert "| math | cloud | 50% | 167 [93, 280] | - |" in md
     assert "| overall | cloud 50% | 100% | 117 [59, 174] |" in md
     zh = (tmp_path / "report.zh.md").read_text(encoding="utf-8")
     assert "混合方案" in zh and "（混合）" not in zh and "edge (混合)" in zh

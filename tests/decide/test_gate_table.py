@@ -70,7 +70,7 @@ def test_unregistered_gate_is_an_unknown_constraint_in_one_line(tmp_path):
     f.write_text("name: x\nconstraints:\n  refusal_rate_max: 0.05\n", encoding="utf-8")
     with pytest.raises(InputError) as exc:
         load_scenario(str(f))
-    assert "unknown constraint 'refusal_rate_max'" in str(exc.value)
+    assert exc.value.field == "constraints.refusal_rate_max" and "unknown field" in str(exc.value)
     assert "\n" not in str(exc.value)
 
 

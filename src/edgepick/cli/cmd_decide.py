@@ -20,37 +20,34 @@ def _budget(device: str | None) -> int | None:
     return load_device(device).model_budget_bytes
 
 
-def _summaries(store_path: str | None, runs: list[int] | None):
-    """The candidates of the selected runs, and which runs each kind's figures come from."""
-    from edgepick.decide.selection import select
-    from edgepick.decide.summary import build_summaries
-    from edgepick.errors import EdgepickError
+def _power_budget(device: str | None) -> float | None:
+    if not device:
+        return None
+    from edgepick.devices.catalog import load_device
+
+    return load_device(device).power_budget_w
+
+
+def _decide(store_path: str | None, runs: list[int] | None, scenario: str, device: str | None,
+            **kw):
+    """The decide stage (decide/stage.py) over the store's selected runs."""
+    from edgepick.decide.scenarios import load_scenario
+    from edgepick.decide.stage import DecideRequest
+    from edgepick.decide.stage import run as run_stage
     from edgepick.store import ResultStore
 
+    req = DecideRequest(scenario=load_scenario(scenario), budget=_budget(device), device=device,
+                        power_budget_w=_power_budget(device), runs=runs or None, **kw)
     with ResultStore(store_path or None, must_exist=True) as store:
-        selection = select(store, runs or None)
-        summaries = build_summaries(store, selection=selection)
-    if not summaries:
-        raise EdgepickError(f"{store.path}: the store holds no fit, bench, eval or fidelity "
-                            "results")
-    return summaries, selection.runs
+        rec = run_stage(req, store)
+    for note in rec.notes:
+        console.print(f"[yellow]note:[/] {note}", highlight=False)
+    return rec
 
 
 def _runs_line(runs: dict[str, list[int]]) -> str:
     return "runs used: " + ", ".join(f"{kind} {', '.join(map(str, ids))}"
                                      for kind, ids in runs.items())
-
-
-def _write_deploy(path: str, decision, summaries, sc, device, runs):
-    from edgepick.decide.deploy import build_deploy, write_deploy
-
-    run_ids = sorted({r for ids in (runs or {}).values() for r in ids})
-    cfg = build_deploy(decision, summaries, sc, device=device,
-                       run_id=",".join(map(str, run_ids)) or None)
-    written, replaced = write_deploy(path, cfg)
-    if replaced:
-        console.print(f"[yellow]note:[/] replaced the existing {written}", highlight=False)
-    return written
 
 
 def print_decision(decision) -> None:
@@ -87,13 +84,11 @@ def register(app: typer.Typer) -> None:
                                           help="write the recommendation as a deploy.yaml here "
                                                "(docs/deploy.md)")) -> None:
         """Eliminate, score, rank and explain the stored candidates for a scenario."""
-        from edgepick.decide.decision import decide as run_decide
-        from edgepick.decide.scenarios import load_scenario
+        from pathlib import Path
 
-        sc = load_scenario(scenario)
-        budget = _budget(device)
-        summaries, runs = _summaries(store, run_ids)
-        decision = run_decide(summaries, sc, budget)
+        rec = _decide(store, run_ids, scenario, device, deploy=Path(deploy) if deploy else None,
+                      deploy_required=bool(deploy))
+        decision, summaries, runs = rec.decision, rec.summaries, rec.runs
         if json_out:
             data = decision.model_dump(mode="json")
             data["runs"] = runs
@@ -106,16 +101,13 @@ def register(app: typer.Typer) -> None:
             from edgepick.decide.view import enrich
 
             enrich(data, decision, summaries)
-        if deploy:
-            data_path = _write_deploy(deploy, decision, summaries, sc, device, runs)
-        if json_out:
-            if deploy:
-                data["deploy"] = str(data_path)
+            if rec.deploy:
+                data["deploy"] = rec.deploy
             print_json(data)
             return
         print_decision(decision)
-        if deploy:
-            console.print(f"deploy: {data_path}", highlight=False)
+        if rec.deploy:
+            console.print(f"deploy: {rec.deploy}", highlight=False)
         console.print(_runs_line(runs), style="dim", highlight=False)
 
     @app.command()
@@ -128,23 +120,15 @@ def register(app: typer.Typer) -> None:
                                           "'local': its model budget is the peak-memory limit"),
                lang: str = typer.Option("both", "--lang", help="en | zh | both")) -> None:
         """Write the Markdown and self-contained HTML report plus CSV/JSON of every figure."""
-        from edgepick.decide.decision import decide as run_decide
-        from edgepick.decide.scenarios import load_scenario
-        from edgepick.report.writer import write_report
+        from pathlib import Path
 
-        sc = load_scenario(scenario)
-        budget = _budget(device)
-        summaries, runs = _summaries(store, run_ids)
-        decision = run_decide(summaries, sc, budget)
-        paths = write_report(summaries, decision, sc, out, lang=lang, device=device)
-        from edgepick.report.route_section import append_to_report, latest_route_eval
-        from edgepick.store import ResultStore
+        from edgepick.errors import EdgepickError
+        from edgepick.report.writer import LANGS
 
-        with ResultStore(store or None, must_exist=True) as rs:
-            routed = latest_route_eval(rs)  # `edgepick route eval` into this store: its section
-        if routed is not None:
-            append_to_report(out, routed, ["en", "zh"] if lang == "both" else [lang])
-        for p in paths:
+        if lang not in LANGS:  # before any work, as the report writer would say it
+            raise EdgepickError(f"--lang must be en, zh or both, got '{lang}'")
+        rec = _decide(store, run_ids, scenario, device, report=Path(out), lang=lang)
+        for p in rec.reports:
             console.print(str(p))
 
     @app.command()

@@ -160,49 +160,44 @@ def run_fleet(lp, executor: str = "ray", address: str | None = None,
             notes += [f"{o.tag}: recommendation {recommendation_text(o)}" for o in outcomes] \
                 + [f"fleet: {fleet_choice(outcomes)[1]}"]
         notes += [f"{o.tag}: job failed — {f}" for o in outcomes for f in o.failures]
+        notes += [f"{o.tag}: {n}" if multi else n for o in outcomes for n in o.notes]
     finally:
         ex.close()
         store.close()
     first = outcomes[0]
     return RunResult(decision=first.decision, summaries=first.summaries, reports=reports,
-                     notes=notes, store=lp.store_path, run_id=runs[tags[0]])
+                     notes=notes, store=lp.store_path, run_id=runs[tags[0]], deploy=first.deploy)
 
 
 def _outcome(lp, store, w: DeviceWork, jobs: dict, results, ref_job, scenario,
              multi: bool) -> DeviceOutcome:
-    from edgepick.decide.decision import decide
-    from edgepick.decide.selection import select
-    from edgepick.decide.summary import build_summaries
-    from edgepick.report.writer import write_report
+    from edgepick.decide.stage import DecideRequest
+    from edgepick.decide.stage import run as run_stage
 
     plan = lp.plan
-    summaries = build_summaries(store, models=[c.ref.locator for c in w.candidates],
-                                names={c.ref.locator: c.name for c in w.candidates},
-                                selection=select(store, [store.run_id]))
-    by_name = {s.candidate: s for s in summaries}
-    for c in w.candidates:
-        if c.name in by_name:
-            by_name[c.name].skipped = c.skipped
-    failures, network = [], {}
+    names = {c.ref.locator: c.name for c in w.candidates}
+    failures, network, job_failed = [], {}, {}
     for j in [*jobs["bench"], *jobs["eval"], *jobs["fidelity"]]:
         res = results.get(j.id)
         if res is not None and not res.ok:
             failures.append(f"{j.label}: {res.error}")
-            s = by_name.get(j.candidate)
-            if s is not None and j.kind == "bench" and not s.bench_error:
-                s.bench_error = f"job failed on the cluster: {res.error}"
+            if j.kind == "bench":
+                job_failed.setdefault(j.candidate, f"job failed on the cluster: {res.error}")
         for kind, k in j.keys:
             if kind == NETWORK_KIND and (row := store.get(kind, scoped_key(k, w.scope))):
                 network[j.candidate] = row
     if ref_job is not None and (r := results.get(ref_job.id)) is not None and not r.ok:
         failures.append(f"{ref_job.label}: {r.error}")
-    decision = decide(summaries, scenario, w.profile.model_budget_bytes)
-    store.put("decision", f"{plan.name}@{w.tag}" if multi else plan.name,
-              decision.model_dump(mode="json"), label=scenario.name)
-    report = None
-    if plan.report.enabled:
-        out = lp.output / "report" / w.tag if multi else lp.output / "report"
-        paths = write_report(summaries, decision, scenario, out, lang=plan.report.lang,
-                             device=w.tag)
-        report = Path(paths[0]) if paths else None
-    return DeviceOutcome(w.tag, w.profile, summaries, decision, network, failures, report)
+    report = lp.output / "report" / w.tag if multi else lp.output / "report"
+    req = DecideRequest(
+        scenario=scenario, budget=w.profile.model_budget_bytes, device=w.tag,
+        runs=[store.run_id], models=list(names), names=names,
+        skipped={c.name: c.skipped for c in w.candidates}, failures=job_failed,
+        store_as=f"{plan.name}@{w.tag}" if multi else plan.name,
+        deploy=lp.output / "deploy" / f"{w.tag}.yaml" if multi else lp.output / "deploy.yaml",
+        run_id=str(store.run_id), report=report if plan.report.enabled else None,
+        lang=plan.report.lang)
+    rec = run_stage(req, store)
+    return DeviceOutcome(w.tag, w.profile, rec.summaries, rec.decision, network, failures,
+                         Path(rec.reports[0]) if rec.reports else None,
+                         deploy=Path(rec.deploy) if rec.deploy else None, notes=rec.notes)

@@ -21,6 +21,8 @@ class DeviceOutcome:
     network: dict[str, dict] = field(default_factory=dict)  # candidate -> round-trip stats (ms)
     failures: list[str] = field(default_factory=list)  # "job: reason"
     report: Path | None = None
+    deploy: Path | None = None  # this device's deploy.yaml (None: nothing to deploy)
+    notes: list[str] = field(default_factory=list)  # what the decide stage said
 
 
 def _fmt(v, spec: str = ".0f", unit: str = "") -> str:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from edgepick.records.decision import CandidateSummary, CurvePoint, Figure, TaskQuality
+from edgepick.records.decision import (CandidateSummary, CurvePoint, Figure, LengthPoint,
+                                       TaskQuality)
 
 Get = Callable[..., CandidateSummary | None]
 MAX_BADCASES = 50
@@ -79,8 +80,13 @@ def eval_adapter(payload: dict, get: Get) -> None:
                 unacceptable_rate=_num(g.get("unacceptable_rate")),
                 unacceptable=rate_figure(g.get("unacceptable"), g.get("unacceptable_rate"), g.get("n")),
                 format_ok=_format_figure(ce, task), strict_format=rate_figure(g.get("strict_format")),
-                metrics={k: float(v) for k, v in (g.get("metrics") or {}).items()
-                         if _num(v) is not None})
+                metrics=_numbers(g.get("metrics")) | output_lengths(ce, task),
+                ref_score_ci95=g.get("ref_score_ci95"),
+                ref_unacceptable=rate_figure(g.get("ref_unacceptable"),
+                                             g.get("ref_unacceptable_rate"), g.get("n")),
+                ref_format_ok=_format_figure(ref, task),
+                ref_strict_format=rate_figure(g.get("ref_strict_format")),
+                ref_metrics=_numbers(g.get("ref_metrics")) | output_lengths(ref, task))
         overall = ce.get("overall") or {}
         s.quality_overall = _num(overall.get("score"))
         s.format_compliance = _num(overall.get("format_ok_rate"))
@@ -92,10 +98,29 @@ def eval_adapter(payload: dict, get: Get) -> None:
                 "format_compliance": _format_figure(ce, None),
                 "strict_format": rate_figure(overall.get("strict_format")),
                 "quality": _score_figure(overall)}
+        figs |= {k: Figure(value=v) for k, v in output_lengths(ce, None).items()}
         s.figures.update({k: v for k, v in figs.items() if v is not None})
         cand = ce.get("candidate") if isinstance(ce.get("candidate"), dict) else {}
         s.settings = cand.get("settings") or s.settings
         s.reference, s.reference_name = ref_model, ref.get("name") or ref_name
+
+
+def _numbers(d: Any) -> dict[str, float]:
+    return {k: float(v) for k, v in (d or {}).items() if _num(v) is not None}
+
+
+def output_lengths(ce: dict, task: str | None) -> dict[str, float]:
+    """P50 and P95 of the tokens each output ran to (stored per item as `generated_tokens`;
+    seed 003 §6.3), over every sample of every item of the task; {} when none was stored."""
+    toks = sorted(int(o["generated_tokens"]) for o in ce.get("items") or []
+                  if (task is None or o.get("task") == task)
+                  and isinstance(o.get("generated_tokens"), int) and o.get("finish_reason") != "error")
+    if not toks:
+        return {}
+    import numpy as np
+
+    return {"output_tokens_p50": float(np.percentile(toks, 50)),
+            "output_tokens_p95": float(np.percentile(toks, 95))}
 
 
 def _format_figure(ce: dict, task: str | None) -> Figure | None:
@@ -150,6 +175,14 @@ def bench_adapter(payload: dict, get: Get) -> None:
         return
     ptoks = _setting(payload, "prompt_tokens")
     ttft = _stat(m, "ttft_ms")
+    if ptoks:
+        gen = _setting(payload, "gen_tokens")
+        s.by_length[int(ptoks)] = LengthPoint(
+            prompt_tokens=int(ptoks), gen_tokens=None if gen is None else int(gen),
+            ttft_ms=_median_figure(m.get("ttft_ms")),
+            ttft_p99_ms=_stat(m, "ttft_ms", "p99") or _stat(m, "ttft_ms", "max"),
+            decode_tps=_median_figure(m.get("decode_tps")),
+            peak_rss_bytes=None if peak is None else int(peak))
     if ptoks and ttft is not None:
         s.ttft_curve = [p for p in s.ttft_curve if p.x != float(ptoks)]
         s.ttft_curve.append(CurvePoint(x=float(ptoks), y=ttft))

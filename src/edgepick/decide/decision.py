@@ -2,8 +2,9 @@
 
 Status (SPEC §8): proven when every hard constraint passes with its whole 95% interval;
 provisional when none fails but some are undetermined or unmeasured (each named); hybrid when no
-candidate clears every task but one clears some (edge for those, the reference/cloud for the
-rest); none otherwise, with the nearest candidate and what would have to change.
+candidate clears every task but one clears some and the cloud serves the rest, passing their
+gates itself and lowering their badcases (decide/hybrid.py); none otherwise, with the nearest
+candidate, the task types nobody serves and what would have to change.
 """
 
 from __future__ import annotations
@@ -63,21 +64,26 @@ def decide(summaries: list[CandidateSummary], scenario: Scenario,
     # A survivor can still fail one task type on its whole interval (a few tool calls among many
     # chat items leave the pooled rate undetermined): no single candidate clears every task then.
     whole = [r for r in alive if not task_fails(r)]
-    hybrid = None if whole else best_hybrid(
+    hybrid, near = (None, None) if whole else best_hybrid(
         [by_name[r.candidate] for r in alive] if alive else summaries,
         alive or ranking, scenario)
-    if whole or (alive and not hybrid):
-        top = (whole or alive)[0]
+    if whole:
+        top = whole[0]
         recommendation, status = top.candidate, top.status
     elif hybrid:
         recommendation, status = hybrid.candidate, "hybrid"
-    else:
+    elif alive and near is None:  # no task gate set, or nothing a route could change
+        top = alive[0]
+        recommendation, status = top.candidate, top.status
+    else:  # some task type has no side that serves it (or nothing survives at all)
         recommendation, status = None, "none"
     decision = Decision(
         scenario=scenario.name, budget_bytes=budget, ranking=ranking,
         recommendation=recommendation, status=status, hybrid=hybrid,
         runner_up=next((r.candidate for r in alive if r.candidate != recommendation), None),
-        closest=None if alive or hybrid or not ranking else ranking[0].candidate,
-        pareto=[r.candidate for r in ranking if r.pareto], normalisation=NORMALISATION)
+        closest=None if recommendation or hybrid or not ranking
+        else (near.candidate if near else ranking[0].candidate),
+        pareto=[r.candidate for r in ranking if r.pareto], normalisation=NORMALISATION,
+        unserved=near.unserved if near and recommendation is None else [])
     decision.explanation = explain(decision, by_name, scenario, "en")
     return decision

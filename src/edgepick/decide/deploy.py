@@ -13,7 +13,8 @@ from edgepick.decide.scenarios import Scenario
 from edgepick.errors import EdgepickError
 from edgepick.records.candidate import RuntimeSettings
 from edgepick.records.decision import CandidateSummary, Decision
-from edgepick.records.deploy import Baseline, CloudEndpoint, DeployConfig, DeployModel, TaskRoute
+from edgepick.records.deploy import (Baseline, CloudEndpoint, DeployConfig, DeployModel, Sampling,
+                                     TaskRoute)
 
 
 def _cloud(s: CandidateSummary) -> CloudEndpoint | None:
@@ -28,13 +29,14 @@ def _cloud(s: CandidateSummary) -> CloudEndpoint | None:
 def _routes(d: Decision, s: CandidateSummary, sc: Scenario) -> list[TaskRoute]:
     if d.hybrid is not None:
         return list(d.hybrid.routes)
-    from edgepick.decide.hybrid import task_mix
+    from edgepick.decide.hybrid import edge_latency, task_mix
 
     mix, _ = task_mix(s, sc)
     out = []
     for task, q in sorted(s.tasks.items()):
         b = q.badcases
         out.append(TaskRoute(task=task, route="edge", share=mix.get(task),
+                             latency_ms=edge_latency(s, q, sc),
                              badcases_per_1000=None if b is None else b.value * 1000,
                              low=None if b is None or b.low is None else b.low * 1000,
                              high=None if b is None or b.high is None else b.high * 1000))
@@ -80,7 +82,17 @@ def build_deploy(d: Decision, summaries: list[CandidateSummary], sc: Scenario, *
                           temperature_c=max((p["temperature_c"] for p in s.sustained_timeline
                                              if p.get("temperature_c") is not None),
                                             default=None)),
-        notes=notes)
+        notes=notes, sampling=_sampling(sc, settings), lock_sampling=sc.lock_sampling,
+        edge_only_tasks=list(sc.edge_only_tasks), network=sc.network)
+
+
+def _sampling(sc: Scenario, settings: RuntimeSettings) -> Sampling | None:
+    """The scenario's sampling as serve's defaults, seeded as the measurements were."""
+    if sc.sampling is None:
+        return None
+    sp = sc.sampling
+    return Sampling(temperature=sp.temperature, top_p=sp.top_p, top_k=sp.top_k,
+                    repeat_penalty=sp.repeat_penalty, seed=getattr(settings, "seed", None))
 
 
 def _overall_badcases(d: Decision, s: CandidateSummary) -> float | None:

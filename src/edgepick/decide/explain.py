@@ -7,8 +7,8 @@ from __future__ import annotations
 from edgepick.decide.closest import best_value, binding_constraints
 from edgepick.decide.gates import constraint_of, gate_text
 from edgepick.decide.scenarios import Scenario
-from edgepick.decide.texts import (advice, constraint_advice, gate_phrase, label, reasons_text,
-                                   t, unchecked_text)
+from edgepick.decide.texts import (advice, constraint_advice, gate_label, gate_phrase, label,
+                                   reasons_text, t, unchecked_text)
 from edgepick.records.decision import CandidateSummary, Decision, Explanation, RankedCandidate
 from edgepick.units import mib, pct
 
@@ -89,11 +89,18 @@ def _hybrid_lines(d: Decision, by_name: dict[str, CandidateSummary], sc: Scenari
         rci = t("ci", lang, lo=f"{r.low:.0f}", hi=f"{r.high:.0f}") if r.low is not None else ""
         out.append(t("route", lang, t=r.task, r=r.route, s=f"{r.share or 0:.0%}", ci=rci,
                      b="?" if r.badcases_per_1000 is None else f"{r.badcases_per_1000:.0f}"))
+        if r.latency_ms is not None:
+            note = "" if r.route == "edge" else f" ({t('budget_word', lang)})"
+            out.append(t("route_latency", lang, t=r.task, r=r.route, ms=f"{r.latency_ms:.0f}",
+                         note=note))
+    if h.cost_per_1000 is not None:
+        out.append(t("route_cost", lang, c=f"{h.cost_per_1000:.2f}",
+                     p=f"{sc.cloud.price_per_1k_tokens:g}"))
     for task in cloud:
         bad = [g for g in ranked.task_gates.get(task, []) if g.verdict == "fail"
                or (g.verdict != "pass" and g.value is not None and g.limit is not None
                    and (g.value > g.limit if g.direction == "max" else g.value < g.limit))]
-        why = "; ".join(f"{label(constraint_of(g.metric), lang)} {gate_text(g)} "
+        why = "; ".join(f"{gate_label(g, lang)} {gate_text(g)} "
                         f"({g.verdict})" for g in bad) or t("nm", lang)
         out.append(t("task_fail", lang, t=task, why=why))
     from edgepick.decide.hybrid import routable
@@ -104,6 +111,47 @@ def _hybrid_lines(d: Decision, by_name: dict[str, CandidateSummary], sc: Scenari
     if open_:  # the edge side itself is only provisionally cleared on speed, memory, decay
         out.append(t("edge_open", lang, u="; ".join(open_)))
     return out
+
+
+def _gates_text(gates, lang: str) -> str:
+    return "; ".join(f"{gate_label(g, lang)} {gate_text(g)} ({g.verdict})"
+                     for g in gates) or t("nm", lang)
+
+
+def _unserved_lines(d: Decision, by_name: dict[str, CandidateSummary], sc: Scenario,
+                    lang: str) -> list[str]:
+    """Status none because task types have no side that serves them: each named, with what
+    fails on the edge, why not the cloud, and the seeds' remedies."""
+    near = d.closest or "?"
+    s = by_name.get(near)
+    ref = (s.reference_name if s else None) or "reference"
+    tasks = ", ".join(u.task for u in d.unserved)
+    out = [t("none_tasks", lang, sc=sc.name, k=tasks, c=near)]
+    for u in d.unserved:
+        if u.cloud_blocked == "network: offline":
+            why = t("cloud_blocked", lang, b=t("blocked_offline", lang))
+        elif u.cloud_blocked == "edge_only_tasks":
+            why = t("cloud_blocked", lang, b=t("blocked_private", lang))
+        elif u.cloud_blocked == "max_cloud_share":
+            why = t("cloud_blocked", lang, b=t("blocked_share", lang, m=f"{sc.max_cloud_share:.0%}",
+                                                 p=f"{_cloud_share_needed(d):.0%}"))
+        elif u.cloud_no_better and u.extra:
+            why = t("cloud_no_better", lang, r=ref, x=f"{u.extra[0]:+.0f}", lo=f"{u.extra[1]:+.0f}",
+                    hi=f"{u.extra[2]:+.0f}")
+        elif u.cloud_no_better:
+            why = t("cloud_unpaired", lang, r=ref)
+        else:
+            why = t("cloud_fails", lang, r=ref, f=_gates_text(u.cloud_fails, lang))
+        remedies = [constraint_advice(constraint_of(g.metric), lang) for g in u.edge_fails[:1]]
+        if not u.cloud_blocked:  # the task's own advice may well be "route it to the cloud"
+            remedies.append(advice(u.task, lang))
+        out.append(t("unserved", lang, t=u.task, s=f"{u.share or 0:.0%}",
+                     e=_gates_text(u.edge_fails, lang), why=why, adv="; ".join(remedies)))
+    return out
+
+
+def _cloud_share_needed(d: Decision) -> float:
+    return sum(u.share or 0 for u in d.unserved if u.cloud_blocked == "max_cloud_share")
 
 
 def _watch(w: CandidateSummary, ranked: RankedCandidate, sc: Scenario, budget: int | None,
@@ -141,6 +189,14 @@ def explain(d: Decision, by_name: dict[str, CandidateSummary], sc: Scenario,
     dead = [r for r in ranking if r.eliminated]
     ex = Explanation()
     elim = [t("elim", lang, c=r.candidate, r="; ".join(reasons_text(r, lang))) for r in dead]
+    if d.recommendation is None and d.unserved:
+        ex.why += _unserved_lines(d, by_name, sc, lang)
+        ex.watch += elim
+        return ex
+    if d.recommendation is None and alive:  # every task type would have gone to the cloud
+        ex.why.append(t("all_cloud", lang, sc=sc.name, c=d.closest or alive[0].candidate))
+        ex.watch += elim
+        return ex
     if d.hybrid is not None:
         ex.why += _hybrid_lines(d, by_name, sc, lang)
         ex.watch += elim

@@ -39,6 +39,7 @@ class GateSpec:
     size: bool = False  # the limit may be "budget" (the device's) or a size such as "1.5GiB"
     aliases: tuple[str, ...] = ()  # deprecated spellings accepted in scenario YAML
     task_optional: bool = False  # a task without the figure has no such gate (not unmeasured)
+    at: str | None = None  # the context percentile it is read at: p50 | p95 | p99
     # Producers: the figure for a candidate (summary, scenario) or a task (TaskQuality). None:
     # the figure under `metric` in the summary's (or task's) figures.
     candidate_figure: Callable | None = None
@@ -49,6 +50,8 @@ class GateSpec:
             raise ValueError(f"gate {self.name}: direction must be max or min")
         if self.interval not in INTERVALS:
             raise ValueError(f"gate {self.name}: interval must be one of {', '.join(INTERVALS)}")
+        if self.at not in (None, "p50", "p95", "p99"):
+            raise ValueError(f"gate {self.name}: at must be p50, p95 or p99")
         if not set(self.scope) <= {"candidate", "task"} or not self.scope:
             raise ValueError(f"gate {self.name}: scope must be candidate and/or task")
 
@@ -85,7 +88,7 @@ def _from_yaml(name: str, e: dict) -> GateSpec:
                     interval=e.get("interval", "point"), label=dict(e.get("label") or {}),
                     advice=e.get("advice"), bounds=tuple(e.get("bounds") or (None, None)),
                     size=bool(e.get("size")), aliases=tuple(e.get("aliases") or ()),
-                    task_optional=bool(e.get("task_optional")))
+                    task_optional=bool(e.get("task_optional")), at=e.get("at"))
 
 
 @lru_cache(maxsize=1)

@@ -15,7 +15,7 @@ from edgepick.decide.gate_spec import GateSpec, gate_of, gate_table
 from edgepick.decide.scenarios import Scenario
 from edgepick.evaluate.intervals import (Z95, items_to_settle_mean, items_to_settle_rate, verdict,
                                          wilson)
-from edgepick.records.decision import CandidateSummary, Figure, TaskQuality
+from edgepick.records.decision import CandidateSummary, Figure, LengthPoint, TaskQuality
 from edgepick.records.deploy import Gate
 from edgepick.units import parse_size
 
@@ -80,13 +80,79 @@ def _fig(name: str):
     return lambda s, sc: s.figures.get(name)
 
 
+def context_length(at: str | None, sc: Scenario) -> int | None:
+    """The scenario's prompt length at a percentile (a tail not given: the next one below)."""
+    c = sc.context_tokens
+    if at is None or c is None:
+        return None
+    return {"p50": c.p50, "p95": c.p95 or c.p50, "p99": c.p99 or c.p95 or c.p50}[at]
+
+
+def gate_length(spec: GateSpec, s: CandidateSummary, sc: Scenario) -> int | None:
+    """The prompt length a gate's figure is read at: the scenario's percentile, else (no
+    context_tokens) the bench's shortest prompt, the plan's base workload."""
+    n = context_length(spec.at, sc)
+    if n is not None or spec.at is None or spec.size:
+        return n
+    return min(s.by_length) if s.by_length else None
+
+
+def _at(metric: str, s: CandidateSummary, sc: Scenario) -> LengthPoint | None:
+    n = context_length(gate_of(metric).at, sc)
+    return None if n is None else s.by_length.get(n)
+
+
+def _length_or(metric: str, read, fallback):
+    """With context_tokens: the figure at the gate's length (unmeasured when the bench never
+    ran it); without: the headline figure, as before."""
+    def fn(s: CandidateSummary, sc: Scenario) -> Figure | None:
+        if sc.context_tokens is None:
+            return fallback(s, sc)
+        pt = _at(metric, s, sc)
+        return None if pt is None else read(pt)
+    return fn
+
+
+def _e2e(metric: str, pct: str):
+    """TTFT at the gate's length plus the answer's tokens at the decode speed measured there;
+    [low, high] from the TTFT's and the decode's own intervals when both have one."""
+    def fn(s: CandidateSummary, sc: Scenario) -> Figure | None:
+        n = gate_length(gate_of(metric), s, sc)
+        pt = None if n is None else s.by_length.get(n)
+        if pt is None:
+            return None
+        if sc.output_tokens is not None:
+            out = sc.output_tokens.p50 if pct == "p50" else (sc.output_tokens.p95
+                                                            or sc.output_tokens.p50)
+        else:
+            own = s.figures.get("output_tokens_p50" if pct == "p50" else "output_tokens_p95")
+            out = None if own is None else own.value
+        ttft = pt.ttft_ms if pct != "p99" else _point(pt.ttft_p99_ms)
+        dec = pt.decode_tps
+        if ttft is None or dec is None or dec.value <= 0 or out is None:
+            return None
+        value = ttft.value + out / dec.value * 1000
+        if None in (ttft.low, ttft.high, dec.low, dec.high) or not dec.low:
+            return Figure(value=value, n=ttft.n)
+        return Figure(value=value, low=ttft.low + out / dec.high * 1000,
+                      high=ttft.high + out / dec.low * 1000, n=ttft.n, method="order")
+    return fn
+
+
 # The built-in gates' producers, by metric: what the table's `candidate_figure` is when the
 # entry (data/gates.yaml) names none. Any other metric is read from `CandidateSummary.figures`.
 CANDIDATE_FIGURES = {
-    "ttft_p50_ms": lambda s, sc: s.figures.get("ttft_p50_ms") or _point(s.ttft_p50_ms),
-    "ttft_p99_ms": lambda s, sc: _point(s.ttft_p99_ms),
-    "decode_tps": lambda s, sc: s.figures.get("decode_tps") or _point(s.decode_tps),
-    "peak_memory": lambda s, sc: _point(s.peak_rss_bytes),
+    "ttft_p50_ms": _length_or("ttft_p50_ms", lambda pt: pt.ttft_ms, lambda s, sc: s.figures.get(
+        "ttft_p50_ms") or _point(s.ttft_p50_ms)),
+    "ttft_p99_ms": _length_or("ttft_p99_ms", lambda pt: _point(pt.ttft_p99_ms),
+                              lambda s, sc: _point(s.ttft_p99_ms)),
+    "decode_tps": _length_or("decode_tps", lambda pt: pt.decode_tps, lambda s, sc: s.figures.get(
+        "decode_tps") or _point(s.decode_tps)),
+    "peak_memory": _length_or("peak_memory", lambda pt: _point(pt.peak_rss_bytes),
+                              lambda s, sc: _point(s.peak_rss_bytes)),
+    "e2e_p50_ms": _e2e("e2e_p50_ms", "p50"),
+    "e2e_p95_ms": _e2e("e2e_p95_ms", "p95"),
+    "e2e_p99_ms": _e2e("e2e_p99_ms", "p99"),
     "unacceptable_rate": lambda s, sc: s.figures.get("unacceptable_rate")
     or _point(s.unacceptable_rate),
     "decay": lambda s, sc: _point(s.decay),
@@ -162,12 +228,14 @@ def settle(fig: Figure, limit: float) -> int | None:
     return None if total is None else max(1, total - fig.n)
 
 
-def make_gate(metric: str, fig: Figure | None, limit: float, direction: str) -> Gate:
+def make_gate(metric: str, fig: Figure | None, limit: float, direction: str,
+              at_tokens: int | None = None) -> Gate:
     if fig is None:
-        return Gate(metric=metric, limit=limit, direction=direction, verdict="unmeasured")
+        return Gate(metric=metric, limit=limit, direction=direction, verdict="unmeasured",
+                    at_tokens=at_tokens)
     v = verdict(fig.value, fig.low, fig.high, limit, direction)
     return Gate(metric=metric, value=fig.value, low=fig.low, high=fig.high, limit=limit,
-                direction=direction, verdict=v,
+                direction=direction, verdict=v, at_tokens=at_tokens,
                 items_to_settle=settle(fig, limit) if v == "undetermined" else None)
 
 
@@ -192,7 +260,7 @@ def candidate_gates(s: CandidateSummary, sc: Scenario, budget: int | None) -> li
 
     lim = limits(sc, budget)
     return [contended_speed(make_gate(g.metric, candidate_figure(g, s, sc), lim[g.name],
-                                      g.direction), s)
+                                      g.direction, gate_length(g, s, sc)), s)
             for g in candidate_specs() if lim[g.name] is not None]
 
 

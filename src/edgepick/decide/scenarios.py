@@ -10,12 +10,13 @@ import difflib
 import os
 import sys
 from importlib.resources import files
+from typing import Literal
 
 from pydantic import (BaseModel, ConfigDict, Field, ValidationError, create_model,
                       model_validator)
 
 from edgepick.decide.gate_spec import aliases, builtin_gates, gate_table
-from edgepick.errors import EdgepickError, input_error
+from edgepick.errors import EdgepickError, InputError, input_error
 from edgepick.units import parse_size
 from edgepick.yaml_input import read_yaml_mapping
 
@@ -122,6 +123,57 @@ class RobustnessWeights(_Strict):
     tail: float = Field(0.3, ge=0)  # TTFT P99 / P50
 
 
+class ContextTokens(_Strict):
+    """The product's prompt lengths in tokens (seed 000 §7.1: know P50/P95/P99 of your context)."""
+
+    p50: int = Field(ge=1)
+    p95: int | None = Field(None, ge=1)
+    p99: int | None = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _ordered(self):
+        vals = [v for v in (self.p50, self.p95, self.p99) if v is not None]
+        if vals != sorted(vals):
+            raise ValueError("expected p50 ≤ p95 ≤ p99")
+        return self
+
+    def at(self, pct: str) -> int | None:
+        """The length at p50 / p95 / p99 (None: not given; no other length stands in)."""
+        return {"p50": self.p50, "p95": self.p95, "p99": self.p99}[pct]
+
+
+class OutputTokens(_Strict):
+    """How many tokens the product's answers run to (seed 003 §6.3: AR answers must be short)."""
+
+    p50: int = Field(ge=1)
+    p95: int | None = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _ordered(self):
+        if self.p95 is not None and self.p95 < self.p50:
+            raise ValueError("expected p50 ≤ p95")
+        return self
+
+
+class ScenarioSampling(_Strict):
+    """The deployment's sampling (seed 004 §6.2: temperature about 0.7, repetition penalty
+    1.1-1.2). `samples`: outputs per eval item (the eval side, docs/evaluate.md)."""
+
+    temperature: float | None = Field(None, ge=0)
+    top_p: float | None = Field(None, gt=0, le=1)
+    top_k: int | None = Field(None, ge=0)
+    repeat_penalty: float | None = Field(None, gt=0)
+    samples: int = Field(1, ge=1)
+
+
+class CloudSide(_Strict):
+    """What the cloud path costs: its price and the latency it is allowed (seed 000 §6.1: a
+    cloud round trip takes 100 ms and more)."""
+
+    price_per_1k_tokens: float | None = Field(None, ge=0)
+    latency_budget_ms: float | None = Field(None, gt=0)
+
+
 class Scenario(_Strict):
     name: str
     description: str = ""
@@ -136,6 +188,25 @@ class Scenario(_Strict):
     # Share of requests per task type in production (normalised); empty: the eval set's mix.
     # A hybrid plan's cloud share and expected badcases are computed under it.
     task_mix: dict[str, float] = Field(default_factory=dict)
+    # The product (issue 26; docs/decide.md "The product"): every field optional, absent keeps
+    # the decision as it was.
+    context_tokens: ContextTokens | None = None  # bench and gate at these prompt lengths
+    context_from: str | None = None  # prompts.jsonl whose lengths give context_tokens
+    output_tokens: OutputTokens | None = None  # answer lengths: bench and end-to-end latency
+    sampling: ScenarioSampling | None = None  # None: greedy (eval) / the client's own (serve)
+    lock_sampling: bool = False  # serve replaces a client's sampling with `sampling`
+    network: Literal["online", "offline"] = "online"  # offline: no cloud route at all
+    max_cloud_share: float | None = Field(None, ge=0, le=1)  # of requests, under the task mix
+    edge_only_tasks: list[str] = Field(default_factory=list)  # private: never to the cloud
+    cloud: CloudSide = Field(default_factory=CloudSide)
+
+    def cloud_allowed(self, task: str) -> str | None:
+        """Why `task` may not go to the cloud (None: it may)."""
+        if self.network == "offline":
+            return "network: offline"
+        if task in self.edge_only_tasks:
+            return "edge_only_tasks"
+        return None
 
 
 def preset_dir():
@@ -158,7 +229,27 @@ def deep_merge(base: dict, override: dict) -> dict:
     return out
 
 
+def _check_constraints(data: dict, source: str) -> None:
+    """An unknown constraint or a limit out of its gate's bounds, as one line naming the field
+    (the model's own validator sees the whole mapping and could only name `constraints`)."""
+    cons = data.get("constraints")
+    if not isinstance(cons, dict):
+        return
+    table, old = gate_table(), aliases()
+    for key, v in cons.items():
+        spec = table.get(old.get(key, key))
+        if spec is None:
+            close = difflib.get_close_matches(key, list(table), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise InputError(source, f"unknown field{hint}", field=f"constraints.{key}")
+        try:
+            spec.check_limit(v)
+        except ValueError as exc:
+            raise InputError(source, str(exc), field=f"constraints.{key}") from None
+
+
 def validate_scenario(data: dict, source: str) -> Scenario:
+    _check_constraints(data, source)
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:

@@ -15,7 +15,7 @@ from edgepick.decide.engineering import engineering_facts
 from edgepick.decide.gate_spec import gate_of
 from edgepick.decide.gates import candidate_gates, gate_text
 from edgepick.decide.scenarios import LAYERS, Scenario
-from edgepick.decide.texts import label, violation_text
+from edgepick.decide.texts import gate_label, violation_text
 from edgepick.records.decision import CandidateSummary, Violation
 from edgepick.records.deploy import Gate
 from edgepick.units import mib
@@ -101,7 +101,7 @@ def check_constraints(s: CandidateSummary, sc: Scenario,
         elif g.verdict == "fail":
             unit = "bytes" if spec.format == "bytes" else ""
             limit_text = gate_text(Gate(metric=g.metric, value=g.limit))
-            violations.append(_v(name, label(name), value=float(g.value), limit=float(g.limit),
+            violations.append(_v(name, gate_label(g), value=float(g.value), limit=float(g.limit),
                                  unit=unit, op=">" if g.direction == "max" else "<",
                                  value_text=gate_text(g), limit_text=limit_text))
     return violations, unchecked, gates

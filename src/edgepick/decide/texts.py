@@ -20,6 +20,14 @@ def label(key: str, lang: str = "en") -> str:
     return g.text(lang) if g else say("labels", key, lang)
 
 
+def gate_label(g, lang: str = "en") -> str:
+    """A gate's name with the prompt length its figure was read at ("TTFT P99 at 3000 tokens")."""
+    from edgepick.decide.gates import constraint_of
+
+    name = label(constraint_of(g.metric), lang)
+    return name + (t("at_len", lang, n=g.at_tokens) if g.at_tokens else "")
+
+
 def advice(task: str, lang: str = "en") -> str:
     return in_lang(entry("advice", task) or catalog()["default_advice"], lang)
 
@@ -56,7 +64,7 @@ def gate_phrase(g, lang: str) -> str:
     from edgepick.decide.gates import constraint_of, gate_text
     from edgepick.records.deploy import Gate
 
-    m = label(constraint_of(g.metric), lang)
+    m = gate_label(g, lang)
     if g.verdict == "unmeasured":
         return t("unmeasured", lang, m=m)
     n = t("settle", lang, k=g.items_to_settle) if g.items_to_settle else t("nosettle", lang)

@@ -79,10 +79,7 @@ def run_plan(lp: LoadedPlan, console: Console | None = None,
     from edgepick.evaluate.outputs import now
 
     started = now()
-    from edgepick.decide.decision import decide
     from edgepick.decide.scenarios import load_scenario, preset_names
-    from edgepick.decide.selection import select
-    from edgepick.decide.summary import build_summaries
     from edgepick.devices.catalog import load_device
     from edgepick.store import ResultStore
 
@@ -136,42 +133,33 @@ def run_plan(lp: LoadedPlan, console: Console | None = None,
                 fn(st, tick)
                 prog.advance(overall)
             prog.update(overall, description="decide")
-            names = {c.ref.locator: c.name for c in st.candidates}
-            summaries = build_summaries(store, models=[c.ref.locator for c in st.candidates],
-                                        names=names, selection=select(store, [run_id]))
-            for s, c in zip(summaries, st.candidates):
-                s.skipped = c.skipped
-            decision = decide(summaries, scenario, device.model_budget_bytes)
-            store.put("decision", plan.name, decision.model_dump(mode="json"), label=scenario.name)
-            prog.advance(overall)
-            reports: list[Path] = []
-            if plan.report.enabled:
-                prog.update(overall, description="report")
-                from edgepick.report.writer import write_report
-
-                reports = write_report(summaries, decision, scenario, lp.output / "report",
-                                       lang=plan.report.lang, device=device.name)
-            prog.advance(overall)
-            deploy = _write_deploy(lp, decision, summaries, scenario, device.name, run_id, st)
+            rec = _decide(lp, st, scenario, device, run_id,
+                          lambda ev: prog.update(overall, description=ev.what))
+            prog.advance(overall, 2)
     finally:
         store.close()
-    return RunResult(decision=decision, summaries=summaries, reports=reports, notes=st.notes,
-                     store=lp.store_path, run_id=run_id, deploy=deploy)
+    st.notes += rec.notes
+    return RunResult(decision=rec.decision, summaries=rec.summaries,
+                     reports=[Path(p) for p in rec.reports], notes=st.notes, store=lp.store_path,
+                     run_id=run_id, deploy=Path(rec.deploy) if rec.deploy else None)
 
 
-def _write_deploy(lp: LoadedPlan, decision, summaries, scenario, device: str, run_id,
-                  st: RunState) -> Path | None:
-    """`<output>/deploy.yaml` for the recommendation (none: nothing to deploy, said in notes)."""
-    from edgepick.decide.deploy import build_deploy, write_deploy
+def _decide(lp: LoadedPlan, st: RunState, scenario, device, run_id: int, progress):
+    """The decide stage over this run's rows: decision stored, `<output>/deploy.yaml` (none:
+    nothing to deploy, said in notes) and the report."""
+    from edgepick.decide.stage import DecideRequest
+    from edgepick.decide.stage import run as run_stage
 
-    if decision.recommendation is None:
-        st.notes.append("deploy: no deploy.yaml written, nothing can be recommended")
-        return None
-    cfg = build_deploy(decision, summaries, scenario, device=device, run_id=str(run_id))
-    path, replaced = write_deploy(lp.output / "deploy.yaml", cfg)
-    if replaced:
-        st.notes.append(f"deploy: replaced the previous {path}")
-    return path
+    plan = lp.plan
+    req = DecideRequest(
+        scenario=scenario, budget=device.model_budget_bytes, device=device.name, runs=[run_id],
+        power_budget_w=device.power_budget_w,
+        models=[c.ref.locator for c in st.candidates],
+        names={c.ref.locator: c.name for c in st.candidates},
+        skipped={c.name: c.skipped for c in st.candidates}, store_as=plan.name,
+        deploy=lp.output / "deploy.yaml", run_id=str(run_id),
+        report=lp.output / "report" if plan.report.enabled else None, lang=plan.report.lang)
+    return run_stage(req, st.store, progress)
 
 
 def _data_sha(lp: LoadedPlan) -> str | None:

@@ -40,13 +40,32 @@ class TaskQuality(BaseModel):
     unacceptable: Figure | None = None
     format_ok: Figure | None = None
     strict_format: Figure | None = None
-    # the task scorer's own figures (e.g. tool_call's tool_choice_accuracy and its `_n`)
+    # the task scorer's own figures (e.g. tool_call's tool_choice_accuracy and its `_n`), and
+    # output lengths (output_tokens_p50/_p95, from the stored per-item generated_tokens)
     metrics: dict[str, float] = Field(default_factory=dict)
+    # the reference (the cloud side of a hybrid plan) on the same items: its own gates
+    ref_score_ci95: list[float] | None = None
+    ref_unacceptable: Figure | None = None
+    ref_format_ok: Figure | None = None
+    ref_strict_format: Figure | None = None
+    ref_metrics: dict[str, float] = Field(default_factory=dict)
 
 
 class CurvePoint(BaseModel):
     x: float
     y: float
+
+
+class LengthPoint(BaseModel):
+    """The bench at one prompt length (concurrency 1): what the gates at a product's context
+    percentile read (issue 26; seed 000 §7.1)."""
+
+    prompt_tokens: int
+    gen_tokens: int | None = None
+    ttft_ms: Figure | None = None  # median of the repeats, [min, max] with ≥ 5 of them
+    ttft_p99_ms: float | None = None
+    decode_tps: Figure | None = None
+    peak_rss_bytes: int | None = None
 
 
 class CandidateSummary(BaseModel):
@@ -78,6 +97,7 @@ class CandidateSummary(BaseModel):
     skipped: str | None = None  # not measured on purpose or by failure upstream (build failed)
     # robustness (bench sweeps)
     ttft_curve: list[CurvePoint] = Field(default_factory=list)  # prompt tokens -> TTFT ms
+    by_length: dict[int, LengthPoint] = Field(default_factory=dict)  # prompt tokens -> bench
     sustained_curve: list[CurvePoint] = Field(default_factory=list)  # seconds -> tok/s
     decay: float | None = None  # fraction lost from the first to the last sustained window
     # energy, heat and host load (bench, issue 28; docs/metrics.md): None = unmeasured, never 0
@@ -155,6 +175,18 @@ class RankedCandidate(BaseModel):
     status: str = "provisional"  # proven | provisional | eliminated
 
 
+class UnservedTask(BaseModel):
+    """A task type neither side can serve: what fails on the edge, and why not the cloud."""
+
+    task: str
+    share: float | None = None
+    edge_fails: list[Gate] = Field(default_factory=list)  # the edge's failing task gates
+    cloud_fails: list[Gate] = Field(default_factory=list)  # the cloud's own failing task gates
+    cloud_blocked: str | None = None  # network: offline | edge_only_tasks | max_cloud_share
+    cloud_no_better: bool = False  # the cloud passes but does not lower badcases (paired)
+    extra: list[float] | None = None  # edge − cloud badcases per 1000: [value, low, high]
+
+
 class HybridPlan(BaseModel):
     """Edge for the task types the candidate clears, the reference/cloud for the rest."""
 
@@ -165,6 +197,8 @@ class HybridPlan(BaseModel):
     low: float | None = None
     high: float | None = None
     mix_source: str = ""  # "scenario task_mix" or "eval set proportions"
+    cost_per_1000: float | None = None  # cloud cost per 1000 requests (scenario's price)
+    unserved: list[UnservedTask] = Field(default_factory=list)  # a plan with these is no plan
 
 
 class Explanation(BaseModel):
@@ -185,3 +219,18 @@ class Decision(BaseModel):
     pareto: list[str] = Field(default_factory=list)
     explanation: Explanation = Field(default_factory=Explanation)
     normalisation: str = ""
+    # status none because some task types have no side that serves them (issue 26)
+    unserved: list[UnservedTask] = Field(default_factory=list)
+
+
+class DecisionRecord(BaseModel):
+    """What the decide stage (decide/stage.py) made: the decision over its summaries, the runs
+    they were read from, and the files written."""
+
+    decision: Decision
+    summaries: list[CandidateSummary]
+    runs: dict[str, list[int]] = Field(default_factory=dict)  # kind -> runs the figures come from
+    deploy: str | None = None  # the deploy.yaml written
+    deploy_replaced: bool = False  # it replaced an existing file
+    reports: list[str] = Field(default_factory=list)  # report files, HTML first
+    notes: list[str] = Field(default_factory=list)  # what the caller should say

@@ -47,6 +47,7 @@ class Gate(_Strict):
     items_to_settle: int | None = None  # undetermined: how many more items would settle it
     # a speed gate that failed on a contended measurement: other work's share of the CPUs then
     contended_share: float | None = None
+    at_tokens: int | None = None  # the prompt length the figure was measured (or wanted) at
 
 
 class TaskRoute(_Strict):
@@ -56,6 +57,7 @@ class TaskRoute(_Strict):
     low: float | None = None
     high: float | None = None
     share: float | None = None  # this task's share of requests in the scenario's mix
+    latency_ms: float | None = None  # expected end-to-end latency on its path (edge: measured)
 
 
 class Sampling(_Strict):

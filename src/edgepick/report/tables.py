@@ -50,6 +50,7 @@ def template_table(summaries: list[CandidateSummary], lang: str) -> tuple[list[s
     add("strict_format", lambda s: fig_pct(s.figures.get("strict_format"), None, nm))
     add("unacceptable", lambda s: fig_pct(s.figures.get("unacceptable_rate"), s.unacceptable_rate,
                                            nm))
+    add("output_p50_p95", lambda s: _lengths(s, nm))
     add("decay", lambda s: pct(s.decay, nm))
     # energy and heat (issue 28): a figure nobody could measure says so, never 0
     add("avg_power", lambda s: nm if s.power_w is None else f"{s.power_w:.2f} W" + (
@@ -71,6 +72,14 @@ def template_table(summaries: list[CandidateSummary], lang: str) -> tuple[list[s
     return header, [[label] + vals for label, vals in rows]
 
 
+def _lengths(s: CandidateSummary, nm: str) -> str:
+    """'24 / 61' tokens: what the candidate's answers ran to over the eval (seed 003 §6.3)."""
+    p50, p95 = s.figures.get("output_tokens_p50"), s.figures.get("output_tokens_p95")
+    if p50 is None or p95 is None:
+        return nm
+    return f"{p50.value:.0f} / {p95.value:.0f}"
+
+
 def ranking_table(decision: Decision, lang: str) -> tuple[list[str], list[list[str]]]:
     header = [tr(k, lang) for k in ("rank", "candidate", "score", "status", "pareto", "reasons")]
     rows = []
@@ -84,7 +93,7 @@ def ranking_table(decision: Decision, lang: str) -> tuple[list[str], list[list[s
 def gates_table(decision: Decision, lang: str) -> tuple[list[str], list[list[str]]]:
     """Every hard constraint of every candidate: value [95% interval], limit, verdict."""
     from edgepick.decide.gates import constraint_of, gate_text
-    from edgepick.decide.texts import label
+    from edgepick.decide.texts import gate_label
     from edgepick.records.deploy import Gate
 
     header = [tr(k, lang) for k in ("candidate", "gate", "value_ci", "limit", "verdict",
@@ -94,25 +103,30 @@ def gates_table(decision: Decision, lang: str) -> tuple[list[str], list[list[str
         for g in r.gates:
             c = constraint_of(g.metric)
             limit = gate_text(Gate(metric=g.metric, value=g.limit))
-            rows.append([r.candidate, label(c, lang), gate_text(g),
+            rows.append([r.candidate, gate_label(g, lang), gate_text(g),
                          ("≤ " if g.direction == "max" else "≥ ") + limit, tr(g.verdict, lang),
                          "" if g.items_to_settle is None else str(g.items_to_settle)])
     return header, rows
 
 
 def routes_table(decision: Decision, lang: str) -> tuple[list[str], list[list[str]]]:
-    """The hybrid plan's route per task type (empty when the decision is not hybrid)."""
-    header = [tr(k, lang) for k in ("task", "route", "share", "badcases_per_1000")]
+    """The hybrid plan's route per task type (empty when the decision is not hybrid): share,
+    expected badcases, the latency on its path, and the cloud's cost when priced."""
+    header = [tr(k, lang) for k in ("task", "route", "share", "badcases_per_1000",
+                                    "path_latency")]
     h = decision.hybrid
     if h is None:
         return header, []
     rows = [[r.task, r.route, f"{r.share or 0:.0%}",
              "-" if r.badcases_per_1000 is None else f"{r.badcases_per_1000:.0f}"
-             + (f" [{r.low:.0f}, {r.high:.0f}]" if r.low is not None else "")]
+             + (f" [{r.low:.0f}, {r.high:.0f}]" if r.low is not None else ""),
+             "-" if r.latency_ms is None else f"{r.latency_ms:.0f}"]
             for r in h.routes]
     rows.append([tr("overall", lang), f"cloud {h.cloud_share:.0%}", "100%",
                  f"{h.badcases_per_1000:.0f}" + (f" [{h.low:.0f}, {h.high:.0f}]"
-                                                  if h.low is not None else "")])
+                                                  if h.low is not None else ""),
+                 "" if h.cost_per_1000 is None
+                 else f"{tr('cloud_cost', lang)}: {h.cost_per_1000:.2f}"])
     return header, rows
 
 

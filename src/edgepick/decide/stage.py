@@ -1,0 +1,109 @@
+"""The decide stage: stored measurements → summaries → decision → stored record → deploy.yaml →
+report with all its sections. `edgepick decide`, `edgepick report`, `edgepick run` and the Ray
+fleet call this one function, so every caller gets the same decision, deploy file and report
+(docs/architecture.md, "Decide stage")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from edgepick.decide.scenarios import Scenario
+from edgepick.errors import EdgepickError
+from edgepick.progress import ProgressEvent, Tick, silent
+from edgepick.records.decision import DecisionRecord
+
+STEPS = 5  # summaries, decision, stored record, deploy.yaml, report
+
+
+@dataclass
+class DecideRequest:
+    scenario: Scenario
+    budget: int | None = None  # the device's model budget (the peak-memory limit)
+    power_budget_w: float | None = None  # the device's; 0.6 x it is sustained_power_max_w's default
+    device: str | None = None  # its name, for deploy.yaml and the report
+    runs: list[int] | None = None  # store runs to read; None: the latest (decide/selection.py)
+    models: list[str] | None = None  # only these candidates, in this order (a plan's)
+    names: dict[str, str] | None = None  # model locator -> the display name the plan gave it
+    skipped: dict[str, str | None] = field(default_factory=dict)  # name -> why not measured
+    failures: dict[str, str] = field(default_factory=dict)  # name -> why its run failed
+    store_as: str | None = None  # store the decision under this key (None: not stored)
+    deploy: Path | None = None  # write deploy.yaml here (None: not written)
+    deploy_required: bool = False  # no recommendation is an error, not a note (`decide --deploy`)
+    run_id: str | None = None  # the run(s) named in deploy.yaml; default: the runs read
+    report: Path | None = None  # write the report into this folder (None: no report)
+    lang: str = "both"
+
+
+def run(request: DecideRequest, store, progress: Tick = silent) -> DecisionRecord:
+    """The decision over `store` for `request`, with what was written and what to say."""
+    from edgepick.decide.decision import decide
+    from edgepick.decide.selection import select
+    from edgepick.decide.summary import build_summaries
+
+    req, notes = request, []
+
+    def step(done: int, what: str) -> None:
+        progress(ProgressEvent(done, STEPS, what))
+
+    step(0, "summaries")
+    selection = select(store, req.runs or None)
+    summaries = build_summaries(store, models=req.models, names=req.names, selection=selection)
+    if not summaries:
+        raise EdgepickError(f"{store.path}: the store holds no fit, bench, eval or fidelity "
+                            "results")
+    for s in summaries:
+        if s.candidate in req.skipped:
+            s.skipped = req.skipped[s.candidate]
+        if s.candidate in req.failures and not s.bench_error:
+            s.bench_error = req.failures[s.candidate]
+    step(1, "decision")
+    from edgepick.decide.power_figures import sustained_power_limit
+
+    req.scenario = sustained_power_limit(req.scenario, req.power_budget_w, summaries)
+    decision = decide(summaries, req.scenario, req.budget)
+    step(2, "stored record")
+    if req.store_as:
+        store.put("decision", req.store_as, decision.model_dump(mode="json"),
+                  label=req.scenario.name)
+    step(3, "deploy.yaml")
+    deploy, replaced = None, False
+    if req.deploy is not None:
+        deploy, replaced = _deploy(req, decision, summaries, selection.runs, notes)
+    step(4, "report")
+    reports = _report(req, decision, summaries, store) if req.report is not None else []
+    step(5, "done")
+    return DecisionRecord(decision=decision, summaries=summaries, runs=selection.runs,
+                          deploy=None if deploy is None else str(deploy),
+                          deploy_replaced=replaced, reports=[str(p) for p in reports],
+                          notes=notes)
+
+
+def _deploy(req: DecideRequest, decision, summaries, runs: dict[str, list[int]],
+            notes: list[str]) -> tuple[Path | None, bool]:
+    from edgepick.decide.deploy import build_deploy, write_deploy
+
+    if decision.recommendation is None and not req.deploy_required:
+        notes.append("deploy: no deploy.yaml written, nothing can be recommended")
+        return None, False
+    run_id = req.run_id or ",".join(map(str, sorted({r for ids in runs.values() for r in ids})))
+    cfg = build_deploy(decision, summaries, req.scenario, device=req.device,
+                       run_id=run_id or None)
+    path, replaced = write_deploy(req.deploy, cfg)
+    if replaced:
+        notes.append(f"deploy: replaced the existing {path}")
+    return path, replaced
+
+
+def _report(req: DecideRequest, decision, summaries, store) -> list[Path]:
+    """The report and every section the store has material for (the route evaluation's;
+    tool calls and engines are inside the report itself)."""
+    from edgepick.report.route_section import append_to_report, latest_route_eval
+    from edgepick.report.writer import LANGS, write_report
+
+    paths = write_report(summaries, decision, req.scenario, req.report, lang=req.lang,
+                         device=req.device)
+    routed = latest_route_eval(store)  # `edgepick route eval` into this store: its section
+    if routed is not None:
+        append_to_report(req.report, routed, LANGS[req.lang])
+    return paths
