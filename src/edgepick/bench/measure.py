@@ -10,6 +10,7 @@ import time
 
 from edgepick.backends import LoadOptions, get_backend
 from edgepick.backends.base import IN_PROCESS
+from edgepick.bench import need
 from edgepick.bench.workload import Workload, prompt_of_length
 from edgepick.launch import own_peak_rss, own_rss
 from edgepick.errors import EdgepickError
@@ -46,6 +47,8 @@ def _open(cand: Candidate, wl: Workload):
                             f"exceed the context of {cand.settings.n_ctx} (raise --ctx)")
     rss_before = own_peak_rss()
     load_s = backend.load(cand, LoadOptions(n_seq=wl.concurrency))
+    if in_process:
+        need.after_load()  # pages only the load read (repacked originals) stop counting as read
     raw = {
         "load_s": load_s if in_process else None,
         "rss_before_load": rss_before, "rss_after_load": own_peak_rss(),
@@ -81,6 +84,8 @@ def measure_point(candidate: dict, workload: dict) -> dict:
             if i >= wl.warmup:
                 runs.append({"t0": t0, "requests": [_request(g) for g in gens]})
         raw["runs"] = runs
+        if raw["in_process"]:
+            raw["memory"] = {**need.split_now(), "mmap": cand.settings.mmap}
     finally:
         backend.unload()
     return raw

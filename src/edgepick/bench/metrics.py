@@ -17,6 +17,9 @@ UNITS = {
     "ttft_ms": "ms", "prefill_tps": "tok/s", "decode_tps": "tok/s", "itl_ms": "ms",
     "e2e_ms": "ms", "load_ms": "ms", "peak_rss_bytes": "bytes", "peak_rss_swap_bytes": "bytes",
     "throughput_tps": "tok/s", "window_tps": "tok/s",
+    # the split of the need (bench/need.py, docs/metrics.md)
+    "peak_rss_anon_bytes": "bytes", "peak_rss_file_bytes": "bytes", "file_read_bytes": "bytes",
+    "peak_need_bytes": "bytes",
 }
 
 
@@ -75,11 +78,29 @@ def aggregate(raw: dict, peak_rss: int | None, peak_rss_swap: int | None) -> dic
         acc["peak_rss_bytes"] = [float(peak_rss)]
     if peak_rss_swap:
         acc["peak_rss_swap_bytes"] = [float(peak_rss_swap)]
+    acc.update(_memory_split(raw.get("memory"), peak_rss))
     out = {}
     for name, samples in acc.items():
         st = stats(samples, UNITS[name])
         if st is not None:
             out[name] = st
+    return out
+
+
+def _memory_split(mem: dict | None, peak_rss: int | None) -> dict[str, list[float]]:
+    """RssAnon and RssFile at the end of the timed runs (the KV cache and compute buffers stay
+    allocated until unload, so the anonymous figure is its peak), the file pages read after
+    load, and the need they make: the figure fit's total predicts (bench/need.py)."""
+    if not mem or not peak_rss:
+        return {}
+    from edgepick.bench.need import need_bytes
+
+    out = {"peak_rss_anon_bytes": [float(mem["anon"])], "peak_rss_file_bytes": [float(mem["file"])]}
+    if mem.get("file_read") is not None:
+        out["file_read_bytes"] = [float(mem["file_read"])]
+    value = need_bytes(mem["anon"], mem.get("file_read"), peak_rss, mem.get("mmap", True))
+    if value:
+        out["peak_need_bytes"] = [float(value)]
     return out
 
 
