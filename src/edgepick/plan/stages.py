@@ -111,8 +111,14 @@ def bench_stage(st: RunState, tick: Tick) -> None:
         return tick(ProgressEvent(0, 0, "done"))
     mem = None if b.mem_limit is None else (st.device.model_budget_bytes if b.mem_limit == "budget"
                                              else parse_size(b.mem_limit))
+    from edgepick.plan.bench_lengths import bench_lengths
+    from edgepick.plan.eval_gates import scenario_of
+
+    lengths, gen, notes = bench_lengths(b.prompt_lengths, b.gen_tokens, plan.runtime.n_ctx,
+                                        scenario_of(st.lp))
+    st.notes += notes
     req = BenchRequest(models=[c.ref for c in active], settings=plan.runtime,
-                       prompt_lengths=b.prompt_lengths, gen_tokens=b.gen_tokens, warmup=b.warmup,
+                       prompt_lengths=lengths, gen_tokens=gen, warmup=b.warmup,
                        repeats=b.repeats, concurrency=b.concurrency, sustain_s=b.sustain_s,
                        mem_limit=mem, timeout_s=b.timeout_s, power=b.power,
                        quiet_wait_s=b.quiet_wait_s, contended_share=b.contended_share,
