@@ -25,6 +25,11 @@ def in_lang(e: dict[str, str], lang: str) -> str:
     return e.get(lang, e["en"])
 
 
+def texts(section: str, lang: str) -> dict[str, str]:
+    """Every string of `section` in `lang` (English where it has no such language)."""
+    return {k: in_lang(e, lang) for k, e in catalog()[section].items()}
+
+
 def say(section: str, key: str, lang: str) -> str:
     """`key` of `section` in `lang`; a key the catalog does not hold is shown as itself."""
     e = entry(section, key)

@@ -10,32 +10,9 @@ from pathlib import Path
 
 from edgepick.markup import html_table, md_table
 from edgepick.route.route_eval import RouteEvalResult
+from edgepick.strings import say, texts
 from edgepick.units import pct
 
-TEXT = {
-    "en": {"title": "Edge–cloud routing", "curve": "Quality vs share of requests sent to the cloud",
-           "share": "cloud share", "quality": "quality", "threshold": "escalate below confidence",
-           "compare": "Cascade vs other routers at equal cloud share",
-           "router": "vs", "diff": "cascade − other", "ci": "95% CI (paired bootstrap)",
-           "verdict": "verdict", "consistency": "Edge/cloud consistency (seed 003 §8.3)",
-           "calib": "Calibrated threshold", "ends": "edge only {e:.3f}, cloud only {c:.3f}",
-           "apgr": "gap recovered (APGR; a coin gets 0.5)", "alert": "ALERT: above 5%",
-           "ok": "within 5%", "undetermined": "interval straddles 5%",
-           "vs_random": "cascade − random (expected) at equal cloud share,",
-           "by_task_note": "by-task routes the task types that gain most on these same items "
-                           "(in-sample, so flattered); random is taken in expectation."},
-    "zh": {"title": "端云路由", "curve": "质量 vs 云端请求占比", "share": "云端占比",
-           "quality": "质量", "threshold": "置信度低于此值则上云",
-           "compare": "同等云端占比下：级联 vs 其他路由", "router": "对比", "diff": "级联 − 对比",
-           "ci": "95% 置信区间（配对 bootstrap）", "verdict": "结论",
-           "consistency": "端云一致性（seed 003 §8.3）", "calib": "校准阈值",
-           "ends": "纯端侧 {e:.3f}，纯云端 {c:.3f}", "apgr": "差距回收率（APGR；随机为 0.5）",
-           "alert": "告警：超过 5%", "ok": "不超过 5%", "undetermined": "区间跨越 5%",
-           "vs_random": "同等云端占比下级联 − 随机（期望），云端占比",
-           "by_task_note": "按任务路由选择在同一批样本上收益最大的任务类型（样本内，偏乐观）；"
-                           "随机路由取期望值。"},
-}
-VERDICT_ZH = {"cascade better": "级联更好", "cascade worse": "级联更差", "undetermined": "未定"}
 
 
 def curve_rows(res: RouteEvalResult, max_rows: int = 11) -> list[dict]:
@@ -70,20 +47,20 @@ def curve_chart(res: RouteEvalResult) -> str:
 
 
 def tables(res: RouteEvalResult, lang: str) -> dict[str, tuple[list[str], list[list[str]]]]:
-    t = TEXT[lang]
+    t = texts("route_report", lang)
     curve = ([t["share"], t["quality"], t["threshold"]],
              [[pct(r["cloud_share"]), f"{r['quality']:.3f}",
                "-" if r["threshold"] is None else f"{r['threshold']:.4f}"] for r in curve_rows(res)])
     comp = ([t["share"], t["router"], "cascade", t["quality"], t["diff"], t["ci"], t["verdict"]],
             [[pct(c.cloud_share), c.other, f"{c.cascade:.3f}", f"{c.other_quality:.3f}",
               f"{c.diff:+.3f}", f"[{c.ci95[0]:+.3f}, {c.ci95[1]:+.3f}]",
-              VERDICT_ZH.get(c.verdict, c.verdict) if lang == "zh" else c.verdict]
+              say("route_verdicts", c.verdict, lang)]
              for c in res.comparisons])
     return {"curve": curve, "compare": comp}
 
 
 def summary_lines(res: RouteEvalResult, lang: str) -> list[str]:
-    t = TEXT[lang]
+    t = texts("route_report", lang)
     lines = [f"{res.edge} → {res.cloud}, {res.n_items} items, confidence = {res.confidence.method}"
              + (f" (k={res.confidence.k})" if res.confidence.method == "first_k" else "") + "; "
              + t["ends"].format(e=res.edge_only, c=res.cloud_only)]
@@ -98,7 +75,7 @@ def summary_lines(res: RouteEvalResult, lang: str) -> list[str]:
     if rnd:  # at the calibrated share when there is one, else where the cascade does best
         at = next((c for c in rnd if cal is not None and c.cloud_share == cal.cloud_share),
                   max(rnd, key=lambda c: c.diff))
-        verdict = VERDICT_ZH.get(at.verdict, at.verdict) if lang == "zh" else at.verdict
+        verdict = say("route_verdicts", at.verdict, lang)
         lines.append(f"{t['vs_random']} {pct(at.cloud_share)}: {at.diff:+.3f} "
                      f"[{at.ci95[0]:+.3f}, {at.ci95[1]:+.3f}] → {verdict}")
     cs = res.consistency
@@ -112,7 +89,7 @@ def summary_lines(res: RouteEvalResult, lang: str) -> list[str]:
 
 def render_markdown(res: RouteEvalResult, lang: str = "en", chart: str = "charts/route_curve.svg",
                     level: int = 2) -> str:
-    t, h = TEXT[lang], "#" * level
+    t, h = texts("route_report", lang), "#" * level
     tb = tables(res, lang)
     return "\n".join([f"{h} {t['title']}", "", *[f"- {x}" for x in summary_lines(res, lang)], "",
                       f"![{t['curve']}]({chart})", "", f"{h}# {t['curve']}", "",
@@ -121,7 +98,7 @@ def render_markdown(res: RouteEvalResult, lang: str = "en", chart: str = "charts
 
 
 def render_html(res: RouteEvalResult, lang: str = "en", svg: str | None = None) -> str:
-    t = TEXT[lang]
+    t = texts("route_report", lang)
     tb = tables(res, lang)
     return "".join([f"<h2>{escape(t['title'])}</h2><ul>",
                     *[f"<li>{escape(x)}</li>" for x in summary_lines(res, lang)], "</ul>",
@@ -144,8 +121,9 @@ def write_route_report(res: RouteEvalResult, out: str | Path, lang: str = "en") 
     from edgepick.report.html import CSS
 
     html = out / f"route.{lang}.html"
+    title = escape(texts("route_report", lang)["title"])
     html.write_text(f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>"
-                    f"{escape(TEXT[lang]['title'])}</title><style>{CSS}</style></head><body>"
+                    f"{title}</title><style>{CSS}</style></head><body>"
                     f"{render_html(res, lang, svg)}</body></html>\n", encoding="utf-8")
     return [html, md]
 

@@ -6,24 +6,10 @@ from __future__ import annotations
 
 from edgepick.evaluate.intervals import wilson
 from edgepick.records.decision import CandidateSummary
+from edgepick.strings import texts
 
 COLUMNS = ("tool_choice_accuracy", "argument_accuracy", "schema_valid_rate", "no_call_precision",
            "guard_repaired_rate", "guard_refused_rate")
-TEXT = {
-    "en": {"title": "Tool calling", "candidate": "candidate", "quant": "quant", "n": "items",
-           "tool_choice_accuracy": "tool choice", "argument_accuracy": "arguments",
-           "schema_valid_rate": "schema-valid calls", "no_call_precision": "no-call precision",
-           "guard_repaired_rate": "guard repaired", "guard_refused_rate": "guard refused",
-           "note": "Arguments: reference fields matched, on items whose tool was chosen right. "
-                   "Guard: of the replies that try to call, what `edgepick agent` would repair "
-                   "(and log) or send back as an error. Undefined rates are shown as -."},
-    "zh": {"title": "工具调用", "candidate": "候选", "quant": "量化", "n": "样本数",
-           "tool_choice_accuracy": "工具选择", "argument_accuracy": "参数",
-           "schema_valid_rate": "符合 schema 的调用", "no_call_precision": "不调用的精确率",
-           "guard_repaired_rate": "守卫修复", "guard_refused_rate": "守卫拒绝",
-           "note": "参数：在工具选对的样本上，参考答案字段的匹配比例。守卫：在尝试调用的回复中，"
-                   "`edgepick agent` 会修复（并记录）或作为错误返回给模型的比例。无定义的比率显示为 -。"},
-}
 
 
 def _cell(metrics: dict, name: str) -> str:
@@ -37,7 +23,7 @@ def _cell(metrics: dict, name: str) -> str:
 def tool_table(summaries: list[CandidateSummary],
                lang: str) -> tuple[str, list[str], list[list[str]], str] | None:
     """(title, header, rows, note), or None when no candidate was evaluated on tool calls."""
-    t = TEXT.get(lang, TEXT["en"])
+    t = texts("tool_report", lang)
     rows = []
     for s in summaries:
         tq = s.tasks.get("tool_call")
