@@ -56,7 +56,7 @@ class PlannedBuild(BaseModel):
 
 
 def check_convert(plan, lp, fail) -> None:
-    """Plan checks for the section (called by plan/checks.py)."""
+    """Plan checks for the section (called by plan/semantic_checks.py)."""
     for i, entry in enumerate(plan.convert):
         try:
             ref = lp.ref(entry.source)

@@ -117,7 +117,7 @@ def load_plan(path: str | Path) -> LoadedPlan:
             if len(errs) > 1 else ""
         raise InputError(path, msg + more, line=_node_line(root, loc), field=_field(loc)) from None
     lp = LoadedPlan(plan=plan, path=path, base=base or path.resolve().parent)
-    from edgepick.plan.checks import check_plan
+    from edgepick.plan.semantic_checks import check_plan
 
     check_plan(lp, lambda loc: _node_line(root, loc))
     return lp
