@@ -170,3 +170,47 @@ def test_output_length_p50_p95_from_stored_tokens_and_its_gate():
     assert r.eliminated and r.violations[0].constraint == "output_tokens_p95_max"
     assert r.task_gates["chat"][0].metric == "output_tokens_p95"
     assert "output length P95 168 tokens > limit 80 tokens" in r.reasons[0]
+
+
+def test_sampled_items_keep_the_evals_per_item_intervals():
+    """With k samples per item the eval's Rate carries the per-item interval; the decision
+    reads it as stored, and format compliance counts each item's share of samples."""
+    from edgepick.decide.adapters import rate_figure
+
+    stored = {"count": 3, "n": 30, "value": 0.1, "low": 0.02, "high": 0.31}  # not Wilson(3, 30)
+    fig = rate_figure(stored)
+    assert (fig.value, fig.low, fig.high, fig.n) == (0.1, 0.02, 0.31, 30)
+    same = [{"item_id": f"i{i}", "task": "chat", "format_ok": i > 0, "generated_tokens": 10,
+             "finish_reason": "stop"} for i in range(10)]
+    sampled = [dict(o, shares={"format_ok": 1.0 if o["format_ok"] else 0.0},
+                    samples=[{"generated_tokens": 10, "finish_reason": "stop"}] * 3) for o in same]
+    from edgepick.decide.adapters import _format_figure
+
+    one, three = _format_figure({"items": same}, None), _format_figure({"items": sampled}, None)
+    assert one.value == three.value == 0.9
+    assert three.low == pytest.approx(one.low) and three.high == pytest.approx(one.high)
+
+
+def test_the_default_jobs_routes_of_issue_26_are_no_longer_sent_to_the_cloud():
+    """The default run's figures (issue 26): classification's cloud as unacceptable as the edge
+    (14/17, 82.4% [59.0, 93.8]), yes/no's cloud worse than the edge (11 vs 10 badcases of 17)."""
+    s = CandidateSummary(candidate="smollm2-Q8_0", model="/m/q8.gguf", decode_tps=30.0,
+                         ttft_p50_ms=100, quality_overall=0.5, reference="/m/f16.gguf",
+                         reference_name="smollm2-f16")
+    s.figures["unacceptable_rate"] = rate(30, 51)
+    s.tasks["classification"] = TaskQuality(
+        n=17, unacceptable=rate(14, 17), ref_unacceptable=rate(14, 17), badcases=rate(14, 17),
+        ref_badcases=rate(14, 17), badcases_per_1000=0.0, badcases_per_1000_ci95=[-176, 176])
+    s.tasks["yes_no"] = TaskQuality(
+        n=17, unacceptable=rate(2, 17), ref_unacceptable=rate(0, 17), badcases=rate(10, 17),
+        ref_badcases=rate(11, 17), badcases_per_1000=-59, badcases_per_1000_ci95=[-294, 176])
+    s.tasks["qa"] = TaskQuality(n=17, unacceptable=rate(0, 17), badcases=rate(2, 17),
+                                ref_badcases=rate(2, 17), ref_unacceptable=rate(0, 17),
+                                badcases_per_1000=0.0, badcases_per_1000_ci95=[-120, 120])
+    d = decide([s], Scenario(name="realtime_chat", constraints=Constraints(
+        peak_memory_max=None, unacceptable_rate_max=0.05)))
+    assert d.hybrid is None and d.status == "none"
+    by = {u.task: u for u in d.unserved}
+    assert set(by) == {"classification", "yes_no"}
+    assert by["classification"].cloud_fails and not by["classification"].cloud_no_better
+    assert by["yes_no"].cloud_no_better and by["yes_no"].extra[0] < 0

@@ -36,6 +36,12 @@ def _cand(payload: dict) -> tuple[str | None, str | None, str | None]:
 def rate_figure(r: Any, value: Any = None, n: Any = None) -> Figure | None:
     """A stored Rate (records/evaluation.py) as a Figure; payloads stored before rates carried
     their counts give the plain rate and n, and the Wilson interval is recomputed from them."""
+    if isinstance(r, dict) and r.get("n") and _num(r.get("low")) is not None \
+            and _num(r.get("high")) is not None:
+        # the eval's own interval: with k samples per item it is the per-item one (the item the
+        # unit, evaluate/intervals.per_item_rate), which a Wilson over count/n would not be
+        return Figure(value=float(r["value"]), low=float(r["low"]), high=float(r["high"]),
+                      n=r["n"], count=r.get("count"), method="wilson")
     if isinstance(r, dict) and r.get("n"):
         count, n, value = r.get("count"), r["n"], r["value"]
     elif _num(value) is not None and isinstance(n, int) and n > 0:
@@ -112,9 +118,10 @@ def _numbers(d: Any) -> dict[str, float]:
 def output_lengths(ce: dict, task: str | None) -> dict[str, float]:
     """P50 and P95 of the tokens each output ran to (stored per item as `generated_tokens`;
     seed 003 §6.3), over every sample of every item of the task; {} when none was stored."""
-    toks = sorted(int(o["generated_tokens"]) for o in ce.get("items") or []
-                  if (task is None or o.get("task") == task)
-                  and isinstance(o.get("generated_tokens"), int) and o.get("finish_reason") != "error")
+    outs = [x for o in ce.get("items") or [] if task is None or o.get("task") == task
+            for x in (o.get("samples") or [o])]
+    toks = sorted(int(o["generated_tokens"]) for o in outs
+                  if isinstance(o.get("generated_tokens"), int) and o.get("finish_reason") != "error")
     if not toks:
         return {}
     import numpy as np
@@ -124,9 +131,19 @@ def output_lengths(ce: dict, task: str | None) -> dict[str, float]:
 
 
 def _format_figure(ce: dict, task: str | None) -> Figure | None:
-    """Format compliance counted from the stored per-item outcomes (Wilson)."""
-    flags = [bool(o.get("format_ok")) for o in ce.get("items") or []
-             if task is None or o.get("task") == task]
+    """Format compliance counted from the stored per-item outcomes (Wilson); with k samples per
+    item, each item's share of well-formed samples, the item the unit (per-item interval)."""
+    items = [o for o in ce.get("items") or [] if task is None or o.get("task") == task]
+    k = max((len(o.get("samples") or []) for o in items), default=0)
+    if k > 1:
+        from edgepick.evaluate.intervals import per_item_rate
+
+        shares = [float((o.get("shares") or {}).get("format_ok", bool(o.get("format_ok"))))
+                  for o in items]
+        p, lo, hi = per_item_rate(shares, k)
+        return Figure(value=p, low=lo, high=hi, n=len(items), count=round(p * len(items)),
+                      method="wilson")
+    flags = [bool(o.get("format_ok")) for o in items]
     if not flags:
         return None
     from edgepick.evaluate.intervals import wilson
