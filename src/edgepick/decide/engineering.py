@@ -6,19 +6,12 @@ them; each has its reason next to it.
 
 from __future__ import annotations
 
+from edgepick.backends.registry import maturity
 from edgepick.records.decision import CandidateSummary
 
-# Backend maturity: how much of the model's path to the device is already proven.
-BACKEND_MATURITY = {
-    # In-process llama.cpp: one pinned engine, the same code measured here and shipped.
-    "llama_cpp": 1.0,
-    # A remote OpenAI-compatible server: the engine on the device is whatever it runs, measured
-    # only through HTTP; its build, conversion and ops are the user's to maintain.
-    "openai_http": 0.7,
-    # In-process ONNX Runtime GenAI: a pinned engine measured here, but its model is a converted
-    # build (edgepick convert) whose conversion is one more step to keep working (seed 003 §4.3).
-    "onnxruntime_genai": 0.8,
-}
+# Backend maturity: how much of the model's path to the device is already proven. Each engine
+# declares its own, with its reason (`Backend.maturity`, backends/); an engine that cannot run
+# the model at all never gets here: fit, bench and run refuse it first (registry.check_support).
 UNKNOWN_BACKEND = 0.5
 
 # Format support across edge engines (llama.cpp CPU/Metal/Vulkan, MLC, vendor NPUs): plain 8/4-bit
@@ -48,7 +41,7 @@ def format_support(quant: str | None) -> float | None:
 def engineering_facts(s: CandidateSummary) -> dict[str, float | None]:
     """Per-fact scores; the engineering layer is their mean (None facts are left out)."""
     facts: dict[str, float | None] = {
-        "backend_maturity": BACKEND_MATURITY.get(s.backend, UNKNOWN_BACKEND),
+        "backend_maturity": maturity(s.backend, UNKNOWN_BACKEND),
         "format_support": format_support(s.quant),
         # Each tensor that fell back to another type is a place the build differs from the recipe.
         "no_fallbacks": max(0.5, 1.0 - 0.05 * len(s.fallbacks)),
