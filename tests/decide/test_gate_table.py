@@ -93,3 +93,36 @@ def test_every_builtin_gate_has_both_labels_and_a_scenario_field():
         assert g.label.get("en") and g.label.get("zh"), g.name
         assert g.name in fields, g.name
     assert Scenario(name="s").constraints.peak_memory_max == "budget"
+
+
+def test_a_gate_from_an_installed_packages_entry_point(tmp_path, monkeypatch):
+    """A package declaring `[project.entry-points."edgepick.gates"]` adds its gate, found by the
+    one plugin registry; nothing under src/ names it."""
+    import sys
+
+    from edgepick.decide import gate_spec
+
+    (tmp_path / "my_gates.py").write_text(
+        "from edgepick.decide.gate_spec import GateSpec\n"
+        "GATE = GateSpec(name='citation_rate_min', metric='citation_rate', direction='min',\n"
+        "                format='{:.0%}', label={'en': 'citation rate', 'zh': '引用率'})\n",
+        encoding="utf-8")
+    info = tmp_path / "my_gates-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: my-gates\nVersion: 0.1\n",
+                                   encoding="utf-8")
+    (info / "entry_points.txt").write_text("[edgepick.gates]\ncitation = my_gates:GATE\n",
+                                           encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(gate_spec, "_plugins_loaded", False)
+    monkeypatch.setattr(gate_spec, "_registered", {})
+    try:
+        assert gate_table()["citation_rate_min"].metric == "citation_rate"
+        s = CandidateSummary(candidate="c", model="/m/c.gguf", decode_tps=30.0,
+                             quality_overall=0.8)
+        s.figures["citation_rate"] = _rate(9, 10)
+        sc = Scenario(name="cite", constraints=Constraints(peak_memory_max=None,
+                                                           citation_rate_min=0.5))
+        assert decide([s], sc).ranking[0].gates[0].metric == "citation_rate"
+    finally:
+        sys.modules.pop("my_gates", None)

@@ -116,10 +116,11 @@ def _load_plugins() -> None:
     if _plugins_loaded:
         return
     _plugins_loaded = True
-    from importlib.metadata import entry_points
+    from edgepick.plugins import Plugins
 
-    for ep in entry_points(group=GROUP):
-        obj = ep.load()
+    plugins = Plugins(GROUP, "gate")  # the one registry helper: lazy, one line on a bad target
+    for name in plugins.names():
+        obj = plugins.load(name)
         obj = obj() if callable(obj) and not isinstance(obj, GateSpec) else obj
         for spec in obj if isinstance(obj, (list, tuple)) else [obj]:
             if isinstance(spec, GateSpec):
