@@ -109,12 +109,16 @@ def check_support(name: str, spec, where: str = "") -> None:
 
 def check_candidate(candidate) -> None:
     """`check_support` for a candidate whose model is a file on disk (a GGUF or config.json),
-    read from its header; an endpoint or an engine folder is left to its engine."""
+    read from its header; an endpoint, an engine folder or another engine's own format is left
+    to its engine."""
     import os
 
     path = candidate.ref.path
     if not path or not os.path.isfile(path):
         return
+    with open(path, "rb") as fh:
+        if fh.read(4) != b"GGUF" and not path.endswith(".json"):
+            return
     from edgepick.models.spec import spec_of
 
     check_support(candidate.backend, spec_of(path), where=candidate.name)
