@@ -27,6 +27,16 @@ def default_store_path() -> Path:
     return home / "results.sqlite"
 
 
+def _cannot_open(path: Path, exc: Exception) -> str:
+    if isinstance(exc, sqlite3.Error):
+        why = str(exc)
+    else:  # the folder could not be made
+        why = f"its folder {path.parent}: {exc.strerror or exc}"
+    return (f"{path}: cannot open the results store there ({why}); SQLite writes its journal "
+            "beside the file, so the folder must be writable: fix its permissions, or give "
+            "--store (or EDGEPICK_HOME) elsewhere")
+
+
 class RunInfo(BaseModel):
     id: int
     created: float
@@ -43,12 +53,18 @@ class ResultStore(AbstractContextManager):
             raise EdgepickError(f"{self.path}: no results store there (run fit, bench, eval or "
                                 "`edgepick run PLAN` first)")
         check_file(self.path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        except (OSError, sqlite3.OperationalError) as exc:
+            raise EdgepickError(_cannot_open(self.path, exc)) from None
         try:
             self._conn.execute("PRAGMA busy_timeout=60000")
             self._conn.execute("PRAGMA journal_mode=WAL")
             migrate(self._conn, self.path)
+        except sqlite3.OperationalError as exc:  # a folder or file it may not write
+            self._conn.close()
+            raise EdgepickError(_cannot_open(self.path, exc)) from None
         except sqlite3.DatabaseError as exc:
             self._conn.close()
             raise EdgepickError(f"{self.path}: not an edgepick results store ({exc})") from None
