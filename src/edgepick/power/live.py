@@ -28,10 +28,11 @@ class LiveWatts:
 
 
 def live_sources(root: str = "/"):
-    """(watts reader or None, {sensor: reader}) for what this device exposes."""
+    """(watts reader or None, {sensor: reader}, the source's one-line description or why there
+    is none) for what this device exposes."""
     from edgepick.power.detect import PowerConfig, detect
 
-    source, _ = detect(PowerConfig(sysfs_root=root))
+    source, line = detect(PowerConfig(sysfs_root=root))
     watts = None
     if source is not None:
         try:
@@ -41,4 +42,4 @@ def live_sources(root: str = "/"):
     files = sensor_files(root)
     temps = {name: (lambda f={name: path}: read_all(f).get(next(iter(f)), float("nan")))
              for name, path in files.items()}
-    return watts, temps
+    return watts, temps, line

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -101,7 +102,8 @@ class ServeMetrics:
         if getattr(self, "_power_bound", False):
             return
         self._power_bound = True
-        watts, temps = live_sources(sysfs_root)
+        watts, temps, line = live_sources(sysfs_root)
+        logging.getLogger("edgepick.serve").info("power: %s", line)  # one line either way
         if watts is not None:
             self.power = Gauge("edgepick_power_watts", "Device power from "
                                f"{watts.source.describe()}", registry=self.registry)
