@@ -7,6 +7,8 @@ them; each has its reason next to it.
 from __future__ import annotations
 
 from edgepick.backends.registry import maturity
+from edgepick.models.quant_types import FTYPE_BASE
+from edgepick.models.quant_types import facts as quant_facts
 from edgepick.records.decision import CandidateSummary
 
 # Backend maturity: how much of the model's path to the device is already proven. Each engine
@@ -14,13 +16,9 @@ from edgepick.records.decision import CandidateSummary
 # the model at all never gets here: fit, bench and run refuse it first (registry.check_support).
 UNKNOWN_BACKEND = 0.5
 
-# Format support across edge engines (llama.cpp CPU/Metal/Vulkan, MLC, vendor NPUs): plain 8/4-bit
-# block types and F16 run everywhere; K-quants run on llama.cpp's backends but rarely elsewhere;
-# i-quants and 2-3 bit types have the fewest kernels (seed 000 §2.5: check operator coverage).
-FORMAT_SUPPORT = {"F32": 1.0, "F16": 1.0, "BF16": 0.9, "Q8_0": 1.0, "Q4_0": 1.0, "Q4_1": 0.9,
-                  "Q5_0": 0.9, "Q5_1": 0.9,
-                  # ONNX MatMulNBits INT4: ONNX Runtime's CPU, CUDA, DirectML and WebGPU kernels
-                  "INT4": 0.9}
+# Formats that are not ggml types: ONNX MatMulNBits INT4 runs on ONNX Runtime's CPU, CUDA,
+# DirectML and WebGPU kernels. A ggml type's support is its row of models/quant_types.QUANT_FACTS.
+FORMAT_SUPPORT = {"INT4": 0.9}
 K_QUANT = 0.8
 LOW_BIT = 0.6
 
@@ -31,6 +29,9 @@ def format_support(quant: str | None) -> float | None:
     q = quant.upper()
     if q in FORMAT_SUPPORT:
         return FORMAT_SUPPORT[q]
+    row = quant_facts(FTYPE_BASE.get(q, q))
+    if row is not None:
+        return row.edge_support
     if q.startswith(("IQ", "Q2", "Q3", "TQ")):
         return LOW_BIT
     if "_K" in q:

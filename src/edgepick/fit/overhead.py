@@ -19,7 +19,7 @@ context structures, and a full prompt batch adds its activations. The pieces:
 
 from __future__ import annotations
 
-from edgepick.models.quant_types import PlannedTensor
+from edgepick.models.quant_types import QUANT_FACTS, PlannedTensor
 from edgepick.records.model import ModelSpec
 
 MIB = 1024 * 1024
@@ -30,7 +30,7 @@ RUNTIME_FILE_BYTES = 34 * MIB
 CONTEXT_BASE_BYTES = 17 * MIB
 BYTES_PER_VOCAB_ENTRY = 122
 ACTIVATION_FACTOR = 4.6
-REPACKED_TYPES = {"Q4_0", "Q4_K", "IQ4_NL"}
+REPACKED_TYPES = {t for t, f in QUANT_FACTS.items() if f.cpu_repack}
 
 
 def n_ff(spec: ModelSpec) -> int:

@@ -15,20 +15,13 @@ from typing import NamedTuple
 
 from edgepick.fit.memory import AttentionLoad
 from edgepick.models.moe import expert_share
-from edgepick.models.quant_types import PlannedTensor
+from edgepick.models.quant_types import QUANT_FACTS, PlannedTensor
 from edgepick.records.device import DecodeCalibration, DeviceProfile
 
 DEFAULT_EFFICIENCY = 0.65
-# Weight streaming speed per weight type relative to the *probed* bandwidth, 2 threads, x86-64
-# AVX2, llama.cpp 0.3.36 CPU kernels. Least-squares fit (research/calibrate.py), first over 69
-# decode measurements (SmolLM2 and Gemma-3 files at fills 32-4128; synthetic 256-aligned Llama
-# shapes quantized --pure to each type, where each type carries the whole model), then refitted
-# with the attention terms below over 78 more, pulled towards the first fit. Below 1 where the
-# dot-product kernels, not memory, set the pace (K-quants with 3 bits unpack slowest). BF16, F32
-# and IQ4_NL were not measured: BF16 and F32 keep a guess, IQ4_NL takes IQ4_XS's value.
-AVX2_EFFICIENCY = {"F16": 0.88, "BF16": 0.6, "F32": 0.7, "Q8_0": 0.83, "Q6_K": 0.66, "Q5_K": 0.64,
-                   "Q5_0": 0.55, "Q5_1": 0.63, "Q4_K": 0.60, "Q4_1": 0.63, "Q4_0": 0.69,
-                   "Q3_K": 0.40, "Q2_K": 0.56, "IQ4_NL": 0.54, "IQ4_XS": 0.54}
+# Weight streaming speed per weight type on the AVX2 host (how it was fitted: QUANT_FACTS).
+AVX2_EFFICIENCY = {t: f.avx2_efficiency for t, f in QUANT_FACTS.items()
+                   if f.avx2_efficiency is not None}
 CONSTANTS_THREADS = 2  # the thread count every measurement behind the constants ran with
 PREFILL_EFFICIENCY = 0.35  # share of the device's FP32 matmul throughput a prompt batch reaches
 # Attention over the cached tokens, per cached position × layer: each KV head's K and V rows are

@@ -1,7 +1,8 @@
 """llama.cpp's quantization types: sizes, file types, and which type each tensor gets.
 
 Sizes come from the `gguf` package's own table (block size and bytes per block, scales
-included). `planned_tensor_types` follows llama.cpp's `llama_tensor_get_type` (src/llama-quant.cpp
+included); everything else edgepick knows about a type is in QUANT_FACTS below, one row per
+type, as gguf-py's constants.py keeps its own. `planned_tensor_types` follows llama.cpp's `llama_tensor_get_type` (src/llama-quant.cpp
 of the pinned llama.cpp) for the file types people actually build, so that a size can be
 predicted exactly for a model that has not been quantized yet.
 """
@@ -21,9 +22,57 @@ FTYPE_BASE = {
     "IQ4_NL": "IQ4_NL", "IQ4_XS": "IQ4_XS",
     "Q3_K_L": "Q3_K", "Q3_K_M": "Q3_K", "Q3_K_S": "Q3_K", "Q2_K": "Q2_K",
 }
-# Fallbacks when a row length is not a multiple of the type's block (llama-quant.cpp).
-_FALLBACK = {"Q2_K": "Q4_0", "Q3_K": "Q4_0", "Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0",
-             "IQ4_XS": "IQ4_NL"}
+
+
+@dataclass(frozen=True)
+class QuantFacts:
+    """What edgepick knows about one ggml type beyond its size.
+
+    fallback: the type llama-quantize uses when a row is not a multiple of the block
+        (llama-quant.cpp tensor_type_fallback).
+    cpu_repack: llama.cpp's CPU backend copies its matmul weights into an interleaved layout at
+        load on AVX2/NEON (ggml-cpu/repack.cpp), so the mapped original is never read again.
+    avx2_efficiency: weight streaming speed relative to the probed bandwidth, 2 threads, x86-64
+        AVX2, llama.cpp 0.3.36 CPU kernels. Least-squares fit (research/calibrate.py), first over
+        69 decode measurements (SmolLM2 and Gemma-3 files at fills 32-4128; synthetic 256-aligned
+        Llama shapes quantized --pure to each type), then refitted with fit/speed.py's attention
+        terms over 78 more. Below 1 where the dot-product kernels, not memory, set the pace
+        (K-quants with 3 bits unpack slowest). BF16 and F32 were not measured (a guess); IQ4_NL
+        takes IQ4_XS's value. None: never measured (the seeds' 0.65 applies).
+    edge_support: how widely edge engines run the type (llama.cpp CPU/Metal/Vulkan, MLC, vendor
+        NPUs; seed 000 §2.5: check operator coverage), for decide's engineering layer: plain
+        8/4-bit block types and F16 run everywhere, K-quants on llama.cpp's backends but rarely
+        elsewhere, i-quants and 2-3 bit types have the fewest kernels.
+    """
+
+    fallback: str | None = None
+    cpu_repack: bool = False
+    avx2_efficiency: float | None = None
+    edge_support: float = 0.6
+
+
+QUANT_FACTS: dict[str, QuantFacts] = {
+    "F32": QuantFacts(avx2_efficiency=0.7, edge_support=1.0),
+    "F16": QuantFacts(avx2_efficiency=0.88, edge_support=1.0),
+    "BF16": QuantFacts(avx2_efficiency=0.6, edge_support=0.9),
+    "Q8_0": QuantFacts(avx2_efficiency=0.83, edge_support=1.0),
+    "Q6_K": QuantFacts(fallback="Q8_0", avx2_efficiency=0.66, edge_support=0.8),
+    "Q5_K": QuantFacts(fallback="Q5_1", avx2_efficiency=0.64, edge_support=0.8),
+    "Q5_1": QuantFacts(avx2_efficiency=0.63, edge_support=0.9),
+    "Q5_0": QuantFacts(avx2_efficiency=0.55, edge_support=0.9),
+    "Q4_K": QuantFacts(fallback="Q5_0", cpu_repack=True, avx2_efficiency=0.60, edge_support=0.8),
+    "Q4_1": QuantFacts(avx2_efficiency=0.63, edge_support=0.9),
+    "Q4_0": QuantFacts(cpu_repack=True, avx2_efficiency=0.69, edge_support=1.0),
+    "Q3_K": QuantFacts(fallback="Q4_0", avx2_efficiency=0.40, edge_support=0.6),
+    "Q2_K": QuantFacts(fallback="Q4_0", avx2_efficiency=0.56, edge_support=0.6),
+    "IQ4_NL": QuantFacts(cpu_repack=True, avx2_efficiency=0.54, edge_support=0.6),
+    "IQ4_XS": QuantFacts(fallback="IQ4_NL", avx2_efficiency=0.54, edge_support=0.6),
+}
+_FALLBACK = {t: f.fallback for t, f in QUANT_FACTS.items() if f.fallback}
+
+
+def facts(ggml_type: str) -> QuantFacts | None:
+    return QUANT_FACTS.get(ggml_type.upper())
 # gguf's LlamaFileType member names for general.file_type values
 _FTYPE_ALIASES = {"ALL_F32": "F32", "MOSTLY_F16": "F16", "MOSTLY_BF16": "BF16"}
 
