@@ -7,6 +7,7 @@ file of its own.
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
 import sys
 
@@ -36,7 +37,34 @@ def _register_commands() -> None:
             module.register(app)
 
 
+def reflow(text: str | None) -> str | None:
+    """A help text's paragraphs each on one line, so the terminal wraps them at its own width:
+    a docstring's line breaks (kept within 100 columns of source) would otherwise break the
+    command list mid-sentence. A paragraph holding a list or indented lines keeps its lines."""
+    if not text:
+        return text
+    out = []
+    for para in inspect.cleandoc(text).split("\n\n"):
+        lines = para.splitlines()
+        kept = para.startswith("\b") or any(
+            line.startswith(" ") or line.lstrip().startswith(("-", "*", "•", "|"))
+            for line in lines[1:])
+        out.append(para if kept else " ".join(line.strip() for line in lines))
+    return "\n\n".join(out)
+
+
+def _reflow_help(t: typer.Typer) -> None:
+    t.info.help = reflow(t.info.help)
+    for info in t.registered_commands:
+        info.help = reflow(info.help or inspect.getdoc(info.callback))
+    for group in t.registered_groups:
+        group.help = reflow(group.help)
+        if group.typer_instance is not None:
+            _reflow_help(group.typer_instance)
+
+
 _register_commands()
+_reflow_help(app)
 
 
 def main(argv: list[str] | None = None) -> None:
