@@ -13,17 +13,12 @@ import math
 
 import numpy as np
 
-Z95 = 1.959963984540054
+from edgepick.stats import Z95, wilson  # noqa: F401  (evaluate's callers take them from here)
+from edgepick.stats import wilson_p as _wilson_p
+
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20240601
 MAX_ITEMS = 1_000_000  # beyond this an estimate says "not by adding items"
-
-
-def wilson(count: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval of count/n; (0, 1) when nothing was observed."""
-    if n <= 0:
-        return 0.0, 1.0
-    return _wilson_p(count / n, n, z)
 
 
 def per_item_rate(values: list[float], k: int) -> tuple[float, float, float]:
@@ -96,13 +91,6 @@ def items_to_settle_rate(count: int, n: int, limit: float) -> int | None:
         mid = (lo_m + hi_m) // 2
         lo_m, hi_m = (lo_m, mid) if settled(mid) else (mid, hi_m)
     return hi_m
-
-
-def _wilson_p(p: float, n: float, z: float = Z95) -> tuple[float, float]:
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def items_to_settle_mean(mean: float, sd: float, limit: float) -> int | None:

@@ -26,7 +26,7 @@ class Rate(BaseModel):
 
     @classmethod
     def of(cls, flags: list[bool]) -> "Rate":
-        from edgepick.evaluate.intervals import wilson
+        from edgepick.stats import wilson
 
         count, n = sum(bool(f) for f in flags), len(flags)
         lo, hi = wilson(count, n)
