@@ -20,11 +20,6 @@ DOC = ROOT / "docs" / "architecture.md"
 # (importer, imported) → why it is still allowed, and who removes it. The goal is none; an entry
 # that no longer matches an import fails `test_every_exception_is_still_needed`.
 EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("edgepick.evaluate.items", "edgepick.agent"):
-        "agent/__init__ imports the agent loop, so reading agent.prompting runs the run half; "
-        "agent/__init__ should import nothing (agent)",
-    ("edgepick.evaluate.scorers.tool_call", "edgepick.agent"):
-        "as above, for agent.calls and agent.guard (agent)",
     ("edgepick.monitor.drift", "edgepick.decide.scenarios"):
         "monitor reads a scenario's thresholds from decide; the scenario model belongs below both "
         "(monitor, decide)",
