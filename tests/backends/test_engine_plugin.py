@@ -87,6 +87,9 @@ def test_an_engine_from_outside_src_is_listed_claims_its_file_and_runs_the_bench
         toy_engine, tmp_path):
     assert "toy" in registry.backend_names()
     assert registry.engine_for(toy_engine) == "toy"  # its own format, found by its claim
+    from edgepick.inputs import resolve_ref
+
+    assert resolve_ref(toy_engine).backend == "toy"  # what the user typed lands on it
     assert registry.maturity("toy") == 0.9
     cls = registry.backend_class("toy")
     assert cls.architectures() == frozenset({"toy"})

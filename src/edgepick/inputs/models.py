@@ -18,9 +18,12 @@ OG_BACKEND = "onnxruntime_genai"
 
 
 def engine_of(path: str) -> str:
-    """The engine a model on disk is in: an onnxruntime-genai folder (its genai_config.json,
-    docs/engines.md) or, otherwise, a GGUF for llama.cpp."""
-    return OG_BACKEND if os.path.isfile(os.path.join(path, "genai_config.json")) else "llama_cpp"
+    """The engine a model on disk is in: the registered engine that claims the file or folder
+    (`Backend.claims`: an onnxruntime-genai folder by its genai_config.json, a GGUF by its magic,
+    a plugin's own format), llama.cpp when none does."""
+    from edgepick.backends.registry import engine_for
+
+    return engine_for(path)
 
 
 def _own_format(path: str, backend: str) -> str:
