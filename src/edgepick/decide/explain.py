@@ -146,7 +146,8 @@ def _unserved_lines(d: Decision, by_name: dict[str, CandidateSummary], sc: Scena
         if not u.cloud_blocked:  # the task's own advice may well be "route it to the cloud"
             remedies.append(advice(u.task, lang))
         out.append(t("unserved", lang, t=u.task, s=f"{u.share or 0:.0%}",
-                     e=_gates_text(u.edge_fails, lang), why=why, adv="; ".join(remedies)))
+                     e=_gates_text(u.edge_fails, lang), why=why,
+                     adv=("；" if lang == "zh" else "; ").join(remedies)))
     return out
 
 
