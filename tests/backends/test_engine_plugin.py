@@ -68,13 +68,10 @@ class ToyBackend(Backend):
 
 @pytest.fixture
 def toy_engine(tmp_path, monkeypatch):
-    pkg = tmp_path / "site"
-    pkg.mkdir()
-    (pkg / "toy_engine.py").write_text(PLUGIN)
-    dist = pkg / "toy_engine-1.0.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-engine\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text("[edgepick.backends]\ntoy = toy_engine:ToyBackend\n")
+    from plugin_dist import write_plugin
+
+    pkg = write_plugin(tmp_path / "site", "toy-engine", "toy_engine", PLUGIN,
+                       "edgepick.backends", {"toy": "toy_engine:ToyBackend"})
     monkeypatch.syspath_prepend(str(pkg))
     monkeypatch.setenv("PYTHONPATH", str(pkg))  # the bench worker finds it too
     monkeypatch.setattr(registry, "ENGINES", registry.ENGINES.fresh())
