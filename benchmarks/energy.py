@@ -17,7 +17,7 @@ import statistics
 import sys
 
 MODELS = ("smollm2_q4_1", "smollm2_f16")  # edgepick.assets.bundled builders
-N_PROMPT, N_GEN = 128, 64
+N_PROMPT, N_GEN = 64, 32  # small: the energy, not the speed, is the figure
 THREADS = int(os.environ.get("EDGEPICK_BENCH_THREADS", "2"))
 ROUNDS = int(os.environ.get("EDGEPICK_BENCH_ROUNDS", "2"))
 
@@ -42,8 +42,8 @@ def main() -> int:
         for name in order:
             ref = ModelRef.file(getattr(bundled, name)(), label=name)
             req = BenchRequest(models=[ref], prompt_lengths=[N_PROMPT],
-                               gen_tokens=N_GEN, repeats=5, threads=[THREADS], power=cfg,
-                               quiet_wait_s=10)
+                               gen_tokens=N_GEN, repeats=3, threads=[THREADS], power=cfg,
+                               quiet_wait_s=5)
             res = measure_config(expand(req)[0], req)
             if res.status != "ok":
                 print(f"{name}: failed: {res.error}")

@@ -29,10 +29,14 @@ def run_spans(raw: dict) -> tuple[list[tuple[float, float]], int, list[tuple[flo
 
 
 def _net_per_token(curve: EnergyCurve, spans, tokens: int, idle: float | None) -> float | None:
+    """Joules above idle per token; None when not measurable, including when the run drew no
+    more than idle (a meter covering far more than the device, or a host busy throughout):
+    a 0 there would be a figure nobody measured."""
     j = curve.intervals_joules(spans)
     if j is None or idle is None or tokens <= 0:
         return None
-    return max(0.0, j - idle * sum(b - a for a, b in spans)) / tokens
+    net = j - idle * sum(b - a for a, b in spans)
+    return net / tokens if net > 0 else None
 
 
 def energy_figures(curve: EnergyCurve | None, source: str | None, note: str | None,
@@ -50,9 +54,13 @@ def energy_figures(curve: EnergyCurve | None, source: str | None, note: str | No
             note = curve.problem(lo, hi) or note
     if idle is None and idle_span:
         note = note or f"idle power: {curve.problem(*idle_span) or 'not measured'}"
+    if power is not None and idle is not None and power <= idle:
+        note = note or (f"power during the run ({power:.2f} W) not above idle ({idle:.2f} W): "
+                        "the per-token energy cannot be told apart from the rest of the host")
     return EnergyFigures(
         source=source, note=note, idle_power_w=_round(idle), power_w=_round(power),
-        net_power_w=_round(None if power is None or idle is None else max(0.0, power - idle)),
+        net_power_w=_round(None if power is None or idle is None or power <= idle
+                           else power - idle),
         energy_per_token_j=_round(_net_per_token(curve, decode, n_decode, idle), 5),
         prefill_energy_per_token_j=_round(_net_per_token(curve, prefill, n_prompt, idle), 6))
 

@@ -119,7 +119,7 @@ def measure_sustain(candidate: dict, workload: dict) -> dict:
             memory.append((time.perf_counter() - t_start, tokens, anon_swap_bytes()))
         raw.update(duration_s=wl.sustain_s, token_times=sorted(token_times), runs=runs,
                    requests=sum(len(r["requests"]) for r in runs), rss_start=rss_start,
-                   rss_end=own_rss(), t0=t_mono, memory=memory)
+                   rss_end=own_rss(), t0=t_mono, memory_timeline=memory)
     finally:
         backend.unload()
     return raw

@@ -20,7 +20,7 @@ def timeline(report: SustainReport, raw: dict, samples, curve: EnergyCurve | Non
     t0, w = raw.get("t0"), report.window_s
     if t0 is None:
         return []
-    memory = raw.get("memory") or []
+    memory = raw.get("memory_timeline") or []
     points = []
     for k, tps in enumerate(report.window_tps):
         a, b = t0 + k * w, t0 + (k + 1) * w
@@ -81,6 +81,6 @@ def complete(report: SustainReport, raw: dict, samples, curve: EnergyCurve | Non
     report.timeline = timeline(report, raw, samples, curve)
     report.throttled_after_s, report.throttle_reason = throttle_onset(report.timeline)
     report.memory_growth_mib_per_1k, report.memory_growth_flagged = memory_growth(
-        raw.get("memory") or [], threshold)
+        raw.get("memory_timeline") or [], threshold)
     report.memory_growth_threshold = threshold
     return report
