@@ -65,7 +65,8 @@ def fit_stage(st: RunState, tick: Tick) -> None:
     req = FitRequest(targets=[FitTarget(model=c.source or c.ref, quant=c.qtype, file=c.ref.path,
                                         label=c.name) for c in todo],
                      ctxs=[rt.n_ctx], device=st.device, kv_type=rt.kv_type,
-                     margin=plan.fit.margin, n_ubatch=rt.n_ubatch, swa_full=rt.swa_full)
+                     margin=plan.fit.margin, n_ubatch=rt.n_ubatch, swa_full=rt.swa_full,
+                     mmap=rt.mmap)
     for c, est in zip(todo, run(req, st.store, tick)):
         if est.verdict == "no" and plan.fit.skip_no_fit:
             c.skipped = (f"does not fit: predicted {est.total_bytes / 2**20:.0f} MiB > "
