@@ -87,7 +87,7 @@ def _own_scores(model: str) -> list[list[float]]:
     from edgepick.records.candidate import Candidate, RuntimeSettings
     from edgepick.records.model_ref import ModelRef
 
-    ref = ModelRef.parse(model)
+    ref = ModelRef.of(model)  # a path: the test's model file
     backend = get_backend(ref.backend)
     backend.load(Candidate(ref=ref, settings=RuntimeSettings(n_ctx=512, n_batch=512,
                                                               n_ubatch=512)),
