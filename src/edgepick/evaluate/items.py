@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from edgepick.errors import InputError
+from edgepick.errors import InputError, pydantic_problem
 
 TASKS = ("classification", "yes_no", "extraction", "qa", "summary", "generation", "code",
          "math", "multi_turn", "tool_call")
@@ -156,12 +156,10 @@ def load_eval_set(path: str | Path) -> tuple[list[EvalItem], list[InputError]]:
                 item = EvalItem.model_validate(raw)
             except ValidationError as exc:
                 for err in exc.errors():
-                    field = ".".join(str(p) for p in err["loc"]) or None
-                    msg = "missing" if err["type"] == "missing" else err["msg"]
+                    field, msg = pydantic_problem(err)
                     if err["type"] == "extra_forbidden":
                         msg = "unexpected field (put free-form data under 'meta')"
-                    problems.append(InputError(path, msg.removeprefix("Value error, "),
-                                               line=lineno, field=field))
+                    problems.append(InputError(path, msg, line=lineno, field=field))
                 continue
             line_problems = _check_item(item)
             if item.id in seen:
