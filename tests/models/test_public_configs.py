@@ -21,13 +21,15 @@ def spec(name: str):
 
 # (config, total parameters, active parameters) as the model cards state them, in billions
 PARAMS = [("qwen3-30b-a3b", 30.5, 3.3), ("mixtral-8x7b", 46.7, 12.9),
-          ("deepseek-v2-lite", 15.7, 2.4), ("deepseek-v3", 671, 37), ("llama-3.1-8b", 8.03, 8.03)]
+          ("deepseek-v2-lite", 15.7, 2.4), ("deepseek-v3", 671, 37), ("llama-3.1-8b", 8.03, 8.03),
+          ("kimi-k2", 1000, 32)]
 
 
 @pytest.mark.parametrize("name,total,active", PARAMS)
 def test_total_and_active_parameters_match_the_model_card(name, total, active):
     s = spec(name)
-    assert s.n_params / 1e9 == pytest.approx(total, rel=0.02)
+    # Kimi-K2's card rounds to "1T"
+    assert s.n_params / 1e9 == pytest.approx(total, rel=0.03 if name == "kimi-k2" else 0.02)
     # cards count active parameters with the input embedding (Qwen, Mistral) or without it
     # (DeepSeek): a token reads one row of it
     embd = next(t.n_elements for t in s.tensors if t.name == "token_embd.weight")
@@ -81,6 +83,8 @@ def test_mla_caches_the_latent_only():
     names = {t.name for t in s.tensors}
     assert {"blk.3.attn_kv_a_mqa.weight", "blk.3.attn_k_b.weight", "blk.3.attn_v_b.weight",
             "blk.3.attn_q.weight"} <= names
+    kimi = spec("kimi-k2")  # DeepSeek-V3's architecture: the same latent cache
+    assert kv_cache_bytes(kimi, 8192, "f16") == 61 * 8192 * 576 * 2
     v3 = {t.name for t in spec("deepseek-v3").tensors}
     assert {"blk.3.attn_q_a.weight", "blk.3.attn_q_b.weight", "blk.3.exp_probs_b.bias"} <= v3
 
