@@ -118,7 +118,7 @@ def _print_tables(rows, names: list[str], dev, margin: float) -> None:
     for name, r in zip(names, rows):
         quant = r.quant + ("" if r.weights_exact else "*")
         mem.add_row(name, quant, str(r.ctx), mib(r.weights_bytes), mib(r.kv_cache_bytes),
-                    mib(r.overhead_bytes), f"-{mib(r.reclaimable_bytes)}", mib(r.total_bytes),
+                    mib(r.overhead_bytes), f"-{mib(r.reclaimable_bytes)}" if r.reclaimable_bytes else "0", mib(r.total_bytes),
                     f"[{VERDICT_STYLE[r.verdict]}]{r.verdict}[/]")
         band = r.decode_tps_band
         speed.add_row(name, quant, str(r.ctx), str(r.kv_fill_tokens), f"{r.decode_tps_bound:.0f}",
