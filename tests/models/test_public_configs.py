@@ -131,3 +131,22 @@ def test_exotic_blocks_are_named_in_one_warning(tmp_path):
     from edgepick.devices.catalog import catalog
 
     assert fit_one(s, None, 512, catalog()["raspberry-pi-5"]).warnings == s.approximations
+
+
+def test_inspect_and_fit_json_show_active_parameters_and_bytes_per_token(cli):
+    import json
+
+    path = str(CONFIGS / "qwen3-30b-a3b.json")
+    r = cli("inspect", "-m", path, "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["n_experts"] == 128 and data["n_experts_used"] == 8
+    assert data["n_active_params"] < 0.12 * data["n_params"]
+    assert data["bytes_per_token"] < 0.15 * data["weights_bytes"]  # BF16, experts skipped
+    r = cli("fit", "-m", path, "--quant", "Q4_K_M", "--ctx", "8192", "--device",
+            "laptop-16gb-cpu", "--json")
+    assert r.returncode == 0, r.stderr
+    row = json.loads(r.stdout)[0]
+    assert row["n_params"] == data["n_params"] and row["n_active_params"] == data["n_active_params"]
+    assert row["bytes_per_token"] < 0.15 * row["weights_bytes"]
+    assert row["prefill_basis"] and "active experts" in row["prefill_basis"]
