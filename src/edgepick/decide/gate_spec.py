@@ -40,6 +40,9 @@ class GateSpec:
     aliases: tuple[str, ...] = ()  # deprecated spellings accepted in scenario YAML
     task_optional: bool = False  # a task without the figure has no such gate (not unmeasured)
     at: str | None = None  # the context percentile it is read at: p50 | p95 | p99
+    # a speed figure a busy host slows: failing on a contended measurement it is undetermined
+    # (decide/power_figures.contended_speed), so it never rules a candidate out before evaluation
+    contended: bool = False
     # Producers: the figure for a candidate (summary, scenario) or a task (TaskQuality). None:
     # the figure under `metric` in the summary's (or task's) figures.
     candidate_figure: Callable | None = None
@@ -88,7 +91,8 @@ def _from_yaml(name: str, e: dict) -> GateSpec:
                     interval=e.get("interval", "point"), label=dict(e.get("label") or {}),
                     advice=e.get("advice"), bounds=tuple(e.get("bounds") or (None, None)),
                     size=bool(e.get("size")), aliases=tuple(e.get("aliases") or ()),
-                    task_optional=bool(e.get("task_optional")), at=e.get("at"))
+                    task_optional=bool(e.get("task_optional")), at=e.get("at"),
+                    contended=bool(e.get("contended")))
 
 
 @lru_cache(maxsize=1)

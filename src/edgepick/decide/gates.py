@@ -279,3 +279,20 @@ def task_gates(s: CandidateSummary, sc: Scenario) -> dict[str, list[Gate]]:
             gates.append(make_gate(g.metric, fig, lim[g.name], g.direction))
         out[task] = gates
     return out
+
+
+def ruled_out_before_eval(gates: list[Gate]) -> Gate | None:
+    """The gate that rules a candidate out whatever its quality: the first settled fail among
+    the gates no hybrid routes around (not task-scoped) and evaluation does not measure
+    (memory, speed, decay, power). Sequential evaluation skips such a candidate (plan's eval
+    stage); the decision and the report say so (texts.reasons_text). A speed gate that failed
+    on a contended measurement is undetermined (power_figures.contended_speed), never this."""
+    from edgepick.evaluate.seq_gates import EVAL_METRICS
+
+    for g in gates:
+        spec = gate_of(g.metric)
+        if spec is None or "task" in spec.scope or g.metric in EVAL_METRICS:
+            continue
+        if g.verdict == "fail":
+            return g
+    return None

@@ -15,7 +15,6 @@ from __future__ import annotations
 from edgepick.records.decision import CandidateSummary, Figure
 from edgepick.records.deploy import Gate
 
-SPEED_METRICS = ("ttft_p50_ms", "ttft_p99_ms", "decode_tps")
 POWER_BUDGET_SHARE = 0.6  # seed 003 §2.3: keep sustained power within 60% of what it dissipates
 
 
@@ -47,10 +46,11 @@ def read_bench_energy(payload: dict, s: CandidateSummary) -> None:
             v = _num(energy.get(field))
             if v is not None and getattr(s, field) is None:
                 setattr(s, field, v)
-        if payload.get("contended") and s.contended_share is None:
-            load = payload.get("host_load") or {}
-            s.contended_share = (_num(load.get("other_cpu_share")) or 0.0) + \
-                (_num(load.get("steal_share")) or 0.0)
+    # a sustained run on a busy host is contended as much as a timed one: its decay is speed
+    if payload.get("contended") and s.contended_share is None:
+        load = payload.get("host_load") or {}
+        s.contended_share = (_num(load.get("other_cpu_share")) or 0.0) + \
+            (_num(load.get("steal_share")) or 0.0)
     if s.energy_per_token_j is not None:
         s.figures["energy_per_token_j"] = Figure(value=s.energy_per_token_j)
     sustained = s.sustained_power_w if s.sustained_power_w is not None else s.power_w
@@ -59,8 +59,13 @@ def read_bench_energy(payload: dict, s: CandidateSummary) -> None:
 
 
 def contended_speed(gate: Gate, s: CandidateSummary) -> Gate:
-    """A speed gate failing on a contended measurement is undetermined, with the load named."""
-    if gate.verdict == "fail" and gate.metric in SPEED_METRICS and s.contended_share is not None:
+    """A speed gate (the table's `contended: true`: TTFT, decode, end-to-end latency, decay)
+    failing on a contended measurement is undetermined, with the load named."""
+    from edgepick.decide.gate_spec import gate_of
+
+    spec = gate_of(gate.metric)
+    if gate.verdict == "fail" and spec is not None and spec.contended \
+            and s.contended_share is not None:
         return gate.model_copy(update={"verdict": "undetermined",
                                        "contended_share": round(s.contended_share, 3)})
     return gate

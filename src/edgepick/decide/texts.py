@@ -74,11 +74,28 @@ def gate_phrase(g, lang: str) -> str:
     return t("undetermined", lang, m=m, v=gate_text(g), l=limit, n=n)
 
 
+def evaluation_text(ranked, lang: str = "en") -> list[str]:
+    """Why the candidate's quality was or was not evaluated, where a bench gate decided it: not,
+    when it fails a gate no routing avoids (gates.ruled_out_before_eval, the rule sequential
+    evaluation skips on); yes, when its speed gates failed only on contended measurements."""
+    from edgepick.decide.gates import ruled_out_before_eval
+    from edgepick.evaluate.seq_gates import EVAL_METRICS
+
+    measured = any(g.verdict != "unmeasured" for g in ranked.gates if g.metric in EVAL_METRICS) \
+        or any(ranked.task_gates.values())
+    blocker = ruled_out_before_eval(ranked.gates)
+    if blocker is not None:
+        return [] if measured else [t("not_evaluated", lang, m=gate_label(blocker, lang))]
+    busy = [gate_label(g, lang) for g in ranked.gates if g.contended_share is not None]
+    return [t("evaluated_busy", lang, m=", ".join(busy))] if busy and measured else []
+
+
 def reasons_text(ranked, lang: str = "en") -> list[str]:
     """A ranked candidate's reasons: violations, or notes on what is undetermined or was not
-    measured."""
+    measured; then why its quality was or was not evaluated."""
     if ranked.violations:
-        return [violation_text(v, lang) for v in ranked.violations]
+        return [violation_text(v, lang) for v in ranked.violations] + \
+            evaluation_text(ranked, lang)
     return [gate_phrase(g, lang) for g in ranked.gates if g.verdict == "undetermined"] + \
         [t("scored0", lang, m=label(m, lang)) for m in ranked.missing] + \
-        [unchecked_text(c, lang) for c in ranked.unchecked]
+        [unchecked_text(c, lang) for c in ranked.unchecked] + evaluation_text(ranked, lang)

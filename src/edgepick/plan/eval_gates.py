@@ -51,25 +51,21 @@ def sampling_of(scenario) -> tuple[dict | None, int]:
 
 def unroutable_failures(st, active, scenario) -> dict[str, str]:
     """Candidate name -> the gate outside evaluation (memory, speed, decay) it fails on this
-    run's measurements: settled fails only, an undetermined or unmeasured figure keeps it in."""
-    from edgepick.decide.gate_spec import gate_table
-    from edgepick.decide.gates import candidate_gates
+    run's measurements (decide/gates.ruled_out_before_eval, the rule the decision states): settled
+    fails only; an undetermined one (a speed gate failing on a contended measurement among
+    them) or an unmeasured one keeps it in."""
+    from edgepick.decide.gate_spec import gate_of
+    from edgepick.decide.gates import candidate_gates, ruled_out_before_eval
     from edgepick.decide.selection import select
     from edgepick.decide.summary import build_summaries
-    from edgepick.evaluate.seq_gates import EVAL_METRICS
 
-    table = {g.metric: g for g in gate_table().values()}
     run_id = getattr(st.store, "run_id", None)
     summaries = build_summaries(st.store, models=[c.ref.locator for c in active],
                                 names={c.ref.locator: c.name for c in active},
                                 selection=select(st.store, [run_id] if run_id else None))
     out = {}
-    for c, s in zip(active, summaries):
-        for gate in candidate_gates(s, scenario, st.device.model_budget_bytes):
-            spec = table.get(gate.metric)
-            if spec is None or gate.metric in EVAL_METRICS or "task" in spec.scope:
-                continue
-            if gate.verdict == "fail":
-                out[c.name] = spec.name
-                break
+    for s in summaries:  # by name: two candidates of one file are one summary, not a shifted zip
+        gate = ruled_out_before_eval(candidate_gates(s, scenario, st.device.model_budget_bytes))
+        if gate is not None:
+            out[s.candidate] = gate_of(gate.metric).name
     return out
