@@ -345,3 +345,30 @@ def test_header_count_and_size_are_limited():
                                             b"HTTP/1.1 400 Bad Request"), answer[:200]
         ok = _send(port, b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         assert ok.startswith(b"HTTP/1.1 200")
+
+
+def test_openai_and_langchain_clients_on_the_wire():
+    """The real clients' own requests pass validation and their parsers read the answers and
+    errors (the same against a real engine: test_serve_clients.py)."""
+    import openai
+
+    app, pool = make_app({"api_key": KEY, "max_tokens": 64})
+    with running(app) as port:
+        base = f"http://127.0.0.1:{port}/v1"
+        client = openai.OpenAI(base_url=base, api_key=KEY, max_retries=0, timeout=30)
+        out = client.chat.completions.create(model="x", messages=MSG, max_tokens=8)
+        assert out.choices[0].message.content == "Hi there." and out._request_id
+        chunks = list(client.chat.completions.create(
+            model="x", messages=MSG, stream=True, stream_options={"include_usage": True}))
+        assert chunks[-1].usage.completion_tokens == 2
+        assert client.models.retrieve("fake-model").id == "fake-model"
+        with pytest.raises(openai.BadRequestError) as exc:
+            client.chat.completions.create(model="x", messages=MSG, top_p=3)
+        assert exc.value.code == "invalid_value" and exc.value.param == "top_p"
+        lc = pytest.importorskip("langchain_openai")
+        llm = lc.ChatOpenAI(base_url=base, api_key=KEY, model="x", max_tokens=8, max_retries=0,
+                            timeout=30)
+        assert llm.invoke("Hello").content == "Hi there."
+        assert "".join(p.content for p in llm.stream("Hello")) == "Hi there."
+        sent = pool.seen[-1]
+        assert sent["stream"] is True and sent["max_tokens"] == 8
