@@ -77,14 +77,25 @@ def test_moe_need_and_decode_bytes_against_a_real_run():
     # over-counted a little (the CPU sets accessed bits speculatively next to what it read),
     # never near every expert
     assert 0.95 * active <= one < 0.75 * every, (one / MIB, active / MIB, every / MIB)
-    # the peak need of a real prompt + decode, both parts measured
+    # the peak need of a real prompt + decode, both parts measured. Mapped, the 96 tokens route
+    # to most experts but (randomly) not all: fit counts every expert, the working set over a
+    # conversation, so it is an upper bound by at most the experts nobody was routed to.
+    dev = local_device()
     out = run_isolated(measure_need, {"model": path, "settings": {"n_ctx": 1024, "threads": 2}},
                        64, 32, timeout=300)
     assert out.ok, out.error
     v = out.value
     assert out.peak_rss_anon_bytes > 0 and out.peak_rss_file_bytes > 0
-    need = need_bytes(max(out.peak_rss_anon_bytes, v["anon"]), v["file_read"],
-                      out.peak_rss_bytes, True)
-    est = fit_one(spec, None, 1024, local_device(), fill=64 + 16)
-    assert est.total_bytes == pytest.approx(need, rel=0.10)
-    assert est.memory_anon_bytes == pytest.approx(max(out.peak_rss_anon_bytes, v["anon"]), rel=0.15)
+    anon = max(out.peak_rss_anon_bytes, v["anon"])
+    need = need_bytes(anon, v["file_read"], out.peak_rss_bytes, True)
+    est = fit_one(spec, None, 1024, dev, fill=64 + 16)
+    unread = sum(t.n_bytes for t in tensors) - v["model_file_read"]
+    assert 0.95 * need <= est.total_bytes <= 1.05 * need + unread
+    assert est.memory_anon_bytes == pytest.approx(anon, rel=0.15)
+    # read into memory (use_mmap=False) the need is the whole resident set, VmHWM
+    out = run_isolated(measure_need, {"model": path, "settings": {"n_ctx": 1024, "threads": 2,
+                                                                  "mmap": False}},
+                       64, 32, timeout=300)
+    assert out.ok, out.error
+    est = fit_one(spec, None, 1024, dev, fill=64 + 16, mmap=False)
+    assert est.total_bytes == pytest.approx(out.peak_rss_bytes, rel=0.10)

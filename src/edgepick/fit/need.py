@@ -40,13 +40,13 @@ def _is_repacked(t: PlannedTensor, repacked: set[str]) -> bool:
 
 
 def memory_need(spec: ModelSpec, tensors: list[PlannedTensor], kv_bytes: int, n_ubatch: int,
-                cpu_repack: bool, mmap: bool = True,
+                cpu_features, mmap: bool = True,
                 runtime_bytes: int = RUNTIME_BASELINE_BYTES) -> MemoryNeed:
     from edgepick.fit.overhead import repacked_tensors
 
-    parts = overhead_parts(spec, tensors, n_ubatch, cpu_repack, runtime_bytes)
+    parts = overhead_parts(spec, tensors, n_ubatch, cpu_features, runtime_bytes)
     runtime_file = min(RUNTIME_FILE_BYTES, runtime_bytes)
-    repacked = {t.name for t in repacked_tensors(tensors, cpu_repack)}
+    repacked = {t.name for t in repacked_tensors(tensors, cpu_features)}
     tied = "output.weight" not in {t.name for t in tensors}
     anon = {"kv_cache": kv_bytes, "activations": parts["activations"],
             "context": parts["context"], "runtime": parts["runtime"] - runtime_file}

@@ -9,7 +9,8 @@ context structures, and a full prompt batch adds its activations. The pieces:
   embedding llama.cpp needs less; pass `runtime_bytes` to plan for it.
 - context structures: ~17 MiB plus ~122 bytes per vocabulary entry (token texts and maps), plus
   the output logits buffer (n_vocab × 4 bytes).
-- repacked weights: on AVX2/NEON CPUs llama.cpp copies Q4_0, Q4_K and IQ4_NL matmul weights into
+- repacked weights: on AVX2/NEON CPUs llama.cpp copies some types' matmul weights (Q4_0, Q4_K and
+  IQ4_NL on AVX2; QUANT_FACTS says which where) into
   an interleaved layout while the mapped originals stay resident, so they count twice.
 - activations of one prompt batch (n_ubatch tokens): about 4.6 bytes × (5 × n_head × head_size +
   3 × n_ff) per token; llama.cpp reserves far more compute buffer (a logits row per token), but
@@ -19,7 +20,7 @@ context structures, and a full prompt batch adds its activations. The pieces:
 
 from __future__ import annotations
 
-from edgepick.models.quant_types import QUANT_FACTS, PlannedTensor
+from edgepick.models.quant_types import PlannedTensor, repack_rows
 from edgepick.records.model import ModelSpec
 
 MIB = 1024 * 1024
@@ -30,7 +31,6 @@ RUNTIME_FILE_BYTES = 34 * MIB
 CONTEXT_BASE_BYTES = 17 * MIB
 BYTES_PER_VOCAB_ENTRY = 122
 ACTIVATION_FACTOR = 4.6
-REPACKED_TYPES = {t for t, f in QUANT_FACTS.items() if f.cpu_repack}
 
 
 def n_ff(spec: ModelSpec) -> int:
@@ -42,17 +42,20 @@ def n_ff(spec: ModelSpec) -> int:
     return 4 * spec.n_embd
 
 
-def repacked_tensors(tensors: list[PlannedTensor], cpu_repack: bool) -> list[PlannedTensor]:
-    """The matmul weights llama.cpp's CPU backend copies into its interleaved layout
-    (ggml-cpu/repack.cpp: the type has a repacked form and the rows interleave by 8)."""
-    if not cpu_repack:
-        return []
-    return [t for t in tensors if t.type in REPACKED_TYPES and len(t.shape) >= 2
-            and t.name != "token_embd.weight" and t.shape[1] % 8 == 0]
+def repacked_tensors(tensors: list[PlannedTensor], cpu_features) -> list[PlannedTensor]:
+    """The matmul weights llama.cpp's CPU backend copies into its interleaved layout on a CPU
+    with `cpu_features` (ggml-cpu/repack.cpp: the type has a repacked form there and its rows
+    interleave by the form's row count); the token embedding is only looked up, never repacked."""
+    out = []
+    for t in tensors:
+        rows = repack_rows(t.type, cpu_features) if len(t.shape) >= 2 else None
+        if rows and t.name != "token_embd.weight" and t.shape[1] % rows == 0:
+            out.append(t)
+    return out
 
 
-def repacked_bytes(tensors: list[PlannedTensor], cpu_repack: bool) -> int:
-    return sum(t.n_bytes for t in repacked_tensors(tensors, cpu_repack))
+def repacked_bytes(tensors: list[PlannedTensor], cpu_features) -> int:
+    return sum(t.n_bytes for t in repacked_tensors(tensors, cpu_features))
 
 
 def activation_bytes(spec: ModelSpec, n_ubatch: int) -> int:
@@ -65,10 +68,10 @@ def context_bytes(spec: ModelSpec) -> int:
 
 
 def overhead_parts(spec: ModelSpec, tensors: list[PlannedTensor], n_ubatch: int,
-                   cpu_repack: bool, runtime_bytes: int = RUNTIME_BASELINE_BYTES) -> dict[str, int]:
+                   cpu_features, runtime_bytes: int = RUNTIME_BASELINE_BYTES) -> dict[str, int]:
     return {
         "runtime": runtime_bytes,
         "context": context_bytes(spec),
         "activations": activation_bytes(spec, n_ubatch),
-        "repacked_weights": repacked_bytes(tensors, cpu_repack),
+        "repacked_weights": repacked_bytes(tensors, cpu_features),
     }

@@ -73,12 +73,12 @@ def fit_one(spec: ModelSpec, quant: str | None, ctx: int, device: DeviceProfile,
     weights = sum(t.n_bytes for t in tensors)
     kv_spec = spec if not swa_full else spec.model_copy(update={"swa_layers": []})
     kv = kv_cache_bytes(kv_spec, ctx, kv_type, n_ubatch)
-    cpu_repack = bool({"avx2", "neon", "asimd"} & set(device.cpu_features))
-    parts = overhead_parts(spec, tensors, min(n_ubatch, ctx), cpu_repack, runtime_bytes)
+    parts = overhead_parts(spec, tensors, min(n_ubatch, ctx), device.cpu_features, runtime_bytes)
     if not mmap:
         parts["repacked_weights"] = 0  # read straight into the repacked layout, once
     overhead = sum(parts.values())
-    need = memory_need(spec, tensors, kv, min(n_ubatch, ctx), cpu_repack, mmap, runtime_bytes)
+    need = memory_need(spec, tensors, kv, min(n_ubatch, ctx), device.cpu_features, mmap,
+                       runtime_bytes)
     total = need.need_bytes
     budget = device.model_budget_bytes
     verdict = "fits" if total * (1 + margin) <= budget else "tight" if total <= budget else "no"

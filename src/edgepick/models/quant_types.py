@@ -30,8 +30,10 @@ class QuantFacts:
 
     fallback: the type llama-quantize uses when a row is not a multiple of the block
         (llama-quant.cpp tensor_type_fallback).
-    cpu_repack: llama.cpp's CPU backend copies its matmul weights into an interleaved layout at
-        load on AVX2/NEON (ggml-cpu/repack.cpp), so the mapped original is never read again.
+    repack: the CPU features on which llama.cpp's CPU backend copies the type's matmul weights
+        into an interleaved layout at load, each with the row count the rows must divide by
+        (ggml-cpu/repack.cpp, ggml_repack_get_optimal_repack_type: the first that the CPU has
+        wins); the mapped original is then never read again.
     avx2_efficiency: weight streaming speed relative to the probed bandwidth, 2 threads, x86-64
         AVX2, llama.cpp 0.3.36 CPU kernels. Least-squares fit (research/calibrate.py), first over
         69 decode measurements (SmolLM2 and Gemma-3 files at fills 32-4128; synthetic 256-aligned
@@ -46,7 +48,7 @@ class QuantFacts:
     """
 
     fallback: str | None = None
-    cpu_repack: bool = False
+    repack: tuple[tuple[str, int], ...] = ()
     avx2_efficiency: float | None = None
     edge_support: float = 0.6
 
@@ -55,17 +57,24 @@ QUANT_FACTS: dict[str, QuantFacts] = {
     "F32": QuantFacts(avx2_efficiency=0.7, edge_support=1.0),
     "F16": QuantFacts(avx2_efficiency=0.88, edge_support=1.0),
     "BF16": QuantFacts(avx2_efficiency=0.6, edge_support=0.9),
-    "Q8_0": QuantFacts(avx2_efficiency=0.83, edge_support=1.0),
-    "Q6_K": QuantFacts(fallback="Q8_0", avx2_efficiency=0.66, edge_support=0.8),
-    "Q5_K": QuantFacts(fallback="Q5_1", avx2_efficiency=0.64, edge_support=0.8),
+    "Q8_0": QuantFacts(repack=(("i8mm", 4), ("dotprod", 4)), avx2_efficiency=0.83,
+                       edge_support=1.0),
+    "Q6_K": QuantFacts(fallback="Q8_0", repack=(("i8mm", 8), ("dotprod", 8)),
+                       avx2_efficiency=0.66, edge_support=0.8),
+    "Q5_K": QuantFacts(fallback="Q5_1", repack=(("i8mm", 8), ("dotprod", 8)),
+                       avx2_efficiency=0.64, edge_support=0.8),
     "Q5_1": QuantFacts(avx2_efficiency=0.63, edge_support=0.9),
     "Q5_0": QuantFacts(avx2_efficiency=0.55, edge_support=0.9),
-    "Q4_K": QuantFacts(fallback="Q5_0", cpu_repack=True, avx2_efficiency=0.60, edge_support=0.8),
+    "Q4_K": QuantFacts(fallback="Q5_0", repack=(("avx2", 8), ("i8mm", 8), ("dotprod", 8)),
+                       avx2_efficiency=0.60, edge_support=0.8),
     "Q4_1": QuantFacts(avx2_efficiency=0.63, edge_support=0.9),
-    "Q4_0": QuantFacts(cpu_repack=True, avx2_efficiency=0.69, edge_support=1.0),
+    "Q4_0": QuantFacts(repack=(("avx2", 8), ("i8mm", 4), ("dotprod", 4)), avx2_efficiency=0.69,
+                       edge_support=1.0),
     "Q3_K": QuantFacts(fallback="Q4_0", avx2_efficiency=0.40, edge_support=0.6),
-    "Q2_K": QuantFacts(fallback="Q4_0", avx2_efficiency=0.56, edge_support=0.6),
-    "IQ4_NL": QuantFacts(cpu_repack=True, avx2_efficiency=0.54, edge_support=0.6),
+    "Q2_K": QuantFacts(fallback="Q4_0", repack=(("avx512f", 8),), avx2_efficiency=0.56,
+                       edge_support=0.6),
+    "IQ4_NL": QuantFacts(repack=(("avx2", 8), ("dotprod", 4)), avx2_efficiency=0.54,
+                         edge_support=0.6),
     "IQ4_XS": QuantFacts(fallback="IQ4_NL", avx2_efficiency=0.54, edge_support=0.6),
 }
 _FALLBACK = {t: f.fallback for t, f in QUANT_FACTS.items() if f.fallback}
@@ -73,6 +82,20 @@ _FALLBACK = {t: f.fallback for t, f in QUANT_FACTS.items() if f.fallback}
 
 def facts(ggml_type: str) -> QuantFacts | None:
     return QUANT_FACTS.get(ggml_type.upper())
+
+
+_FEATURE_ALIASES = {"asimddp": "dotprod"}  # /proc/cpuinfo's name for Arm's dot product
+
+
+def repack_rows(ggml_type: str, cpu_features) -> int | None:
+    """The row multiple llama.cpp's CPU backend repacks `ggml_type` with on a CPU with
+    `cpu_features`; None when it does not repack it there."""
+    have = {_FEATURE_ALIASES.get(f, f) for f in cpu_features}
+    row = QUANT_FACTS.get(ggml_type)
+    for feature, rows in row.repack if row else ():
+        if feature in have:
+            return rows
+    return None
 # gguf's LlamaFileType member names for general.file_type values
 _FTYPE_ALIASES = {"ALL_F32": "F32", "MOSTLY_F16": "F16", "MOSTLY_BF16": "BF16"}
 
