@@ -27,13 +27,31 @@ def default_source(version: str) -> Path:
     return Path(cache) / f"llama.cpp-{version}" / "src" / "vendor" / "llama.cpp"
 
 
-def arch_names(src: Path) -> list[str]:
+def _arch_table(src: Path) -> dict[str, str]:
+    """LLM_ARCH_X -> its name, from LLM_ARCH_NAMES."""
     text = (src / "src" / "llama-arch.cpp").read_text()
     block = re.search(r"LLM_ARCH_NAMES\s*=\s*\{(.*?)\n\};", text, re.S)
     if not block:
         raise SystemExit(f"{src}/src/llama-arch.cpp: LLM_ARCH_NAMES not found")
-    names = re.findall(r"\{\s*LLM_ARCH_\w+\s*,\s*\"([^\"]+)\"\s*\}", block.group(1))
-    return sorted(n for n in names if n != "(unknown)")
+    return dict(re.findall(r"\{\s*(LLM_ARCH_\w+)\s*,\s*\"([^\"]+)\"\s*\}", block.group(1)))
+
+
+def arch_names(src: Path) -> list[str]:
+    return sorted(n for n in _arch_table(src).values() if n != "(unknown)")
+
+
+def swa_archs(src: Path) -> list[str]:
+    """Architectures whose model reads `<arch>.attention.sliding_window` (src/models/*.cpp):
+    only these keep a window-sized cache; any other runs full attention whatever a config says."""
+    table = _arch_table(src)
+    model_cpp = (src / "src" / "llama-model.cpp").read_text()
+    cls_of = dict(re.findall(r"case (LLM_ARCH_\w+):\s*return new (llama_model_\w+)\(", model_cpp))
+    reads = set()
+    for f in (src / "src" / "models").glob("*.cpp"):
+        text = f.read_text()
+        if "LLM_KV_ATTENTION_SLIDING_WINDOW" in text:
+            reads.update(re.findall(r"(llama_model_\w+)::load_arch_hparams", text))
+    return sorted(table[a] for a, cls in cls_of.items() if cls in reads and a in table)
 
 
 def _gguf_arch_strings(src: Path) -> dict[str, str]:
@@ -90,7 +108,8 @@ def build(src: Path, version: str) -> dict:
     return {"llama_cpp_python": version,
             "source": "llama-cpp-python sdist vendor/llama.cpp: src/llama-arch.cpp LLM_ARCH_NAMES; "
                       "the converter's registered classes (conversion/*.py)",
-            "architectures": arch_names(src), "hf_architectures": hf_classes(src)}
+            "architectures": arch_names(src), "hf_architectures": hf_classes(src),
+            "sliding_window_architectures": swa_archs(src)}
 
 
 def main(argv: list[str]) -> int:

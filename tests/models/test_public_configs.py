@@ -150,3 +150,12 @@ def test_inspect_and_fit_json_show_active_parameters_and_bytes_per_token(cli):
     assert row["n_params"] == data["n_params"] and row["n_active_params"] == data["n_active_params"]
     assert row["bytes_per_token"] < 0.15 * row["weights_bytes"]
     assert row["prefill_basis"] and "active experts" in row["prefill_basis"]
+
+
+def test_a_window_the_engine_ignores_is_not_counted():
+    """Mistral-7B v0.1's config says sliding_window 4096, but it converts to llama.cpp's
+    `llama`, whose model reads no window (data/llama_cpp_archs.json, from the source): the
+    cache holds the whole context."""
+    s = spec("mistral-7b-v0.1")
+    assert s.sliding_window is None and s.swa_layers == []
+    assert kv_cache_bytes(s, 32768, "f16") == 32 * 32768 * 8 * 128 * 2 * 2

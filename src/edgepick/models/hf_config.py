@@ -62,6 +62,19 @@ def _int(cfg: dict, path: str, *names: str, default: int | None = None) -> int:
     return default
 
 
+def _llama_cpp_ignores_swa(cfg: dict) -> bool:
+    """Whether llama.cpp runs this config's architecture with full attention whatever its
+    `sliding_window` says (Mistral-7B v0.1 converts to `llama`, which reads no window): the
+    architectures whose model reads the window come from the pinned source
+    (data/llama_cpp_archs.json, scripts/llama_archs.py)."""
+    from importlib.resources import files
+
+    data = json.loads(files("edgepick").joinpath("data/llama_cpp_archs.json").read_text())
+    archs = [data["hf_architectures"].get(str(c)) for c in cfg.get("architectures") or []]
+    archs = [a for a in archs if a]
+    return bool(archs) and archs[0] not in data.get("sliding_window_architectures", [])
+
+
 def _exotic(cfg: dict, model_type: str) -> list[str]:
     """One line per block kind the tensor table only approximates."""
     out = []
@@ -124,6 +137,8 @@ def hf_config_spec(path: str | Path) -> ModelSpec:
     approximations = _exotic(cfg, model_type)
 
     swa = cfg.get("sliding_window") if cfg.get("use_sliding_window", True) is not False else None
+    if swa and _llama_cpp_ignores_swa(cfg):
+        swa = None
     swa_layers: list[int] = []
     if swa:
         layer_types = cfg.get("layer_types")
