@@ -74,7 +74,7 @@ def test_engine_killed_by_sigkill_is_counted_with_availability_and_peak(cli, tin
                                                                                  else 1)
         up, ready = s.metric("edgepick_uptime_seconds_total"), s.metric("edgepick_ready_seconds_total")
         assert 0 < ready < up
-        out = cli("monitor", s.url, "--json", "--window", "since-start")
+        out = cli("monitor", s.url, "--json", "--window", "since-start", "--against", str(path))
         assert out.returncode == 0, out.stderr
         doc = json.loads(out.stdout)
         rows = {r["figure"]: r for r in doc["figures"]}
