@@ -21,7 +21,7 @@ def llama_server(model: str, alias: str, log_dir: Path, parallel: int = 1,
     port = free_port()
     log = open(log_dir / "llama-server.log", "w")
     proc = start([exe, "-m", model, "--host", "127.0.0.1", "--port", str(port), "-c", "1024",
-                  "-np", str(parallel), "-t", "1", "--alias", alias],
+                  "-np", str(parallel), "-t", "1", "--alias", alias, *extra],
                  stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:

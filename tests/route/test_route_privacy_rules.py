@@ -72,10 +72,19 @@ def test_edge_only_tasks_stay_home(cloud):
             r = ask(c, "notes", **headers)
             assert r.status_code == 503, r.text
             assert r.json()["error"]["code"] == "edge_only_task_unavailable"
+        from edgepick.serve.errors import Overloaded
+
+        pool.fail_with = Overloaded("server busy", retry_after=2)  # the edge overloaded
+        r = ask(c, "notes")
+        assert r.status_code == 503 and "edge cannot serve it now" in r.json()["error"]["message"]
+        assert r.headers["retry-after"] == "2"
+        assert ask(c, "summary").headers["x-edgepick-route"] == "cloud"  # the control again
+        assert cloud.state.calls == 2
+        pool.fail_with = None
         r = c.post("/v1/chat/completions", json=dict(MSG, metadata={"task": "notes"}),
                    headers={"x-edgepick-mock-failure": "edge"})
         assert r.status_code == 503  # the task named in the body counts too
-        assert cloud.state.calls == 1
+        assert cloud.state.calls == 2
 
 
 def test_a_cascade_keeps_edge_only_tasks(cloud):
