@@ -27,7 +27,6 @@ def summary(name: str, unacc: tuple[int, int] | None, tasks: dict | None = None,
                          quality_overall=0.8, reference="/m/ref.gguf", reference_name="ref")
     if unacc is not None:
         s.figures["unacceptable_rate"] = rate(*unacc)
-        s.unacceptable_rate = unacc[0] / unacc[1]
     for task, (bad_un, bad, ref_bad, n, *ref_un) in (tasks or {}).items():
         extra, p, r = (bad - ref_bad) / n * 1000, bad / n, ref_bad / n
         se = 1000 * ((p * (1 - p) + r * (1 - r)) / n) ** 0.5  # stands in for the paired bootstrap

@@ -94,14 +94,13 @@ def eval_adapter(payload: dict, get: Get) -> None:
                 ref_strict_format=rate_figure(g.get("ref_strict_format")),
                 ref_metrics=_numbers(g.get("ref_metrics")) | output_lengths(ref, task))
         overall = ce.get("overall") or {}
-        s.quality_overall = _num(overall.get("score"))
-        s.format_compliance = _num(overall.get("format_ok_rate"))
-        s.unacceptable_rate = _num(ce.get("unacceptable_rate"))
         s.badcases = list(ce.get("badcases") or [])[:MAX_BADCASES]
         un = ce.get("unacceptable") or {}
-        figs = {"unacceptable_rate": rate_figure(overall.get("unacceptable"), un.get("rate"),
-                                                 un.get("n")),
-                "format_compliance": _format_figure(ce, None),
+        # without the counts (or the per-item outcomes) behind it, the stored rate as a point
+        unacc = rate_figure(overall.get("unacceptable"), un.get("rate"), un.get("n"))
+        figs = {"unacceptable_rate": unacc or _point(ce.get("unacceptable_rate")),
+                "format_compliance": _format_figure(ce, None)
+                or _point(overall.get("format_ok_rate")),
                 "strict_format": rate_figure(overall.get("strict_format")),
                 "quality": _score_figure(overall)}
         figs |= {k: Figure(value=v) for k, v in output_lengths(ce, None).items()}
@@ -109,6 +108,10 @@ def eval_adapter(payload: dict, get: Get) -> None:
         cand = ce.get("candidate") if isinstance(ce.get("candidate"), dict) else {}
         s.settings = cand.get("settings") or s.settings
         s.reference, s.reference_name = ref_model, ref.get("name") or ref_name
+
+
+def _point(v: Any) -> Figure | None:
+    return None if _num(v) is None else Figure(value=float(v))
 
 
 def _numbers(d: Any) -> dict[str, float]:
@@ -207,16 +210,19 @@ def bench_adapter(payload: dict, get: Get) -> None:
     # Headline figures come from the shortest prompt at concurrency 1: the plan's base workload.
     shortest = min((p.x for p in s.ttft_curve), default=None)
     if ptoks is None or shortest is None or float(ptoks) <= shortest:
-        s.ttft_p50_ms = ttft if ttft is not None else s.ttft_p50_ms
+        if ttft is not None:
+            s.figures["ttft_p50_ms"] = _median_figure(m.get("ttft_ms")) or Figure(value=ttft)
         s.ttft_p99_ms = _stat(m, "ttft_ms", "p99") or _stat(m, "ttft_ms", "max") or s.ttft_p99_ms
-        for field, metric, stat in (("decode_tps", "decode_tps", "median"),
-                                    ("prefill_tps", "prefill_tps", "median"),
+        if "decode_tps" in m:  # a later configuration's headline replaces it, even unmeasured
+            f = _median_figure(m["decode_tps"]) or _point(_stat(m, "decode_tps"))
+            if f is None:
+                s.figures.pop("decode_tps", None)
+            else:
+                s.figures["decode_tps"] = f
+        for field, metric, stat in (("prefill_tps", "prefill_tps", "median"),
                                     ("itl_p99_ms", "itl_ms", "p99"), ("load_ms", "load_ms", "median")):
             if metric in m:
                 setattr(s, field, _stat(m, metric, stat))
-        for field, metric in (("ttft_p50_ms", "ttft_ms"), ("decode_tps", "decode_tps")):
-            if (f := _median_figure(m.get(metric))) is not None:
-                s.figures[field] = f
         gen = _setting(payload, "gen_tokens")
         if ptoks is not None and gen is not None:
             s.bench_decode_conditions = {"fill": float(ptoks) + float(gen) / 2,

@@ -142,22 +142,18 @@ def _e2e(metric: str, pct: str):
 # The built-in gates' producers, by metric: what the table's `candidate_figure` is when the
 # entry (data/gates.yaml) names none. Any other metric is read from `CandidateSummary.figures`.
 CANDIDATE_FIGURES = {
-    "ttft_p50_ms": _length_or("ttft_p50_ms", lambda pt: pt.ttft_ms, lambda s, sc: s.figures.get(
-        "ttft_p50_ms") or _point(s.ttft_p50_ms)),
+    "ttft_p50_ms": _length_or("ttft_p50_ms", lambda pt: pt.ttft_ms, _fig("ttft_p50_ms")),
     "ttft_p99_ms": _length_or("ttft_p99_ms", lambda pt: _point(pt.ttft_p99_ms),
                               lambda s, sc: _point(s.ttft_p99_ms)),
-    "decode_tps": _length_or("decode_tps", lambda pt: pt.decode_tps, lambda s, sc: s.figures.get(
-        "decode_tps") or _point(s.decode_tps)),
+    "decode_tps": _length_or("decode_tps", lambda pt: pt.decode_tps, _fig("decode_tps")),
     "peak_memory": _length_or("peak_memory", lambda pt: _point(pt.peak_rss_bytes),
                               lambda s, sc: _point(s.peak_rss_bytes)),
     "e2e_p50_ms": _e2e("e2e_p50_ms", "p50"),
     "e2e_p95_ms": _e2e("e2e_p95_ms", "p95"),
     "e2e_p99_ms": _e2e("e2e_p99_ms", "p99"),
-    "unacceptable_rate": lambda s, sc: s.figures.get("unacceptable_rate")
-    or _point(s.unacceptable_rate),
+    "unacceptable_rate": _fig("unacceptable_rate"),
     "decay": lambda s, sc: _point(s.decay),
-    "format_compliance": lambda s, sc: s.figures.get("format_compliance")
-    or _point(s.format_compliance),
+    "format_compliance": _fig("format_compliance"),
     "strict_format": _fig("strict_format"),
     "quality": lambda s, sc: quality_figure(s, sc.task_weights),
     "tool_choice_accuracy": lambda s, sc: tool_figure(s, "tool_choice_accuracy"),

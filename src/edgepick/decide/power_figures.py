@@ -36,23 +36,22 @@ def read_bench_energy(payload: dict, s: CandidateSummary) -> None:
         s.throttle_reason = sustain.get("throttle_reason")
         growth = _num(sustain.get("memory_growth_mib_per_1k"))
         if growth is not None:
-            s.memory_growth_mib_per_1k = growth
             s.figures["memory_growth"] = Figure(value=growth)
         if power is not None:
             s.sustained_power_w = power
     else:
-        for field in ("power_w", "idle_power_w", "energy_per_token_j",
-                      "prefill_energy_per_token_j"):
+        for field in ("power_w", "idle_power_w", "prefill_energy_per_token_j"):
             v = _num(energy.get(field))
             if v is not None and getattr(s, field) is None:
                 setattr(s, field, v)
+        per_token = _num(energy.get("energy_per_token_j"))
+        if per_token is not None and "energy_per_token_j" not in s.figures:
+            s.figures["energy_per_token_j"] = Figure(value=per_token)
     # a sustained run on a busy host is contended as much as a timed one: its decay is speed
     if payload.get("contended") and s.contended_share is None:
         load = payload.get("host_load") or {}
         s.contended_share = (_num(load.get("other_cpu_share")) or 0.0) + \
             (_num(load.get("steal_share")) or 0.0)
-    if s.energy_per_token_j is not None:
-        s.figures["energy_per_token_j"] = Figure(value=s.energy_per_token_j)
     sustained = s.sustained_power_w if s.sustained_power_w is not None else s.power_w
     if sustained is not None:
         s.figures["sustained_power_w"] = Figure(value=sustained)

@@ -5,7 +5,9 @@ Every measured figure is Optional: None means "not measured", shown as such and 
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from typing import Any
+
+from pydantic import BaseModel, Field, computed_field, model_validator
 
 from edgepick.records.deploy import Gate, Status, TaskRoute
 
@@ -68,6 +70,12 @@ class LengthPoint(BaseModel):
     peak_rss_bytes: int | None = None
 
 
+def _view(key: str) -> Any:
+    """A read-only field showing `figures[key]`'s value (None: unmeasured)."""
+    read = property(lambda self: self.figure_value(key))
+    return computed_field(read, return_type=float | None)  # type: ignore[prop-decorator]
+
+
 class CandidateSummary(BaseModel):
     candidate: str  # display name (label or file name)
     model: str  # file path or endpoint URL
@@ -87,9 +95,7 @@ class CandidateSummary(BaseModel):
     predicted_decode_conditions: dict = Field(default_factory=dict)  # threads, n_ubatch
     bench_decode_conditions: dict = Field(default_factory=dict)  # fill, threads, n_ubatch
     fit_verdict: str | None = None
-    ttft_p50_ms: float | None = None
     ttft_p99_ms: float | None = None
-    decode_tps: float | None = None
     prefill_tps: float | None = None
     itl_p99_ms: float | None = None
     load_ms: float | None = None
@@ -103,22 +109,19 @@ class CandidateSummary(BaseModel):
     # energy, heat and host load (bench, issue 28; docs/metrics.md): None = unmeasured, never 0
     power_w: float | None = None  # mean over the timed runs, idle included
     idle_power_w: float | None = None
-    energy_per_token_j: float | None = None  # decode, idle subtracted
     prefill_energy_per_token_j: float | None = None
     sustained_power_w: float | None = None  # mean over the sustained run
     power_source: str | None = None  # the counter the energy figures came from, or why none
     sustained_timeline: list[dict] = Field(default_factory=list)  # records/bench TimelinePoint
     throttled_after_s: float | None = None
     throttle_reason: str | None = None
-    memory_growth_mib_per_1k: float | None = None
     contended_share: float | None = None  # other work's CPU share when speed was measured busy
     # quality (evaluate)
     tasks: dict[str, TaskQuality] = Field(default_factory=dict)
-    quality_overall: float | None = None
-    format_compliance: float | None = None
-    unacceptable_rate: float | None = None
     badcases: list[dict] = Field(default_factory=list)
-    figures: dict[str, Figure] = Field(default_factory=dict)  # gated figures with intervals
+    # Every figure a gate, the scoring, the explanation or the report reads, with its interval
+    # where it has one: the one source (FIGURE_VIEWS below are read-only views of it).
+    figures: dict[str, Figure] = Field(default_factory=dict)
     settings: dict | None = None  # the runtime settings the candidate was measured with
     reference: str | None = None  # the eval reference (model path or endpoint URL)
     reference_name: str | None = None
@@ -132,6 +135,35 @@ class CandidateSummary(BaseModel):
     requantized: bool | None = None
     notes: list[str] = Field(default_factory=list)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_figures(cls, data: Any) -> Any:
+        """Summaries stored before `figures` was the one source carry the figures as flat
+        fields: each becomes its figure (a point) unless the figure itself was stored."""
+        if not isinstance(data, dict) or not any(k in data for k in FIGURE_VIEWS):
+            return data
+        data = dict(data)
+        figures = dict(data.get("figures") or {})
+        for flat, key in FIGURE_VIEWS.items():
+            v = data.pop(flat, None)
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and key not in figures:
+                figures[key] = Figure(value=float(v))
+        data["figures"] = figures
+        return data
+
+    def figure_value(self, key: str) -> float | None:
+        f = self.figures.get(key)
+        return None if f is None else f.value
+
+    # read-only views of `figures`, kept in the stored shape under their old names
+    ttft_p50_ms = _view("ttft_p50_ms")
+    decode_tps = _view("decode_tps")
+    energy_per_token_j = _view("energy_per_token_j")  # decode, idle subtracted
+    memory_growth_mib_per_1k = _view("memory_growth")
+    quality_overall = _view("quality")
+    format_compliance = _view("format_compliance")
+    unacceptable_rate = _view("unacceptable_rate")
+
     @property
     def ttft_growth(self) -> float | None:
         pts = sorted(self.ttft_curve, key=lambda p: p.x)
@@ -144,6 +176,13 @@ class CandidateSummary(BaseModel):
         if self.ttft_p50_ms and self.ttft_p99_ms:
             return self.ttft_p99_ms / self.ttft_p50_ms
         return None
+
+
+# The flat names summaries once carried (and still show, read-only) -> their `figures` key.
+FIGURE_VIEWS = {"ttft_p50_ms": "ttft_p50_ms", "decode_tps": "decode_tps",
+                "energy_per_token_j": "energy_per_token_j",
+                "memory_growth_mib_per_1k": "memory_growth", "quality_overall": "quality",
+                "format_compliance": "format_compliance", "unacceptable_rate": "unacceptable_rate"}
 
 
 class Violation(BaseModel):
