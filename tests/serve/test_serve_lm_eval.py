@@ -18,6 +18,8 @@ import pytest
 from parts import need_module
 from serve_harness import serve
 
+pytestmark = pytest.mark.slow  # each lm-eval run imports datasets and evaluate: a minute or more
+
 ITEMS = [
     ("What color is the sky on a clear day?", ["blue", "green", "red"], 0),
     ("How many legs does a cat have?", ["two", "four", "six"], 1),
