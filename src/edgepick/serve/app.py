@@ -21,8 +21,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.cors import CORSMiddleware
 
-from edgepick.serve.feedback import loop_router
 from edgepick.serve.engine_api import engine_router
+from edgepick.serve.feedback import loop_router
 from edgepick.serve.errors import (BadRequest, ClientGone, EdgeOnlyUnavailable, NotFound,
                                    NotImplementedHere, ServeError, UpstreamError, for_status,
                                    from_upstream)
