@@ -51,7 +51,8 @@ def test_memory_budget_comes_from_the_device(store_path):
     rows = _summaries(store_path)
     d = decide(rows, load_scenario("realtime_chat"), budget=200 * 2**20)
     acc = next(r for r in d.ranking if r.candidate == "smol-q8_0")
-    assert acc.eliminated and acc.reasons[0].startswith("peak memory 231 MiB > limit 200 MiB")
+    assert acc.eliminated and acc.reasons[0].startswith(
+        "peak memory 231 MiB (VmHWM, no need stored) > limit 200 MiB")  # stored before the need
     # no budget known: the memory constraint is reported unchecked, not passed silently
     d2 = decide(rows, load_scenario("realtime_chat"), budget=None)
     assert all(not r.eliminated for r in d2.ranking)
@@ -114,7 +115,8 @@ def test_no_survivor_names_the_nearest_and_the_binding_constraint(store_path):
     assert d.closest == "smol-q4_0" and [r.candidate for r in d.ranking][0] == "smol-q4_0"
     why = " ".join(d.explanation.why)
     assert "nearest to passing: smol-q4_0" in why
-    assert "every candidate breaks peak memory (limit 150 MiB; best smol-q4_0 at 161 MiB)" in why
+    assert ("every candidate breaks peak memory (limit 150 MiB; best smol-q4_0 at 161 MiB "
+            "(VmHWM, no need stored))") in why
     assert "lower-bit quant" in why
     # a second broken constraint puts a candidate behind one that overshoots further
     d2 = decide(_summaries(store_path + "2", fast_decay=42.0), load_scenario("realtime_chat"),

@@ -180,6 +180,9 @@ def bench_adapter(payload: dict, get: Get) -> None:
     peak = _stat(m, "peak_rss_bytes", "max") or _stat(m, "peak_rss_bytes")
     if peak is not None:
         s.peak_rss_bytes = int(max(peak, s.peak_rss_bytes or 0))
+    need = _stat(m, "peak_need_bytes", "max") or _stat(m, "peak_need_bytes")
+    if need is not None:
+        s.peak_need_bytes = int(max(need, s.peak_need_bytes or 0))
     sweep = payload.get("sweep")
     sustain = payload.get("sustain")
     if sweep == "sustain" or isinstance(sustain, dict):
@@ -202,7 +205,8 @@ def bench_adapter(payload: dict, get: Get) -> None:
             ttft_ms=_median_figure(m.get("ttft_ms")),
             ttft_p99_ms=_stat(m, "ttft_ms", "p99") or _stat(m, "ttft_ms", "max"),
             decode_tps=_median_figure(m.get("decode_tps")),
-            peak_rss_bytes=None if peak is None else int(peak))
+            peak_rss_bytes=None if peak is None else int(peak),
+            peak_need_bytes=None if need is None else int(need))
     if ptoks and ttft is not None:
         s.ttft_curve = [p for p in s.ttft_curve if p.x != float(ptoks)]
         s.ttft_curve.append(CurvePoint(x=float(ptoks), y=ttft))

@@ -5,7 +5,7 @@ Pure: the report calls it again with lang="zh" for the Chinese page."""
 from __future__ import annotations
 
 from edgepick.decide.closest import best_value, binding_constraints
-from edgepick.decide.gates import constraint_of, gate_text
+from edgepick.decide.gates import constraint_of, gate_text, measured_memory
 from edgepick.decide.scenarios import Scenario
 from edgepick.decide.texts import (advice, constraint_advice, gate_label, gate_phrase, label,
                                    reasons_text, t, unchecked_text)
@@ -35,7 +35,7 @@ def _layer_facts(layer: str, w: CandidateSummary, r: CandidateSummary, f: _Fmt) 
     if layer == "efficiency":
         return t("e_facts", f.lang, a=f.num(w.decode_tps, "tok/s"), b=f.num(r.decode_tps, "tok/s"),
                  c=f.num(w.ttft_p50_ms, "ms", "{:.0f}"), d=f.num(r.ttft_p50_ms, "ms", "{:.0f}"),
-                 e=f.mib(w.peak_rss_bytes), f=f.mib(r.peak_rss_bytes))
+                 e=f.mib(measured_memory(w)), f=f.mib(measured_memory(r)))
     if layer == "robustness":
         return t("r_facts", f.lang, a=f.pct(w.decay), b=f.pct(r.decay))
     return t("g_facts", f.lang, a=w.backend, b=r.backend, c=w.quant or "?", d=r.quant or "?")
@@ -173,8 +173,9 @@ def _watch(w: CandidateSummary, ranked: RankedCandidate, sc: Scenario, budget: i
     if w.decay is not None and c.decay_max and w.decay > 0.6 * c.decay_max:
         out.append(t("decay", lang, v=f.pct(w.decay), l=f"{c.decay_max:.0%}"))
     limit = c.memory_limit(budget)
-    if w.peak_rss_bytes and limit and w.peak_rss_bytes > 0.8 * limit:
-        out.append(t("mem", lang, v=f.mib(w.peak_rss_bytes), p=f"{w.peak_rss_bytes / limit:.0%}",
+    mem = measured_memory(w)
+    if mem and limit and mem > 0.8 * limit:
+        out.append(t("mem", lang, v=f.mib(mem), p=f"{mem / limit:.0%}",
                      l=f.mib(limit)))
     if w.ttft_p99_ms and c.ttft_p99_ms_max and w.ttft_p99_ms > 0.8 * c.ttft_p99_ms_max:
         out.append(t("p99", lang, v=f"{w.ttft_p99_ms:.0f} ms", l=f"{c.ttft_p99_ms_max:.0f} ms"))

@@ -47,6 +47,10 @@ def gate_text(g: Gate) -> str:
     text = fmt_value(c, g.value)
     if g.low is not None and g.high is not None and (g.low, g.high) != (g.value, g.value):
         text += f" [{fmt_value(c, g.low)}, {fmt_value(c, g.high)}]"
+    if g.basis == "VmHWM" and g.value is not None:
+        text += " (VmHWM, no need stored)"
+    elif g.basis == "need" and g.value is not None:
+        text += " (need)"
     return text
 
 
@@ -113,6 +117,22 @@ def _length_or(metric: str, read, fallback):
     return fn
 
 
+def measured_memory(m: CandidateSummary | LengthPoint) -> int | None:
+    """The measured need (what fit's total predicts, like with like); VmHWM for a bench stored
+    before the need was measured (memory_basis says which)."""
+    return m.peak_need_bytes if m.peak_need_bytes is not None else m.peak_rss_bytes
+
+
+def memory_basis(s: CandidateSummary, sc: Scenario) -> str | None:
+    """"need" or "VmHWM": which figure the memory gate read (None: neither measured)."""
+    m = s if sc.context_tokens is None else _at("peak_memory", s, sc)
+    if m is None:
+        return None
+    if m.peak_need_bytes is not None:
+        return "need"
+    return "VmHWM" if m.peak_rss_bytes is not None else None
+
+
 def _e2e(metric: str, pct: str):
     """TTFT at the gate's length plus the answer's tokens at the decode speed measured there;
     [low, high] from the TTFT's and the decode's own intervals when both have one."""
@@ -146,8 +166,8 @@ CANDIDATE_FIGURES = {
     "ttft_p99_ms": _length_or("ttft_p99_ms", lambda pt: _point(pt.ttft_p99_ms),
                               lambda s, sc: _point(s.ttft_p99_ms)),
     "decode_tps": _length_or("decode_tps", lambda pt: pt.decode_tps, _fig("decode_tps")),
-    "peak_memory": _length_or("peak_memory", lambda pt: _point(pt.peak_rss_bytes),
-                              lambda s, sc: _point(s.peak_rss_bytes)),
+    "peak_memory": _length_or("peak_memory", lambda pt: _point(measured_memory(pt)),
+                              lambda s, sc: _point(measured_memory(s))),
     "e2e_p50_ms": _e2e("e2e_p50_ms", "p50"),
     "e2e_p95_ms": _e2e("e2e_p95_ms", "p95"),
     "e2e_p99_ms": _e2e("e2e_p99_ms", "p99"),
@@ -255,9 +275,13 @@ def candidate_gates(s: CandidateSummary, sc: Scenario, budget: int | None) -> li
     from edgepick.decide.power_figures import contended_speed
 
     lim = limits(sc, budget)
-    return [contended_speed(make_gate(g.metric, candidate_figure(g, s, sc), lim[g.name],
-                                      g.direction, gate_length(g, s, sc)), s)
-            for g in candidate_specs() if lim[g.name] is not None]
+    out = [contended_speed(make_gate(g.metric, candidate_figure(g, s, sc), lim[g.name],
+                                     g.direction, gate_length(g, s, sc)), s)
+           for g in candidate_specs() if lim[g.name] is not None]
+    for g in out:
+        if g.metric == "peak_memory" and g.value is not None:
+            g.basis = memory_basis(s, sc)
+    return out
 
 
 def task_gates(s: CandidateSummary, sc: Scenario) -> dict[str, list[Gate]]:

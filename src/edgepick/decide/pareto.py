@@ -4,6 +4,7 @@ weighted by the scenario's task weights)."""
 
 from __future__ import annotations
 
+from edgepick.decide.gates import measured_memory
 from edgepick.decide.scenarios import Scenario
 from edgepick.decide.scoring import weighted_accuracy
 from edgepick.records.decision import CandidateSummary
@@ -11,7 +12,7 @@ from edgepick.records.decision import CandidateSummary
 
 def point(s: CandidateSummary, sc: Scenario) -> tuple[float, float, float] | None:
     """(quality, decode tok/s, −peak bytes): higher is better on every axis."""
-    vals = (weighted_accuracy(s, sc.task_weights), s.decode_tps, s.peak_rss_bytes)
+    vals = (weighted_accuracy(s, sc.task_weights), s.decode_tps, measured_memory(s))
     if s.bench_error or any(v is None for v in vals):
         return None
     return float(vals[0]), float(vals[1]), -float(vals[2])

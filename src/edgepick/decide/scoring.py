@@ -13,7 +13,7 @@ import math
 
 from edgepick.decide.engineering import engineering_facts
 from edgepick.decide.gate_spec import gate_of
-from edgepick.decide.gates import candidate_gates, gate_text
+from edgepick.decide.gates import candidate_gates, gate_text, measured_memory
 from edgepick.decide.scenarios import LAYERS, Scenario
 from edgepick.decide.texts import gate_label, violation_text
 from edgepick.records.decision import CandidateSummary, Violation
@@ -55,7 +55,7 @@ def raw_metrics(s: CandidateSummary, sc: Scenario) -> dict[str, float | None]:
         "fidelity": None if s.kld_mean is None else math.exp(-s.kld_mean),
         "decode_tps": s.decode_tps,
         "ttft_p50_ms": s.ttft_p50_ms,
-        "peak_memory": None if s.peak_rss_bytes is None else float(s.peak_rss_bytes),
+        "peak_memory": None if measured_memory(s) is None else float(measured_memory(s)),
         "prefill_tps": s.prefill_tps,
         "energy_per_token": s.energy_per_token_j,
         "sustained": None if s.decay is None else max(0.0, 1.0 - s.decay),

@@ -67,7 +67,8 @@ class LengthPoint(BaseModel):
     ttft_ms: Figure | None = None  # median of the repeats, [min, max] with ≥ 5 of them
     ttft_p99_ms: float | None = None
     decode_tps: Figure | None = None
-    peak_rss_bytes: int | None = None
+    peak_rss_bytes: int | None = None  # VmHWM, for reference
+    peak_need_bytes: int | None = None  # the measured need (bench/need.py); None: stored before
 
 
 def _view(key: str) -> Any:
@@ -84,8 +85,11 @@ class CandidateSummary(BaseModel):
     params: int | None = None
     weights_bytes: int | None = None
     # efficiency (bench)
-    peak_rss_bytes: int | None = None
-    predicted_peak_bytes: int | None = None  # fit planner
+    peak_rss_bytes: int | None = None  # VmHWM: counts mapped pages never read again, for reference
+    # anonymous memory + file pages read while running (bench/need.py), what fit's need predicts;
+    # None for a bench stored before it was measured (the memory gate then reads VmHWM and says so)
+    peak_need_bytes: int | None = None
+    predicted_peak_bytes: int | None = None  # fit planner: its need total (fit/need.py)
     predicted_decode_tps: float | None = None  # at the bench's own KV fill when benched
     # the fit's estimate per KV fill and the conditions it holds for (records/fit.py), and the
     # conditions of the bench decode it is compared with: see decide/adapters.align_prediction

@@ -48,6 +48,9 @@ class Gate(_Strict):
     # a speed gate that failed on a contended measurement: other work's share of the CPUs then
     contended_share: float | None = None
     at_tokens: int | None = None  # the prompt length the figure was measured (or wanted) at
+    # a memory gate: "need" (anonymous + file pages read, bench/need.py) or "VmHWM" (a bench
+    # stored before the need was measured; the high-water mark over-counts mapped pages)
+    basis: str | None = None
 
 
 class TaskRoute(_Strict):

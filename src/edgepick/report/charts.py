@@ -175,10 +175,15 @@ def task_chart(rows: list[dict]) -> str | None:
     return _svg(fig)
 
 
+def _mib(v: int | None) -> float | None:
+    return v / 2**20 if v else None
+
+
 def pvm_data(summaries: list[CandidateSummary]) -> list[dict]:
     return [{"candidate": s.candidate,
              "predicted_peak_mib": s.predicted_peak_bytes / 2**20 if s.predicted_peak_bytes else None,
-             "measured_peak_mib": s.peak_rss_bytes / 2**20 if s.peak_rss_bytes else None,
+             "measured_peak_mib": _mib(s.peak_need_bytes or s.peak_rss_bytes),  # need, like fit
+             "vmhwm_mib": _mib(s.peak_rss_bytes),
              "predicted_decode_tps": s.predicted_decode_tps, "measured_decode_tps": s.decode_tps}
             for s in summaries]
 
@@ -189,7 +194,7 @@ def pvm_chart(rows: list[dict]) -> str | None:
     if not rows:
         return None
     fig, axes = plt.subplots(1, 2, figsize=(7.6, 3.4))
-    for ax, (p, m, label) in zip(axes, (("predicted_peak_mib", "measured_peak_mib", "peak MiB"),
+    for ax, (p, m, label) in zip(axes, (("predicted_peak_mib", "measured_peak_mib", "need MiB"),
                                         ("predicted_decode_tps", "measured_decode_tps", "tok/s"))):
         xs = range(len(rows))
         ax.bar([x - 0.2 for x in xs], [r[p] or 0 for r in rows], 0.4, label="predicted")

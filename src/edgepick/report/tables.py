@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from edgepick.decide.engineering import difficulty
+from edgepick.decide.gates import measured_memory
 from edgepick.decide.texts import reasons_text
 from edgepick.records.decision import CandidateSummary, Decision
 from edgepick.report.i18n import tr
@@ -40,7 +41,7 @@ def template_table(summaries: list[CandidateSummary], lang: str) -> tuple[list[s
     add("params", lambda s: nm if s.params is None else f"{s.params / 1e6:.0f} M")
     add("quant", lambda s: s.quant or nm)
     add("weights_mem", lambda s: mib(s.weights_bytes, nm))
-    add("peak_mem", lambda s: tr("failed", lang) if s.bench_error else mib(s.peak_rss_bytes, nm))
+    add("peak_mem", lambda s: tr("failed", lang) if s.bench_error else mib(measured_memory(s), nm))
     add("ttft_p50", lambda s: _f(s.ttft_p50_ms, nm, "{:.0f}", "ms"))
     add("ttft_p99", lambda s: _f(s.ttft_p99_ms, nm, "{:.0f}", "ms"))
     add("decode", lambda s: _f(s.decode_tps, nm, "{:.1f}", "tok/s"))
@@ -132,22 +133,26 @@ def routes_table(decision: Decision, lang: str) -> tuple[list[str], list[list[st
 
 def predicted_table(summaries: list[CandidateSummary], lang: str) -> tuple[list[str], list[list[str]]]:
     nm = tr("not_measured", lang)
-    header = [tr("candidate", lang), f"{tr('peak_mem', lang)} ({tr('predicted', lang)})",
-              f"{tr('peak_mem', lang)} ({tr('measured', lang)})", tr("ratio", lang),
+    # fit's need total against the measured need, like with like (docs/metrics.md); a bench
+    # stored before the need was measured compares VmHWM, marked so
+    header = [tr("candidate", lang), f"{tr('mem_need', lang)} ({tr('predicted', lang)})",
+              f"{tr('mem_need', lang)} ({tr('measured', lang)})", tr("ratio", lang),
               f"{tr('decode', lang)} ({tr('predicted', lang)})",
-              f"{tr('decode', lang)} ({tr('measured', lang)})", tr("ratio", lang)]
+              f"{tr('decode', lang)} ({tr('measured', lang)})", tr("ratio", lang),
+              tr("vmhwm_ref", lang)]
     rows = []
     for s in summaries:
-        mr = (f"{s.peak_rss_bytes / s.predicted_peak_bytes:.2f}"
-              if s.peak_rss_bytes and s.predicted_peak_bytes else "-")
+        need = measured_memory(s)
+        mr = f"{need / s.predicted_peak_bytes:.2f}" if need and s.predicted_peak_bytes else "-"
+        shown = mib(need, nm) + (" (VmHWM)" if need and s.peak_need_bytes is None else "")
         dr = (f"{s.decode_tps / s.predicted_decode_tps:.2f}"
               if s.decode_tps and s.predicted_decode_tps else "-")
         pred = _f(s.predicted_decode_tps, nm, "{:.1f}", "tok/s")
         if s.predicted_decode_tps and s.predicted_decode_band:  # fit's validated error band
             lo, hi = (s.predicted_decode_tps * r for r in s.predicted_decode_band)
             pred += f" ({lo:.0f}-{hi:.0f})"
-        rows.append([s.candidate, mib(s.predicted_peak_bytes, nm), mib(s.peak_rss_bytes, nm), mr,
-                     pred, _f(s.decode_tps, nm, "{:.1f}", "tok/s"), dr])
+        rows.append([s.candidate, mib(s.predicted_peak_bytes, nm), shown, mr, pred,
+                     _f(s.decode_tps, nm, "{:.1f}", "tok/s"), dr, mib(s.peak_rss_bytes, nm)])
     return header, rows
 
 
