@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 
 import typer
-from rich.table import Table
 
 from edgepick.cli.options import RUN_HELP, STORE_HELP
-from edgepick.cli.output import console, human_bytes, print_json
+from edgepick.cli.decision_print import print_decision, runs_line
+from edgepick.cli.output import console, print_json
 
 
 def _budget(device: str | None) -> int | None:
@@ -43,31 +43,6 @@ def _decide(store_path: str | None, runs: list[int] | None, scenario: str, devic
     for note in rec.notes:
         console.print(f"[yellow]note:[/] {note}", highlight=False)
     return rec
-
-
-def _runs_line(runs: dict[str, list[int]]) -> str:
-    return "runs used: " + ", ".join(f"{kind} {', '.join(map(str, ids))}"
-                                     for kind, ids in runs.items())
-
-
-def print_decision(decision) -> None:
-    t = Table(title=f"scenario {decision.scenario}"
-              + (f" · budget {human_bytes(decision.budget_bytes)}" if decision.budget_bytes else ""))
-    for col in ("#", "candidate", "score", "pareto", "eliminated / notes"):
-        t.add_column(col)
-    for i, r in enumerate(decision.ranking, 1):
-        t.add_row(str(i), r.candidate, "-" if r.score is None else f"{r.score:.3f}",
-                  "yes" if r.pareto else "", "; ".join(r.reasons))
-    console.print(t)
-    ex = decision.explanation
-    status = f" ({decision.status})" if decision.recommendation else ""
-    console.print(f"[bold]recommendation:[/] {decision.recommendation or 'none'}{status}",
-                  highlight=False)
-    for title, lines in (("why", ex.why), ("cost vs runner-up", ex.cost), ("watch", ex.watch)):
-        if lines:
-            console.print(f"[bold]{title}:[/]")
-            for line in lines:
-                console.print(f"  - {line}", highlight=False)
 
 
 def register(app: typer.Typer) -> None:
@@ -108,7 +83,7 @@ def register(app: typer.Typer) -> None:
         print_decision(decision)
         if rec.deploy:
             console.print(f"deploy: {rec.deploy}", highlight=False)
-        console.print(_runs_line(runs), style="dim", highlight=False)
+        console.print(runs_line(runs), style="dim", highlight=False)
 
     @app.command()
     def report(store: str = typer.Option(None, "--store", help=STORE_HELP),

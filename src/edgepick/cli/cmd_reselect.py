@@ -9,12 +9,11 @@ from typing import Optional
 
 import typer
 
+from edgepick.cli.decision_print import print_decision
 from edgepick.cli.output import console
 
 
 def show_reselection(sel) -> None:
-    from edgepick.cli.cmd_decide import print_decision
-
     print_decision(sel.result.decision)
     for note in sel.result.notes:
         console.print(f"[yellow]note:[/] {note}", highlight=False)
