@@ -19,14 +19,7 @@ DOC = ROOT / "docs" / "architecture.md"
 
 # (importer, imported) → why it is still allowed, and who removes it. The goal is none; an entry
 # that no longer matches an import fails `test_every_exception_is_still_needed`.
-EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("edgepick.monitor.drift", "edgepick.decide.scenarios"):
-        "monitor reads a scenario's thresholds from decide; the scenario model belongs below both "
-        "(monitor, decide)",
-    ("edgepick.cli.cmd_reselect", "edgepick.cli.cmd_decide"):
-        "a cycle: decide shows a reselection and reselect prints a decision; print_decision "
-        "belongs in a module both import (cli)",
-}
+EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 # -- reading the rules ---------------------------------------------------------------------------

@@ -83,7 +83,9 @@ def build_deploy(d: Decision, summaries: list[CandidateSummary], sc: Scenario, *
                                              if p.get("temperature_c") is not None),
                                             default=None)),
         notes=notes, sampling=_sampling(sc, settings), lock_sampling=sc.lock_sampling,
-        edge_only_tasks=list(sc.edge_only_tasks), network=sc.network)
+        edge_only_tasks=list(sc.edge_only_tasks), network=sc.network,
+        context_tokens=sc.context_tokens.model_dump() if sc.context_tokens else None,
+        output_tokens=sc.output_tokens.model_dump() if sc.output_tokens else None)
 
 
 def _sampling(sc: Scenario, settings: RuntimeSettings) -> Sampling | None:

@@ -66,21 +66,10 @@ def drift(s: Scrape, deploy: DeployConfig) -> list[Finding]:
 
 
 def _scenario_lengths(deploy: DeployConfig) -> dict[str, dict]:
-    """The decision's scenario's context_tokens and output_tokens ({p50, p95, …}), when known."""
-    if not deploy.scenario:
-        return {}
-    try:
-        from edgepick.decide.scenarios import load_scenario
-
-        sc = load_scenario(deploy.scenario)
-    except Exception:  # a scenario this install does not know: no length to compare with
-        return {}
-    out = {}
-    for field in ("context_tokens", "output_tokens"):
-        v = getattr(sc, field, None)
-        if v is not None:
-            out[field] = v if isinstance(v, dict) else v.model_dump()
-    return out
+    """The decision's context_tokens and output_tokens ({p50, p95, …}), as deploy.yaml carries
+    them (a deploy written before it carried them gives no length to compare with)."""
+    return {field: v for field in ("context_tokens", "output_tokens")
+            if (v := getattr(deploy, field)) is not None}
 
 
 def _lengths(s: Scrape, deploy: DeployConfig) -> list[Finding]:

@@ -118,6 +118,10 @@ class DeployConfig(_Strict):
     lock_sampling: bool = False  # true: serve replaces a client's sampling with `sampling`
     edge_only_tasks: list[str] = Field(default_factory=list)  # never routed to the cloud (privacy)
     network: Literal["online", "offline"] = "online"  # offline: no cloud route at all
+    # the product's prompt and answer lengths ({p50, p95, p99} tokens) from the scenario, so
+    # monitor can tell when live traffic no longer looks like what was decided for
+    context_tokens: dict[str, int | None] | None = None
+    output_tokens: dict[str, int | None] | None = None
 
     def route_for(self, task: str | None) -> str:
         for r in self.routes:
