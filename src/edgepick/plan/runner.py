@@ -149,8 +149,10 @@ def _decide(lp: LoadedPlan, st: RunState, scenario, device, run_id: int, progres
     nothing to deploy, said in notes) and the report."""
     from edgepick.decide.stage import DecideRequest
     from edgepick.decide.stage import run as run_stage
+    from edgepick.plan.context_from import gated_scenario
 
     plan = lp.plan
+    scenario = gated_scenario(scenario, st.context, st.notes)
     req = DecideRequest(
         scenario=scenario, budget=device.model_budget_bytes, device=device.name, runs=[run_id],
         power_budget_w=device.power_budget_w,

@@ -35,6 +35,8 @@ class RunState:
     device: object  # DeviceProfile
     candidates: list[RunCandidate] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # candidate name -> its ContextTokens counted from the scenario's context_from (its gates' lengths)
+    context: dict = field(default_factory=dict)
     deadline: float | None = None  # `run --budget`: evaluate.outputs.now() at which to stop
 
     def remaining_s(self) -> float | None:
@@ -115,20 +117,54 @@ def bench_stage(st: RunState, tick: Tick) -> None:
     from edgepick.plan.bench_lengths import bench_lengths
     from edgepick.plan.eval_gates import scenario_of
 
-    lengths, gen, notes = bench_lengths(b.prompt_lengths, b.gen_tokens, plan.runtime.n_ctx,
-                                        scenario_of(st.lp))
-    st.notes += notes
-    req = BenchRequest(models=[c.ref for c in active], settings=plan.runtime,
-                       prompt_lengths=lengths, gen_tokens=gen, warmup=b.warmup,
-                       repeats=b.repeats, concurrency=b.concurrency, sustain_s=b.sustain_s,
-                       mem_limit=mem, timeout_s=b.timeout_s, power=b.power,
-                       quiet_wait_s=b.quiet_wait_s, contended_share=b.contended_share,
-                       memory_growth_max=b.memory_growth_max)
+    scenario = scenario_of(st.lp)
+    counted = _context_from(st, active, scenario)
+    groups: dict[tuple, list] = {}  # candidates counted alike bench together
+    for c in active:
+        lengths, gen, notes = bench_lengths(b.prompt_lengths, b.gen_tokens, plan.runtime.n_ctx,
+                                            scenario, counted.get(c.name))
+        st.notes += [n for n in notes if n not in st.notes]
+        groups.setdefault((tuple(lengths), gen), []).append(c)
     from edgepick.bench.session import power_source
 
     st.notes.append(f"bench power: {power_source(b.power)[1]}")
     names = {c.ref.spec: c.name for c in active}
-    for res in run(req, st.store, tick):
+    for (lengths, gen), group in groups.items():
+        req = BenchRequest(models=[c.ref for c in group], settings=plan.runtime,
+                           prompt_lengths=list(lengths), gen_tokens=gen, warmup=b.warmup,
+                           repeats=b.repeats, concurrency=b.concurrency, sustain_s=b.sustain_s,
+                           mem_limit=mem, timeout_s=b.timeout_s, power=b.power,
+                           quiet_wait_s=b.quiet_wait_s, contended_share=b.contended_share,
+                           memory_growth_max=b.memory_growth_max)
+        _bench_group(st, run(req, st.store, tick), names)
+
+
+def _context_from(st: RunState, active, scenario) -> dict:
+    """Candidate name -> ContextTokens counted from the scenario's context_from with that
+    candidate's tokenizer (empty: context_tokens given, or no context_from)."""
+    if scenario.context_tokens is not None or not scenario.context_from:
+        return st.context
+    from edgepick.errors import EdgepickError
+    from edgepick.plan.context_from import candidate_context, context_path, read_prompts
+
+    path = context_path(st.lp)
+    prompts = read_prompts(path)
+    for c in active:
+        if c.name in st.context:
+            continue
+        try:
+            st.context[c.name], note = candidate_context(st.candidate(c), prompts,
+                                                         scenario.context_from)
+        except EdgepickError as exc:
+            st.notes.append(f"bench: {c.name} context_from not counted ({exc}); "
+                            "benched at the plan's own lengths")
+            continue
+        st.notes.append(note)
+    return st.context
+
+
+def _bench_group(st: RunState, results, names: dict) -> None:
+    for res in results:
         if res.status != "ok":
             st.notes.append(f"bench: {names.get(res.model, res.model)} {res.config} "
                             f"failed: {res.error}")
