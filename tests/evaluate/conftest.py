@@ -13,6 +13,11 @@ class ScriptedBackend:
     calls: list[tuple[str, str, int | None]] = []  # (model file, prompt, seed) per generation
     answers: dict = {}  # model file -> fn(prompt, seed) -> text
     clock: list[float] | None = None  # a fake monotonic clock, advanced per generation
+    capabilities = frozenset({"sampling"})  # declared, as a real engine does (backends/base.py)
+
+    @classmethod
+    def supports(cls, capability: str) -> bool:
+        return capability in cls.capabilities
 
     def load(self, candidate, options=None) -> float:
         self.model = str(candidate.ref.path)

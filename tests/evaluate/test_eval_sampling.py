@@ -63,11 +63,7 @@ def test_a_greedy_only_engine_says_so(scripted, data, monkeypatch):
 
     make, store = scripted
 
-    def greedy(self, prompt, max_tokens, *, chat=False, stop=None, logprobs=False,
-               ignore_eos=False):
-        raise AssertionError("not reached")
-
-    monkeypatch.setattr(ScriptedBackend, "generate", greedy)
+    monkeypatch.setattr(ScriptedBackend, "capabilities", frozenset())  # declares no SAMPLING
     ref, cand = make("ref", same_every_sample), make("cand", same_every_sample)
     with pytest.raises(EdgepickError, match="generates greedily only"):
         run(EvalRequest(data=data, reference=ref, candidates=[cand], sampling=SAMPLING,

@@ -28,8 +28,11 @@ CHAT_TEMPLATE = "chat_template"  # render_chat: the prompt text the model's temp
 STREAMING = "streaming"  # the arrival time of each generated token is known
 EMBEDDINGS = "embeddings"  # embed(texts)
 DECODE_TIMING = "decode_timing"  # time_decode: seconds per token after a given cached fill
+SAMPLING = "sampling"  # generate(sampling={temperature, top_p, top_k, repeat_penalty, seed})
 CAPABILITIES = frozenset({LOGITS, LOGPROBS, CONCURRENT_SEQUENCES, IN_PROCESS, TOKENIZE, VOCABULARY,
-                          CHAT_TEMPLATE, STREAMING, EMBEDDINGS, DECODE_TIMING})
+                          CHAT_TEMPLATE, STREAMING, EMBEDDINGS, DECODE_TIMING, SAMPLING})
+# The fields of a `sampling` map, as OpenAI and llama-server name them.
+SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "repeat_penalty", "seed")
 
 
 class LoadOptions(BaseModel):
@@ -183,9 +186,10 @@ class Backend(ABC):
     @abstractmethod
     def generate(self, prompt: str | list[dict] | list[int], max_tokens: int, *,
                  chat: bool = False, stop: list[str] | None = None, logprobs: bool = False,
-                 ignore_eos: bool = False) -> Generation:
+                 ignore_eos: bool = False, sampling: dict | None = None) -> Generation:
         """Greedy generation; a list of messages is rendered with the model's chat template,
-        a list of ints is taken as token ids."""
+        a list of ints is taken as token ids. `sampling` (only for an engine that declares
+        SAMPLING) samples with SAMPLING_FIELDS instead; None or temperature 0 is greedy."""
 
     @abstractmethod
     def unload(self) -> None:
@@ -241,4 +245,16 @@ _VERBS = {LOGITS: "return full logits", LOGPROBS: "return token log-probabilitie
           TOKENIZE: "tokenize text", VOCABULARY: "show its vocabulary",
           CHAT_TEMPLATE: "render a chat template here (the server applies it)",
           STREAMING: "stream tokens", EMBEDDINGS: "compute embeddings",
-          DECODE_TIMING: "time single-token decodes"}
+          DECODE_TIMING: "time single-token decodes",
+          SAMPLING: "sample (it generates greedily only)"}
+
+
+def sampling_or_greedy(sampling: dict | None) -> dict | None:
+    """The sampling map to apply, or None for greedy (no map, or temperature 0 or unset)."""
+    if not sampling or not sampling.get("temperature"):
+        return None
+    unknown = set(sampling) - set(SAMPLING_FIELDS)
+    if unknown:
+        raise EdgepickError(f"unknown sampling field(s) {', '.join(sorted(unknown))}; "
+                            f"known: {', '.join(SAMPLING_FIELDS)}")
+    return sampling

@@ -1,7 +1,8 @@
 """In-process llama.cpp through llama-cpp-python.
 
-Generation runs its own greedy loop over llama.cpp's batch API (not `create_completion`), so the
+Generation runs its own loop over llama.cpp's batch API (not `create_completion`), so the
 per-token cost on top of llama.cpp is one C sampler call, and each token's arrival time is known.
+Greedy by default; with `sampling` the token is drawn by llama.cpp's own seeded sampler chain.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class LlamaCppBackend(Backend):
     name: ClassVar[str] = "llama_cpp"
     capabilities: ClassVar[frozenset[str]] = frozenset({
         base.LOGITS, base.LOGPROBS, base.CONCURRENT_SEQUENCES, base.IN_PROCESS, base.TOKENIZE,
-        base.VOCABULARY, base.CHAT_TEMPLATE, base.STREAMING, base.DECODE_TIMING})
+        base.VOCABULARY, base.CHAT_TEMPLATE, base.STREAMING, base.DECODE_TIMING, base.SAMPLING})
     maturity: ClassVar[float] = 1.0
     maturity_reason: ClassVar[str] = ("in-process llama.cpp: one pinned engine, the same code "
                                       "measured here and shipped")
@@ -157,10 +158,11 @@ class LlamaCppBackend(Backend):
     # -- inference -------------------------------------------------------------------------
     def generate(self, prompt: str | list[dict] | list[int], max_tokens: int, *, chat: bool = False,
                  stop: list[str] | None = None, logprobs: bool = False,
-                 ignore_eos: bool = False) -> Generation:
+                 ignore_eos: bool = False, sampling: dict | None = None) -> Generation:
         import llama_cpp
 
         llm = self._require()
+        sampling = base.sampling_or_greedy(sampling)
         t0 = time.perf_counter()
         if isinstance(prompt, list) and prompt and isinstance(prompt[0], int):
             tokens = list(prompt)
@@ -178,17 +180,43 @@ class LlamaCppBackend(Backend):
         llm.reset()
         vocab = llm._model.vocab
         ctx = llm._ctx.ctx
-        out: list[int] = []
-        times: list[float] = []
-        lps: list[float] = [] if logprobs else None
-        text_so_far = ""
-        finish = "length"
         llm.eval(tokens)
         prefill_s = time.perf_counter() - t0
         step = self._stepper()
+        chain = None
+        if sampling is not None:
+            from edgepick.backends.llama_cpp_step import sampler_chain
+
+            chain = sampler_chain(sampling, self.candidate.settings.seed, llm.n_vocab())
+            for t in tokens:  # the prompt counts for the repeat penalty, as in llama-server
+                llama_cpp.llama_sampler_accept(chain, t)
+        try:
+            out, times, lps, finish = self._decode(step, ctx, vocab, chain, t0, max_tokens,
+                                                   stop, logprobs, ignore_eos)
+        finally:
+            if chain is not None:
+                llama_cpp.llama_sampler_free(chain)
+        text = cut_at_stop(self.detokenize(out), stop)
+        return Generation(text=text, prompt_tokens=len(tokens), generated_tokens=len(out),
+                          token_times=times, prefill_s=prefill_s, finish_reason=finish,
+                          token_logprobs=lps)
+
+    def _decode(self, step, ctx, vocab, chain, t0: float, max_tokens: int, stop, logprobs: bool,
+                ignore_eos: bool):
+        """(tokens, arrival times, log-probabilities, finish reason) of one generation; greedy
+        without a sampler `chain`."""
+        import llama_cpp
+
+        out: list[int] = []
+        times: list[float] = []
+        lps: list[float] | None = [] if logprobs else None
+        finish = "length"
         for _ in range(max_tokens):
             row = step.logits_row(ctx)
-            tok = int(row.argmax())  # greedy; see llama_cpp_step for why not the C sampler
+            # greedy: numpy's arg-max (see llama_cpp_step for why not the C sampler); sampled:
+            # llama.cpp's chain, which also records the token for its repeat penalty
+            tok = int(row.argmax()) if chain is None else \
+                int(llama_cpp.llama_sampler_sample(chain, ctx, -1))
             times.append(time.perf_counter() - t0)
             if logprobs:
                 lps.append(token_logprob(row, tok))
@@ -206,10 +234,7 @@ class LlamaCppBackend(Backend):
                     break
             if len(out) < max_tokens:
                 step.decode_one(tok)
-        text = cut_at_stop(self.detokenize(out), stop)
-        return Generation(text=text, prompt_tokens=len(tokens), generated_tokens=len(out),
-                          token_times=times, prefill_s=prefill_s, finish_reason=finish,
-                          token_logprobs=lps)
+        return out, times, lps, finish
 
     def logits(self, tokens: list[int]) -> np.ndarray:
         llm = self._require()

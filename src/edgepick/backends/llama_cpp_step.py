@@ -112,3 +112,26 @@ def time_decode(llm, tokens: list[int], fills: list[int], n_tokens: int,
         llama_cpp.llama_memory_clear(memory, True)
         llm.n_tokens = 0  # the Llama's own bookkeeping no longer matches the memory
     return out
+
+
+def sampler_chain(sampling: dict, default_seed: int, n_vocab: int):
+    """llama.cpp's own sampler chain for `sampling`, in llama-server's order (penalties, top-k,
+    top-p, temperature, then a seeded draw), so a sample here is what the server would draw.
+    Unset fields stay off (llama-server would apply its defaults); without a seed the
+    run's seed is used. Free with llama_sampler_free."""
+    import llama_cpp
+
+    chain = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
+    add = lambda s: llama_cpp.llama_sampler_chain_add(chain, s)  # noqa: E731
+    if sampling.get("repeat_penalty") not in (None, 1.0):  # over the last 64, as llama-server
+        add(llama_cpp.llama_sampler_init_penalties(n_vocab, 64, float(sampling["repeat_penalty"]),
+                                                   0.0, 0.0))
+    if sampling.get("top_k"):
+        add(llama_cpp.llama_sampler_init_top_k(int(sampling["top_k"])))
+    if sampling.get("top_p") not in (None, 1.0):
+        add(llama_cpp.llama_sampler_init_top_p(float(sampling["top_p"]), 1))
+    add(llama_cpp.llama_sampler_init_temp(float(sampling["temperature"])))
+    seed = sampling.get("seed")
+    seed = default_seed if seed is None else seed
+    add(llama_cpp.llama_sampler_init_dist(int(seed) & 0xFFFFFFFF))
+    return chain

@@ -26,7 +26,7 @@ class OpenAIHttpBackend(Backend):
     # Not in process: memory and load time belong to the server, not to us. Tokenizing needs the
     # server's /tokenize (llama-server has it; others answer 404, reported in one line).
     capabilities: ClassVar[frozenset[str]] = frozenset({
-        base.LOGPROBS, base.CONCURRENT_SEQUENCES, base.TOKENIZE, base.STREAMING})
+        base.LOGPROBS, base.CONCURRENT_SEQUENCES, base.TOKENIZE, base.STREAMING, base.SAMPLING})
     maturity: ClassVar[float] = 0.7
     maturity_reason: ClassVar[str] = ("a remote OpenAI-compatible server: the engine on the device "
                                       "is whatever it runs, measured only through HTTP")
@@ -96,12 +96,13 @@ class OpenAIHttpBackend(Backend):
     # -- inference -------------------------------------------------------------------------
     def generate(self, prompt: str | list[dict] | list[int], max_tokens: int, *,
                  chat: bool = False, stop: list[str] | None = None, logprobs: bool = False,
-                 ignore_eos: bool = False) -> Generation:
+                 ignore_eos: bool = False, sampling: dict | None = None) -> Generation:
         return self._submit(prompt, max_tokens, chat=chat, stop=stop, logprobs=logprobs,
-                            ignore_eos=ignore_eos)[0]
+                            ignore_eos=ignore_eos, sampling=sampling)[0]
 
     def _submit(self, prompt, max_tokens: int, *, chat: bool = False, stop=None,
-                logprobs: bool = False, ignore_eos: bool = False) -> tuple[Generation, float]:
+                logprobs: bool = False, ignore_eos: bool = False,
+                sampling: dict | None = None) -> tuple[Generation, float]:
         as_chat = chat or (isinstance(prompt, list) and bool(prompt)
                            and isinstance(prompt[0], dict))
         body: dict = {"model": self.model, "max_tokens": max_tokens, "temperature": 0.0,
@@ -109,6 +110,11 @@ class OpenAIHttpBackend(Backend):
                       # llama-server extensions; other servers ignore unknown fields. A prompt
                       # cache would turn repeated runs into measurements of nothing.
                       "cache_prompt": False}
+        sampling = base.sampling_or_greedy(sampling)
+        if sampling is not None:
+            # OpenAI's names (temperature, top_p, seed) and llama-server's (top_k, repeat_penalty);
+            # an unset field is left to the server's default
+            body.update({k: v for k, v in sampling.items() if v is not None})
         if ignore_eos:
             body["ignore_eos"] = True
         if stop:

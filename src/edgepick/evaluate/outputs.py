@@ -58,9 +58,9 @@ def sample_seeds(base: int, samples: int) -> list[int]:
 def _generate(backend, prompt, max_tokens: int, chat: bool, sampling: dict | None, seed: int):
     if sampling is None:
         return backend.generate(prompt, max_tokens, chat=chat)
-    import inspect
+    from edgepick.backends.base import SAMPLING
 
-    if "sampling" not in inspect.signature(backend.generate).parameters:
+    if not backend.supports(SAMPLING):
         raise EdgepickError(f"the {backend.name or type(backend).__name__} backend generates "
                             "greedily only; evaluate with sampling needs an engine that samples "
                             "(scenario sampling, docs/evaluate.md)", )
