@@ -101,3 +101,30 @@ def test_the_path_is_relative_to_the_file_that_names_it(tmp_path):
     (tmp_path / "sc" / "mine.yaml").write_text("name: mine\ncontext_from: p.jsonl\n")
     lp.plan.scenario.name, lp.plan.scenario.overrides = str(tmp_path / "sc" / "mine.yaml"), {}
     assert context_path(lp) == str(tmp_path / "sc" / "p.jsonl")
+
+
+@pytest.mark.slow
+def test_run_benches_and_gates_at_the_counted_lengths(tmp_path, tiny_model):
+    from edgepick.plan.runner import run_plan
+    from edgepick.store import ResultStore
+
+    lp = load_plan(EXAMPLES / "tiny.yaml")
+    lp.plan.output = str(tmp_path / "run")
+    lp.plan.quantize = []
+    lp.plan.eval.enabled = lp.plan.fidelity.enabled = lp.plan.report.enabled = False
+    _write(tmp_path / "prompts.jsonl", PROMPTS)
+    lp.plan.scenario.overrides = {"context_from": str(tmp_path / "prompts.jsonl"),
+                                  "constraints": {"ttft_p50_ms_max": 60000,
+                                                  "ttft_p99_ms_max": 60000}}
+    counts = _engine_counts(tiny_model)
+    p50, p99 = nearest_rank(counts, 50), nearest_rank(counts, 99)
+    res = run_plan(lp)
+    with ResultStore(lp.store_path) as st:
+        lengths = {p["settings"]["prompt_tokens"] for _, p in st.items("bench")
+                   if p.get("sweep") == "prompt_length"}
+    assert lengths == {32, 64, p50, p99}
+    assert any(n.startswith(f"context from {tmp_path / 'prompts.jsonl'}: P50 {p50}")
+               for n in res.notes)
+    gates = {g.metric: g for g in res.decision.ranking[0].gates}
+    assert gates["ttft_p50_ms"].at_tokens == p50 and gates["ttft_p50_ms"].verdict != "unmeasured"
+    assert gates["ttft_p99_ms"].at_tokens == p99 and gates["ttft_p99_ms"].verdict != "unmeasured"
