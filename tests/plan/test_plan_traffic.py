@@ -38,20 +38,35 @@ def test_traffic_alone_and_mixed_at_a_weight(tmp_path):
     lp = load_plan(tmp_path / "plan.yaml")
     traffic = _traffic(tmp_path, 10, 8)
     alone, mix = with_traffic(lp, traffic, None, tmp_path / "re")
-    assert alone.plan.eval.data == [{"set": str(traffic)}] and mix.traffic_items == 8
-    assert any("2 sampled item(s) without a usable reference" in n for n in mix.notes)
+    assert alone.plan.eval.data == [{"set": str(traffic)}] and mix.traffic_items == 10
+    assert any("2 sampled item(s) without a reference count for unacceptable rate, format "
+               "compliance, output length, not for score" in n for n in mix.notes)
     assert alone.store_path == lp.store_path and alone.output == tmp_path / "re"
     assert lp.plan.eval.data == "demo"  # the plan itself is left as it was
 
     half, mix = with_traffic(lp, traffic, 0.5, tmp_path / "re")
-    assert mix.traffic_items == 8 and mix.original_items == 8  # 12 demo items cut to keep 50%
-    assert half.plan.eval.data[-1] == {"set": str(traffic), "limit": 8}
+    assert mix.traffic_items == 10 and mix.original_items == 10  # 12 demo items cut to keep 50%
+    assert half.plan.eval.data[-1] == {"set": str(traffic), "limit": 10}
     small, mix = with_traffic(lp, traffic, 0.2, tmp_path / "re")
     assert mix.original_items == 12 and mix.traffic_items == 3  # enough traffic: cut to 20%
     with pytest.raises(EdgepickError, match="share"):
         with_traffic(lp, traffic, 1.5, tmp_path / "re")
-    with pytest.raises(EdgepickError, match="no sampled item"):
+    with pytest.raises(EdgepickError, match="no sampled item has a reference"):
         with_traffic(lp, _traffic(tmp_path, 3, 0), None, tmp_path / "re")
+
+
+def test_reference_free_traffic_is_used_mixed_with_the_plans_sets(tmp_path):
+    """Sampled without a cloud (reference: null): mixed with the plan's own sets, the items are
+    kept for the reference-free figures, not dropped, and the note says which figures."""
+    (tmp_path / "plan.yaml").write_text(PLAN)
+    lp = load_plan(tmp_path / "plan.yaml")
+    traffic = _traffic(tmp_path, 4, 0)
+    mixed, mix = with_traffic(lp, traffic, 0.25, tmp_path / "re")
+    assert mix.traffic_items == 4 and mix.original_items == 12
+    assert mixed.plan.eval.data[-1] == {"set": str(traffic), "limit": 4}
+    assert any("4 sampled item(s) without a reference" in n and "badcases per 1000" in n
+               for n in mix.notes)
+    assert not any("left out" in n for n in mix.notes)
 
 
 def test_changes_name_what_moved(tmp_path):

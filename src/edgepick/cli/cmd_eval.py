@@ -39,6 +39,8 @@ def _print_human(res, show_badcases: int) -> None:
     console.print(f"[bold]{res.n_items}[/] items from {res.data}; reference [bold]{ref.name}[/] "
                   f"(unacceptable {pct(ref.unacceptable_rate)}); gap = reference − candidate, "
                   f"{res.bootstrap.resamples} paired bootstrap resamples")
+    if res.reference_free_note:
+        console.print(f"[yellow]{res.reference_free_note}[/]")
     for c in res.candidates:
         console.print()
         console.print(_gap_table(f"{c.name} vs {ref.name}: per task", c.per_task, "task"))

@@ -6,11 +6,13 @@ import hashlib
 import json
 from typing import TYPE_CHECKING, Callable
 
-from edgepick.errors import InputError
+from edgepick.errors import EdgepickError, InputError
 from edgepick.evaluate.gap import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, badcase_list, gaps_by,
                                    group_gap, unacceptable_summary)
 from edgepick.evaluate.items import EvalItem
 from edgepick.evaluate.outputs import DEFAULT_MAX_TOKENS, budget, collect_outputs
+from edgepick.evaluate.reference_free import note as reference_free_note
+from edgepick.evaluate.reference_free import stand_in
 from edgepick.evaluate.scorers import ItemScore, get_scorer
 from edgepick.evaluate.unacceptable import reasons
 from edgepick.records.candidate import Candidate
@@ -28,11 +30,21 @@ SCORER_VERSION = "3"  # bump when a scorer's rules change, so stored EvalResults
 def _score_one(it: EvalItem, out: dict) -> tuple[ItemScore, list[str], str, str]:
     text = out.get("text", "")
     finish = out.get("finish_reason", "stop")
-    s = get_scorer(it.task).score(it, text)
+    if it.reference_free:  # the scorer judges the form only; its score means nothing here
+        f = get_scorer(it.task).score(stand_in(it), text)
+        s = ItemScore(score=0.0, correct=False, format_ok=f.format_ok, why="no reference",
+                      strict_format=f.strict_format, format_error=f.format_error)
+    else:
+        s = get_scorer(it.task).score(it, text)
     if finish == "error":
         s = ItemScore(score=0.0, correct=False, format_ok=False,
                       why=f"engine error: {out.get('error', '')}", details={})
     return s, reasons(it, text, finish, s), text, finish
+
+
+def _badcase(it: EvalItem, s: ItemScore, why_un: list[str]) -> bool:
+    # Without a reference nobody knows whether the answer was wrong: no badcase either way.
+    return not it.reference_free and ((not s.correct) or bool(why_un))
 
 
 def score_outputs(items: list[EvalItem], outputs: list[dict],
@@ -54,8 +66,9 @@ def score_outputs(items: list[EvalItem], outputs: list[dict],
             max_tokens=budget(it, budgets) if budgets is not None else None,
             score=s.score, correct=s.correct, format_ok=s.format_ok,
             strict_format=None if finish == "error" else s.strict_format,
-            badcase=(not s.correct) or bool(why_un), unacceptable=why_un,
-            details=dict(_jsonable(s.details), why=s.why), reused=bool(out.get("reused"))))
+            badcase=_badcase(it, s, why_un), unacceptable=why_un,
+            details=dict(_jsonable(s.details), why=s.why), reused=bool(out.get("reused")),
+            reference_free=it.reference_free))
         scores.append(s)
     return outcomes, scores
 
@@ -68,7 +81,7 @@ def _sampled_outcome(it: EvalItem, out: dict, budgets) -> tuple[ItemOutcome, Ite
         samples.append(SampleOutcome(
             seed=rec.get("seed", 0), output=text, finish_reason=finish,
             generated_tokens=rec.get("generated_tokens", 0), score=s.score, correct=s.correct,
-            format_ok=s.format_ok, badcase=(not s.correct) or bool(why_un), unacceptable=why_un))
+            format_ok=s.format_ok, badcase=_badcase(it, s, why_un), unacceptable=why_un))
     k = len(samples)
     shares = {"unacceptable": sum(bool(x.unacceptable) for x in samples) / k,
               "badcase": sum(x.badcase for x in samples) / k,
@@ -91,7 +104,7 @@ def _sampled_outcome(it: EvalItem, out: dict, budgets) -> tuple[ItemOutcome, Ite
         correct=agg.correct, format_ok=agg.format_ok, strict_format=agg.strict_format,
         badcase=shares["badcase"] > 0, unacceptable=reasons_all,
         details=dict(_jsonable(first.details), why=first.why), reused=bool(out.get("reused")),
-        samples=samples, shares=shares), agg
+        samples=samples, shares=shares, reference_free=it.reference_free), agg
 
 
 def _jsonable(d: dict) -> dict:
@@ -100,16 +113,21 @@ def _jsonable(d: dict) -> dict:
 
 def _candidate_eval(cand: Candidate, items, outcomes, scores, ref_outcomes, ref_scores,
                     generated: int, reused: int, resamples: int, seed: int) -> CandidateEval:
+    un = unacceptable_summary(outcomes)  # every item: the rate needs no reference
+    all_outcomes = outcomes  # stored in full: format compliance and length read them
+    keep = [i for i, it in enumerate(items) if not it.reference_free]
+    if len(keep) < len(items):  # scores, gaps and badcases: only items with a reference
+        items, outcomes, scores, ref_outcomes, ref_scores = (
+            [xs[i] for i in keep] for xs in (items, outcomes, scores, ref_outcomes, ref_scores))
     per_task = gaps_by(lambda it: it.task, items, outcomes, ref_outcomes, scores, ref_scores,
                        True, resamples, seed)
     per_diff = gaps_by(lambda it: it.difficulty or "unrated", items, outcomes, ref_outcomes,
                        scores, ref_scores, False, resamples, seed)
     overall = group_gap(items, outcomes, ref_outcomes, scores, ref_scores, None, resamples, seed)
-    un = unacceptable_summary(outcomes)
     return CandidateEval(name=cand.name, candidate=cand, per_task=per_task, per_difficulty=per_diff,
                          overall=overall, unacceptable_rate=un.rate, unacceptable=un,
                          badcases=badcase_list(items, outcomes, ref_outcomes),
-                         generated=generated, reused=reused, items=outcomes)
+                         generated=generated, reused=reused, items=all_outcomes)
 
 
 def result_key(items: list[EvalItem], reference: Candidate, candidates: list[Candidate],
@@ -138,6 +156,15 @@ def run_eval(items: list[EvalItem], reference: Candidate, candidates: list[Candi
     (`sequential`, evaluate/looks.py). With `sampling`, `samples` outputs per item. None only
     when a time budget ran out before the reference answered one item."""
     budgets = dict(DEFAULT_MAX_TOKENS, **(budgets or {}))
+    n_free = sum(it.reference_free for it in items)
+    if items and n_free == len(items):
+        raise EdgepickError(f"{data_path}: every item is without a reference; scores need some "
+                            "that have one (mix the set with one that does, or fill them in)")
+    free_note = reference_free_note(n_free, len(items))
+    if n_free and sequential is not None:
+        # The looks settle gates on scores these items have none of: every item, fixed N.
+        sequential = None
+        free_note += " (fixed N: sequential looks need scores)"
     k = samples if sampling else 1
     gen = dict(sampling=sampling, samples=k)
     info = None
@@ -205,7 +232,8 @@ def run_eval(items: list[EvalItem], reference: Candidate, candidates: list[Candi
                         candidates=cand_evals,
                         bootstrap=BootstrapSettings(resamples=resamples, seed=seed),
                         max_tokens=budgets, scorer_version=SCORER_VERSION, key=key,
-                        samples=k, sampling=sampling, sequential=info)
+                        samples=k, sampling=sampling, sequential=info, reference_free=n_free,
+                        reference_free_note=free_note)
     store.put(EVAL_KIND, key, result.model_dump(mode="json"),
               label=", ".join(c.name for c in candidates) + f" vs {reference.name}")
     return result

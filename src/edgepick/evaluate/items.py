@@ -51,6 +51,12 @@ class EvalItem(BaseModel):
             raise ValueError(f"unknown task '{v}'; known: {', '.join(TASKS)}")
         return v
 
+    @property
+    def reference_free(self) -> bool:
+        """No reference (sampled traffic without a cloud): only the reference-free figures
+        (evaluate/reference_free.py). A property, so stored items and keys stay as they were."""
+        return self.reference is None
+
     def chat_messages(self) -> list[dict]:
         if self.messages is not None:
             return [m.model_dump() for m in self.messages]
@@ -76,10 +82,10 @@ def _check_item(item: EvalItem) -> list[tuple[str, str]]:
     elif item.messages is not None and (not item.messages or item.messages[-1].role != "user"):
         problems.append(("messages", "must end with a 'user' message"))
     ref, task = item.reference, item.task
-    if ref is None:
-        problems.append(("reference", "missing (null)"))
+    if ref is None and task != "extraction":
+        pass  # reference-free: loads for the figures that need no reference
     elif task == "extraction":
-        if not isinstance(ref, dict):
+        if ref is not None and not isinstance(ref, dict):
             problems.append(("reference", "must be a JSON object for task 'extraction'"))
         if item.schema_ is not None:
             import jsonschema

@@ -15,7 +15,8 @@ Reasons (an output may have several; examples for each in docs/evaluate.md):
 - wrong_language: the item's language (`meta.lang`, or a tag `zh` / `en`) is written in one
   script and the answer has letters only of another ("positive" to a Chinese item whose
   labels are 正面/负面/中性);
-- critical_wrong: the item is marked `critical` and the answer fails its pass rule.
+- critical_wrong: the item is marked `critical` and the answer fails its pass rule (not judged
+  on an item without a reference).
 """
 
 from __future__ import annotations
@@ -133,7 +134,7 @@ def reasons(item, output: str, finish_reason: str, score) -> list[str]:
         out.append("repetition_loop")
     if output.strip() and wrong_language(item, output):
         out.append("wrong_language")
-    if item.critical and not score.correct:
+    if item.critical and not score.correct and item.reference is not None:  # needs the answer
         out.append("critical_wrong")
     return out
 

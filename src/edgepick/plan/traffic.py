@@ -28,13 +28,14 @@ class TrafficMix:
     notes: list[str] = field(default_factory=list)
 
 
-def _count(path: str, limit: int | None) -> tuple[int, int]:
-    """(usable items, items refused) of an eval set, as evaluate loads it."""
+def _count(path: str, limit: int | None) -> tuple[int, int, int]:
+    """(usable items, items refused, usable items without a reference) of an eval set, as
+    evaluate loads it."""
     from edgepick.evaluate.items import load_eval_set
 
     items, problems = load_eval_set(path)
     n = len(items) if limit is None else min(limit, len(items))
-    return n, len({p.line for p in problems})
+    return n, len({p.line for p in problems}), sum(it.reference_free for it in items)
 
 
 def with_traffic(lp: LoadedPlan, traffic: Path, weight: float | None,
@@ -48,13 +49,21 @@ def with_traffic(lp: LoadedPlan, traffic: Path, weight: float | None,
     if weight is not None and not 0 < weight <= 1:
         raise EdgepickError(f"--traffic-weight {weight}: expected a share in (0, 1]")
     mix = TrafficMix(traffic, None if weight == 1 else weight)
-    n_t, refused = _count(str(traffic), None)
+    n_t, refused, free = _count(str(traffic), None)
     if not n_t:
-        raise EdgepickError(f"{traffic}: no sampled item can be evaluated ({refused} refused; "
-                            "items need a reference: serve with a cloud, or fill them in)")
+        raise EdgepickError(f"{traffic}: no sampled item can be evaluated ({refused} refused)")
+    if free == n_t and mix.weight is None:
+        raise EdgepickError(f"{traffic}: no sampled item has a reference, and scores need some: "
+                            "mix it with the plan's own sets (--traffic-weight), serve with a "
+                            "cloud, or fill them in")
     if refused:
-        mix.notes.append(f"traffic: {refused} sampled item(s) without a usable reference were "
+        mix.notes.append(f"traffic: {refused} sampled item(s) with a bad line or reference were "
                          "left out")
+    if free:
+        from edgepick.evaluate.reference_free import SKIPPED, USED
+
+        mix.notes.append(f"traffic: {free} sampled item(s) without a reference count for "
+                         f"{', '.join(USED)}, not for {', '.join(SKIPPED)}")
     specs = lp.eval_specs()
     if mix.weight is None:
         data: list = [{"set": str(traffic)}]

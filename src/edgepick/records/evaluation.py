@@ -70,6 +70,9 @@ class ItemOutcome(BaseModel):
     reused: bool = False  # True when the raw output came from the store (no inference this run)
     samples: list[SampleOutcome] = Field(default_factory=list)  # only when sampled k > 1 times
     shares: dict[str, float] = Field(default_factory=dict)  # per-item rates over the samples
+    # No reference (sampled traffic, issue 29): score/correct/badcase mean nothing; the item
+    # counts for the unacceptable rate, format compliance and length only.
+    reference_free: bool = False
 
 
 class GroupGap(BaseModel):
@@ -195,3 +198,5 @@ class EvalResult(BaseModel):
     samples: int = 1  # outputs per item (scenario sampling.samples); 1 = one greedy output
     sampling: dict | None = None  # temperature, top_p, top_k, repeat_penalty; None = greedy
     sequential: SequentialInfo | None = None  # None: fixed N, every model on every item
+    reference_free: int = 0  # items without a reference, left out of scores, gaps, badcases
+    reference_free_note: str | None = None  # the one line saying so (evaluate/reference_free.py)
