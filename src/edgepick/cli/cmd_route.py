@@ -101,6 +101,11 @@ def register(app: typer.Typer) -> None:
         items, problems = load_eval_set(path)
         for p in problems:
             err_console.print(f"[yellow]skipped:[/] {p}", highlight=False, soft_wrap=True)
+        free = sum(it.reference_free for it in items)
+        if free:  # routing judges edge and cloud answers right or wrong: it needs the reference
+            err_console.print(f"[yellow]skipped:[/] {free} item(s) without a reference",
+                              highlight=False)
+            items = [it for it in items if not it.reference_free]
         if not items:
             raise EdgepickError(f"{path}: no valid items to evaluate")
         items = items[:limit] if limit else items
