@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -12,6 +11,8 @@ import pytest
 # Tests live in one folder per stage (tests/<stage>/); the shared helpers stay here, importable
 # by every folder and by Ray workers (tests/ray_head.py puts this folder on their PYTHONPATH).
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cli_runner import run_cli  # noqa: E402 - found through the line above
 
 
 @pytest.fixture(scope="session")
@@ -54,14 +55,6 @@ def edgepick_home(tmp_path_factory) -> Path:
 @pytest.fixture
 def store_path(tmp_path: Path) -> str:
     return str(tmp_path / "results.sqlite")
-
-
-def run_cli(*args: str, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
-    """Run `python -m edgepick ARGS` as a user would, capturing output."""
-    full_env = dict(os.environ)
-    full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "edgepick", *args], capture_output=True,
-                          text=True, env=full_env, timeout=timeout)
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from parts import need_module
 
-from conftest import run_cli
+from cli_runner import run_cli
 
 need_module("onnxruntime_genai")
 

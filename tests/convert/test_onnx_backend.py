@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from parts import need_module
 
-from conftest import run_cli
+from cli_runner import run_cli
 
 need_module("onnxruntime_genai")
 

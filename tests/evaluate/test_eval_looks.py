@@ -11,7 +11,7 @@ import pytest
 from edgepick.evaluate.seq_gates import EvalGate
 from edgepick.evaluate.stage import EvalRequest, run
 
-from conftest import ScriptedBackend
+from scripted_engine import ScriptedBackend
 
 UNACCEPTABLE = EvalGate(metric="unacceptable_rate", direction="max", limit=0.05,
                         scopes=("candidate", "task"))

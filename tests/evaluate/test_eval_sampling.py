@@ -10,7 +10,7 @@ import pytest
 from edgepick.evaluate.intervals import per_item_rate, wilson
 from edgepick.evaluate.stage import EvalRequest, run
 
-from conftest import ScriptedBackend
+from scripted_engine import ScriptedBackend
 
 SAMPLING = {"temperature": 0.7, "top_p": 0.9, "top_k": 40, "repeat_penalty": 1.1}
 

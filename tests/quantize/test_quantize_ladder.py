@@ -15,7 +15,7 @@ TYPES = ["Q8_0", "Q4_K_M", "Q4_0", "Q2_K"]
 
 @pytest.fixture(scope="module")
 def ladder(tiny_model, tmp_path_factory):
-    from conftest import run_cli
+    from cli_runner import run_cli
 
     out = tmp_path_factory.mktemp("ladder")
     r = run_cli("quantize", "-m", tiny_model, "--quant", ",".join(TYPES), "--out", str(out), "--json")
@@ -81,7 +81,7 @@ def test_every_file_loads_and_generates(ladder):
 
 
 def test_rerun_reuses_identical_builds(ladder, tiny_model):
-    from conftest import run_cli
+    from cli_runner import run_cli
 
     out, files, _ = ladder
     mtimes = {f["path"]: os.stat(f["path"]).st_mtime_ns for f in files}
@@ -108,7 +108,7 @@ def test_changed_file_is_rebuilt(ladder, tiny_model, tmp_path):
 
 
 def test_requantizing_warns_loudly(ladder, tmp_path):
-    from conftest import run_cli
+    from cli_runner import run_cli
 
     _, files, _ = ladder
     q8 = next(f for f in files if f["type"] == "Q8_0")["path"]

@@ -23,7 +23,7 @@ def _list(cli, reg) -> dict:
 
 @pytest.fixture(scope="module")
 def template(tiny_model, tmp_path_factory):
-    from conftest import run_cli
+    from cli_runner import run_cli
     from serve_harness import need_llama_server
 
     need_llama_server()
