@@ -121,4 +121,10 @@ def check_candidate(candidate) -> None:
             return
     from edgepick.models.spec import spec_of
 
-    check_support(candidate.backend, spec_of(path), where=candidate.name)
+    try:
+        spec = spec_of(path)
+    except EdgepickError:
+        # a broken file (cut short, bad header) is that candidate's failure, recorded when its
+        # engine tries to load it; refusing here would stop every other candidate's measurement
+        return
+    check_support(candidate.backend, spec, where=candidate.name)
