@@ -8,6 +8,7 @@ from __future__ import annotations
 import httpx
 import openai
 import pytest
+from parts import need_module
 
 from serve_harness import serve
 
@@ -118,7 +119,7 @@ def test_cors_on_the_real_server(server):
 
 
 def test_langchain_chat_openai_unchanged(server):
-    lc = pytest.importorskip("langchain_openai")  # pinned in the `test` extra
+    lc = need_module("langchain_openai")  # pinned in the `test` extra
     llm = lc.ChatOpenAI(base_url=server.v1, api_key=KEY, model="anything", max_tokens=8,
                         temperature=0, max_retries=0, timeout=60)
     msg = llm.invoke("Say hello.")

@@ -7,8 +7,9 @@ The inputs it found that once broke serve are kept below as plain regression tes
 from __future__ import annotations
 
 import pytest
+from parts import need_module
 
-schemathesis = pytest.importorskip("schemathesis")  # pinned in the `test` extra
+schemathesis = need_module("schemathesis")  # pinned in the `test` extra
 from hypothesis import HealthCheck, settings  # noqa: E402
 from schemathesis.checks import positive_data_acceptance  # noqa: E402
 

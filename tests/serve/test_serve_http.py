@@ -11,6 +11,7 @@ import time
 
 import httpx
 import pytest
+from parts import need_module
 from fastapi.testclient import TestClient
 
 from fake_edge import FakePool, FakeSpec, make_app, running
@@ -365,7 +366,7 @@ def test_openai_and_langchain_clients_on_the_wire():
         with pytest.raises(openai.BadRequestError) as exc:
             client.chat.completions.create(model="x", messages=MSG, top_p=3)
         assert exc.value.code == "invalid_value" and exc.value.param == "top_p"
-        lc = pytest.importorskip("langchain_openai")
+        lc = need_module("langchain_openai")
         llm = lc.ChatOpenAI(base_url=base, api_key=KEY, model="x", max_tokens=8, max_retries=0,
                             timeout=30)
         assert llm.invoke("Hello").content == "Hi there."
