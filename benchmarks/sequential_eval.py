@@ -7,6 +7,13 @@ the wall time is the evaluation's.
 
 Printed per set: generations and items per model, wall time, and whether the decision (status,
 winner, per-task routes) is the same. Target: the same decision with fewer generations.
+
+`--replay STORE [PLAN]` instead replays a plan's evaluation (default: the default job) on a store
+that already holds its fixed-N outputs (a run of the plan with `eval.sequential: false`): on a
+copy of the store, fixed N and then sequential looks, with the candidates and reference of the
+store's latest fixed-N eval row (their settings are part of the output keys), and `decide` on
+each run's eval rows alone. It generates nothing the store lacks, so it measures the share of
+generations and tokens, not wall time.
 """
 
 from __future__ import annotations
@@ -81,7 +88,68 @@ def one_run(path: Path):
             "decision": (d.status, d.recommendation, routes)}
 
 
+def _decision(d) -> tuple:
+    routes = {r.task: r.route for r in (d.hybrid.routes if d.hybrid else [])}
+    return d.status, d.recommendation, routes
+
+
+def replay(store_path: str, plan_name: str = "default") -> int:
+    """Fixed N and sequential on a copy of `store_path`; prints generations, tokens, decisions."""
+    import shutil
+
+    from edgepick.decide.decision import decide
+    from edgepick.decide.selection import select
+    from edgepick.decide.summary import build_summaries
+    from edgepick.evaluate.eval_result import EVAL_KIND
+    from edgepick.evaluate.savings import savings_lines
+    from edgepick.evaluate.stage import EvalRequest, run
+    from edgepick.plan.eval_gates import eval_gates, scenario_of
+    from edgepick.plan.loader import load_plan
+    from edgepick.records.evaluation import EvalResult
+    from edgepick.store import ResultStore
+
+    lp = load_plan(plan_name)
+    sc = scenario_of(lp)
+    with tempfile.TemporaryDirectory(prefix="edgepick-seqreplay-") as tmp:
+        copy = str(Path(tmp) / "replay.sqlite")
+        shutil.copy(store_path, copy)
+        with ResultStore(copy) as st:
+            fixed_rows = [EvalResult.model_validate(p) for _, p in st.items(EVAL_KIND)
+                          if p.get("sequential") is None]
+            if not fixed_rows:
+                print(f"{store_path}: no fixed-N eval row to replay", file=sys.stderr)
+                return 2
+            last = fixed_rows[-1]
+            ref, cands = last.reference.candidate, [c.candidate for c in last.candidates]
+            out = {}
+            for seq in (False, True):
+                rid = st.begin_run(f"replay sequential={seq}", {})
+                res = run(EvalRequest(data=lp.eval_specs(), reference=ref, candidates=cands,
+                                      limit=lp.plan.eval.limit, max_tokens=lp.plan.eval.max_tokens,
+                                      sequential=seq, gates=eval_gates(sc),
+                                      look_items=lp.plan.eval.look_items,
+                                      max_items=lp.plan.eval.max_items), st)
+                models = [res.reference, *res.candidates]
+                d = decide(build_summaries(st, selection=select(st, [rid])), sc, None)
+                out[seq] = {"generations": sum(len(c.items) for c in models) * res.samples,
+                            "tokens": sum(o.generated_tokens for c in models for o in c.items),
+                            "new": sum(c.generated for c in models), "decision": _decision(d),
+                            "lines": savings_lines(res)}
+    f, s = out[False], out[True]
+    same = f["decision"] == s["decision"]
+    print(f"replay of {plan_name} on {store_path}: generations {s['generations']} sequential vs "
+          f"{f['generations']} fixed ({s['generations'] / max(1, f['generations']):.0%}); tokens "
+          f"{s['tokens']} vs {f['tokens']} ({s['tokens'] / max(1, f['tokens']):.0%}); decision "
+          f"{'same' if same else 'DIFFERENT'}: {s['decision']} vs {f['decision']}; generated "
+          f"now {f['new'] + s['new']}")
+    for line in s["lines"]:
+        print("  " + line)
+    return 0 if same and s["generations"] <= f["generations"] / 2 else 1
+
+
 def main() -> int:
+    if len(sys.argv) > 2 and sys.argv[1] == "--replay":
+        return replay(*sys.argv[2:4])
     from edgepick.assets.bundled import tiny_f16
 
     tiny = str(tiny_f16())

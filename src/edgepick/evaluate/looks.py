@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from edgepick.evaluate import anytime
+from edgepick.evaluate.futility import futile
 from edgepick.evaluate.outputs import now
 from edgepick.evaluate.seq_gates import EvalGate, Judged, interval, judge
 from edgepick.records.evaluation import GateStop, SequentialCandidate, SequentialInfo
@@ -130,7 +131,8 @@ def run_looks(items: list, reference, candidates: list, seq: Sequential, generat
                 st.cells[t].n = m
         for ci, st in enumerate(states):
             if not st.stopped:
-                _judge(st, order, ci, scored, cand_gates, task_gates, look, k, caps)
+                _judge(st, order, ci, scored, cand_gates, task_gates, look, k, caps,
+                       sorted(outs[0]))
         _ranking(states, order, scored, caps)
         if exhausted:
             break
@@ -150,7 +152,7 @@ def _outcomes(st, order, ci, scored):
     return scored(1 + ci, ix), scored(0, ix)
 
 
-def _judge(st: CandState, order, ci, scored, cand_gates, task_gates, look, k, caps):
+def _judge(st: CandState, order, ci, scored, cand_gates, task_gates, look, k, caps, ref_known):
     cand, ref = _outcomes(st, order, ci, scored)
     all_settled = True
     for g in cand_gates:
@@ -174,6 +176,9 @@ def _judge(st: CandState, order, ci, scored, cand_gates, task_gates, look, k, ca
         else:
             task_open = True
         cell.open = (task_open or not all_settled or st.rank_open) and cell.n < caps[t]
+    if not st.stopped and any(c.open for c in st.cells.values()):
+        st.stopped = futile(cand, ref, scored(0, ref_known), cand_gates, task_gates, caps,
+                            k) or ""
     if not st.stopped and not any(c.open for c in st.cells.values()):
         st.stopped = "settled" if all_settled and all(
             j.verdict != "undetermined" for j in st.last.values()) else "cap"
@@ -204,7 +209,7 @@ def _ranking(states, order, scored, caps) -> None:
     for ci, (lo, hi) in surv:
         st = states[ci]
         overlap = any(not (hi < lo2 or hi2 < lo) for cj, (lo2, hi2) in surv if cj != ci)
-        if overlap and not st.stopped.startswith("fails"):
+        if overlap and not st.stopped.startswith(("fails", "futile")):
             st.rank_open = True
             for t, cell in st.cells.items():
                 if cell.n < caps[t]:
