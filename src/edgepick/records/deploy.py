@@ -97,6 +97,17 @@ class Baseline(_Strict):
     temperature_c: float | None = None  # hottest sensor over the sustained run
 
 
+class EmbeddingEngine(_Strict):
+    """`embeddings:` an engine for `/v1/embeddings` beside the chat one (llama-server
+    `--embeddings`): a causal model needs a pooling type to give one vector per input."""
+
+    model: str  # the GGUF it loads (relative to deploy.yaml's folder); may be the chat model
+    sha256: str | None = None  # checked before serving when given
+    pooling: Literal["mean", "last", "cls"] = "mean"
+    slots: int = Field(default=1, ge=1, le=16)  # inputs embedded at once
+    n_ctx: int = Field(default=512, ge=8)  # longest input in tokens (one ubatch)
+
+
 class DeployConfig(_Strict):
     schema_version: int = DEPLOY_SCHEMA_VERSION
     created: str | None = None  # ISO time
@@ -122,6 +133,7 @@ class DeployConfig(_Strict):
     # monitor can tell when live traffic no longer looks like what was decided for
     context_tokens: dict[str, int | None] | None = None
     output_tokens: dict[str, int | None] | None = None
+    embeddings: EmbeddingEngine | None = None  # absent: /v1/embeddings answers 501
 
     def route_for(self, task: str | None) -> str:
         for r in self.routes:
@@ -145,8 +157,9 @@ class DeployConfig(_Strict):
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         data = self.model_dump(mode="json")
-        if data.get("sampling") is None:
-            data.pop("sampling", None)  # absent means greedy/client's own: say nothing
+        for key in ("sampling", "embeddings"):
+            if data.get(key) is None:
+                data.pop(key, None)  # absent means greedy/client's own, no embeddings: say nothing
         text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(text, encoding="utf-8")

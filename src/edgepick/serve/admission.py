@@ -111,13 +111,14 @@ class Admission:
 
 def slots_needed(body: dict) -> int:
     """Engine slots a request takes: `n` completions of each of its prompts (a completion's
-    `prompt` may be a list of prompts; a list of token ids is one prompt)."""
+    `prompt`, or an embedding's `input`, may be a list of prompts; a list of token ids is one
+    prompt)."""
     n = body.get("n", 1)
     if n is None:
         n = 1
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise BadRequest("'n' must be a positive integer", param="n")
-    prompt = body.get("prompt")
+    prompt = body.get("prompt", body.get("input"))
     prompts = 1
     if isinstance(prompt, list) and prompt and not isinstance(prompt[0], int):
         prompts = len(prompt)

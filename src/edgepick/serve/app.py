@@ -21,6 +21,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.cors import CORSMiddleware
 
+from edgepick.serve.embeddings import answer as embedding_answer, embedding_body
 from edgepick.serve.engine_api import engine_router
 from edgepick.serve.feedback import loop_router
 from edgepick.serve.errors import (BadRequest, ClientGone, EdgeOnlyUnavailable, NotFound,
@@ -30,14 +31,15 @@ from edgepick.serve.middleware import REQUEST_ID, RequestGuard
 from edgepick.serve.openapi_doc import describe, install
 from edgepick.serve.relay import Outcome, measure_body, relay_stream
 from edgepick.serve.request_checks import (apply_sampling, check_body, check_key, parse_json,
-                                           read_body, validate)
+                                           read_body)
 from edgepick.serve.router_api import (Edge, EdgeOnlyRouter, Kind, RouteRequest, Router)
 from edgepick.serve.sampling import Sampler
 from edgepick.serve.settings import ServeSettings
 from edgepick.serve.forced_routes import MockFailingEdge, forced_routes
 
 log = logging.getLogger("edgepick.serve")
-ENDPOINTS: dict[Kind, str] = {"chat": "/v1/chat/completions", "completion": "/v1/completions"}
+ENDPOINTS: dict[str, str] = {"chat": "/v1/chat/completions", "completion": "/v1/completions",
+                             "embedding": "/v1/embeddings"}
 TASK_HEADER = "x-edgepick-task"
 
 
@@ -208,6 +210,17 @@ def create_app(state: ServeState) -> FastAPI:
                            max_age=600)
     app.add_middleware(RequestGuard)  # outermost: preflights and 431s get a request id too
 
+    def refused(kind: str, err: ServeError) -> Response:
+        """A refusal counted (endpoint and status; 429s and resource refusals by reason)."""
+        if isinstance(err, UpstreamError):
+            err = from_upstream(err)
+        if err.status == 429 or err.code == "insufficient_resources":
+            m.rejections.labels(err.label).inc()
+        m.requests.labels(ENDPOINTS[kind], str(err.status)).inc()
+        if isinstance(err, ClientGone):
+            log.info("client gone: %s", err.message)
+        return error_response(err)
+
     def finish(kind: Kind, route: str, t0: float, req_body: dict, task: str | None,
                version: str, sampled: bool, rid: str | None = None) -> Callable[[Outcome], None]:
         def done(out: Outcome) -> None:
@@ -272,14 +285,7 @@ def create_app(state: ServeState) -> FastAPI:
                     return Response(status_code=499)
             routed = task.result()
         except ServeError as err:
-            if isinstance(err, UpstreamError):
-                err = from_upstream(err)
-            if err.status == 429 or err.code == "insufficient_resources":
-                m.rejections.labels(err.label).inc()
-            m.requests.labels(ENDPOINTS[kind], str(err.status)).inc()
-            if isinstance(err, ClientGone):
-                log.info("client gone: %s", err.message)
-            return error_response(err)
+            return refused(kind, err)
         except Exception as exc:  # a bug must still answer, be counted and be logged
             log.exception("request failed")
             m.requests.labels(ENDPOINTS[kind], "500").inc()
@@ -311,34 +317,47 @@ def create_app(state: ServeState) -> FastAPI:
 
     @app.post("/v1/embeddings", **describe("embedding"))
     async def embeddings(request: Request) -> Response:
-        check_key(request, s.api_key)
-        raw = parse_json(await read_body(request, s.max_body, s.body_timeout))
-        if not getattr(state.pool.spec, "embeddings", False):
-            raise NotImplementedHere("this server has no embedding engine: the deploy does not "
-                                     "enable one (llama-server --embeddings)")
-        validate("embedding", raw)
-        raw.pop("model", None)
-        resp = await state.pool.forward("embedding", raw, False, time.monotonic() + s.deadline)
-        return JSONResponse(resp.body, headers=resp.headers)
+        t0 = time.monotonic()
+        embedder = getattr(state.pool, "embedder", None)
+        try:
+            check_key(request, s.api_key)
+            raw = parse_json(await read_body(request, s.max_body, s.body_timeout))
+            if embedder is None:
+                raise NotImplementedHere("this server has no embedding engine: deploy.yaml does "
+                                         "not enable one (embeddings: {model, pooling}; "
+                                         "docs/serve.md)")
+            body = embedding_body(raw)
+            resp = await embedder.forward("embedding", body, False, t0 + s.deadline)
+            out = embedding_answer(resp.body or {}, embedder.spec.name, raw.get("dimensions"))
+        except ServeError as err:
+            return refused("embedding", err)
+        m.requests.labels(ENDPOINTS["embedding"], "200").inc()
+        m.embedding_seconds.observe(time.monotonic() - t0)
+        m.embedding_inputs.inc(len(out["data"]))
+        m.tokens.labels("embedding").inc(out["usage"]["prompt_tokens"])
+        return JSONResponse(out, headers=resp.headers)
 
-    def card() -> dict:
-        spec = state.pool.spec
-        return {"id": spec.name, "object": "model", "owned_by": "edgepick", "created": 0,
-                "version": spec.version}
+    def cards() -> list[dict]:
+        """The chat model first (what clients take as the served one), then the embedding one."""
+        embedder = getattr(state.pool, "embedder", None)
+        specs = [state.pool.spec] + ([embedder.spec] if embedder is not None else [])
+        return [{"id": spec.name, "object": "model", "owned_by": "edgepick", "created": 0,
+                 "version": spec.version} for spec in specs]
 
     @app.get("/v1/models", **describe("models"))
     async def models(request: Request) -> Response:
         check_key(request, s.api_key)
-        return JSONResponse({"object": "list", "data": [card()]})
+        return JSONResponse({"object": "list", "data": cards()})
 
     @app.get("/v1/models/{model_id:path}", **describe("model"))
     async def model(model_id: str, request: Request) -> Response:
         check_key(request, s.api_key)
-        spec = state.pool.spec
-        if model_id not in (spec.name, f"{spec.name}@{spec.version}"):
-            raise NotFound(f"model '{model_id}' is not served here (this server serves "
-                           f"'{spec.name}')", param="model", code="model_not_found")
-        return JSONResponse(card())
+        for card in cards():
+            if model_id in (card["id"], f"{card['id']}@{card['version']}"):
+                return JSONResponse(card)
+        raise NotFound(f"model '{model_id}' is not served here (this server serves "
+                       f"{', '.join(repr(c['id']) for c in cards())})", param="model",
+                       code="model_not_found")
 
     @app.get("/health", **describe("health"))
     async def health() -> Response:

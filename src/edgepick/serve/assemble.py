@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edgepick.errors import EdgepickError, InputError
+from edgepick.models.gguf_info import GGUF_MAGIC
 from edgepick.plugins import Plugins
 from edgepick.records.candidate import RuntimeSettings
 from edgepick.records.deploy import DeployConfig
@@ -36,24 +37,45 @@ class Source:
     version: str
     runtime: RuntimeSettings
     deploy: DeployConfig | None = None
+    embeddings: EngineSpec | None = None  # deploy.yaml's embedding engine, when it has one
+
+
+def _deploy_file(deploy: str | Path, given: str, sha256: str | None, field: str) -> Path:
+    """A model file deploy.yaml names (relative to its folder), checked to be a GGUF file with
+    the SHA-256 it gives."""
+    model = Path(given).expanduser()
+    if not model.is_absolute():
+        model = Path(deploy).parent / model
+    if model.is_dir():  # a converted engine folder (docs/engines.md): not a llama-server model
+        raise InputError(deploy, f"{model} is a model folder; edgepick serve runs GGUF files "
+                                 "with llama-server", field=field)
+    if not model.is_file():
+        raise InputError(deploy, f"model file {model} does not exist", field=field)
+    with open(model, "rb") as fh:
+        if fh.read(4) != GGUF_MAGIC:
+            raise InputError(deploy, f"{model} is not a GGUF file", field=field)
+    if sha256 is not None:
+        got = sha256_of(model)
+        if got != sha256.lower():
+            raise InputError(deploy, f"SHA-256 of {model} is {got[:12]}…, the deploy file says "
+                                     f"{sha256[:12]}…; refusing to serve it",
+                             field=field.rsplit(".", 1)[0] + ".sha256")
+    return model
 
 
 def from_deploy(path: str | Path, runtime: dict) -> Source:
     cfg = DeployConfig.load(path)
-    model = Path(cfg.model.path).expanduser()
-    if not model.is_absolute():
-        model = Path(path).parent / model
-    if model.is_dir():  # a converted engine folder (docs/engines.md): not a llama-server model
-        raise InputError(path, f"{model} is a {cfg.model.backend} model folder; edgepick serve "
-                               "runs GGUF files with llama-server", field="model.path")
-    if not model.is_file():
-        raise InputError(path, f"model file {model} does not exist", field="model.path")
-    got = sha256_of(model)
-    if got != cfg.model.sha256.lower():
-        raise InputError(path, f"SHA-256 of {model} is {got[:12]}…, the deploy file says "
-                               f"{cfg.model.sha256[:12]}…; refusing to serve it", field="model.sha256")
+    model = _deploy_file(path, cfg.model.path, cfg.model.sha256, "model.path")
     rt = cfg.runtime.model_copy(update=runtime)
-    return Source(str(model), cfg.model.name, cfg.model.sha256[:12], rt, cfg)
+    source = Source(str(model), cfg.model.name, cfg.model.sha256[:12], rt, cfg)
+    emb = cfg.embeddings
+    if emb is not None:
+        file = _deploy_file(path, emb.model, emb.sha256, "embeddings.model")
+        source.embeddings = EngineSpec(
+            path=str(file), name=file.stem, version=(emb.sha256 or "")[:12] or "1",
+            runtime=RuntimeSettings(n_ctx=emb.n_ctx, threads=rt.threads),
+            slots=emb.slots, pooling=emb.pooling)
+    return source
 
 
 def from_registry(registry: Registry, ref: str | None, runtime: dict) -> Source:
@@ -139,10 +161,10 @@ def build_state(settings: ServeSettings, source: Source, *, registry: Registry |
                     log_dir=str(settings.log_dir) if settings.log_dir else None,
                     probe_timeout_s=settings.probe_timeout, hung_after_s=settings.hung_after,
                     max_restarts=settings.max_restarts,
-                    restart_window_s=settings.restart_window)
-    watchdog = MemoryWatchdog(pool, settings.mem_limit, settings.mem_check,
-                              settings.restart_cooldown)
-    background = [watchdog.run]
+                    restart_window_s=settings.restart_window, embeddings=source.embeddings)
+    background = [MemoryWatchdog(p, settings.mem_limit, settings.mem_check,
+                                 settings.restart_cooldown).run
+                  for p in (pool, pool.embedder) if p is not None]
     admin = None
     if registry is not None:
         admin = RegistryControl(registry, pool)

@@ -40,7 +40,8 @@ from edgepick.serve.router_api import (DeadlineExceeded, EngineUnavailable, Kind
 
 log = logging.getLogger("edgepick.serve")
 
-PATHS: dict[str, str] = {"chat": "/v1/chat/completions", "completion": "/v1/completions"}
+PATHS: dict[str, str] = {"chat": "/v1/chat/completions", "completion": "/v1/completions",
+                         "embedding": "/v1/embeddings"}
 
 
 class EdgePool:
@@ -49,8 +50,12 @@ class EdgePool:
                  log_dir: str | None = None,
                  engine_factory: Callable[[EngineSpec], Engine] | None = None,
                  probe_timeout_s: float = 5.0, hung_after_s: float = 30.0,
-                 max_restarts: int = 3, restart_window_s: float = 600.0) -> None:
+                 max_restarts: int = 3, restart_window_s: float = 600.0,
+                 embeddings: EngineSpec | None = None, role: str = "chat") -> None:
         self.spec = spec
+        # "chat" owns the engine gauges; "embedding" is the second engine (/v1/embeddings),
+        # locked, probed, restarted and budgeted the same way, counted under its own reasons
+        self.role = role
         self.metrics = metrics or ServeMetrics()
         self.admission = Admission(spec.slots, queue)
         self.resources = ResourceCheck(resources or ResourcePolicy())
@@ -73,10 +78,19 @@ class EdgePool:
         self._restarts: deque[float] = deque()
         self._last_answer = time.monotonic()  # the active engine's last answer to a probe
         self.on_switch: list[Callable[[EngineSpec], Awaitable[None] | None]] = []
-        m = self.metrics
-        m.slots.set(spec.slots)
-        m.bind_pool(lambda: self.admission.waiting, lambda: self.admission.busy,
-                    lambda: self.last_memory)
+        self.embedder: EdgePool | None = None
+        if embeddings is not None:
+            self.embedder = EdgePool(embeddings, queue=queue, metrics=self.metrics,
+                                     resources=resources, drain_timeout_s=drain_timeout_s,
+                                     log_dir=log_dir, engine_factory=engine_factory,
+                                     probe_timeout_s=probe_timeout_s, hung_after_s=hung_after_s,
+                                     max_restarts=max_restarts,
+                                     restart_window_s=restart_window_s, role="embedding")
+        if role == "chat":
+            m = self.metrics
+            m.slots.set(spec.slots)
+            m.bind_pool(lambda: self.admission.waiting, lambda: self.admission.busy,
+                        lambda: self.last_memory)
 
     # -- lifecycle ---------------------------------------------------------------------------
     @property
@@ -88,9 +102,13 @@ class EdgePool:
         out: dict = {"ready": self.ready, "status": self.status}
         if self.degraded:
             out["detail"] = self.degraded
+        if self.embedder is not None:
+            out["embeddings"] = self.embedder.health()
         return out
 
     async def start(self) -> None:
+        if self.embedder is not None:  # first, so /health's 200 means both engines serve
+            await self.embedder.start()
         engine = self._factory(self.spec)
         await engine.start()
         await self._checked(engine)
@@ -110,7 +128,8 @@ class EdgePool:
         self.engine = engine
         self.spec = engine.spec
         self.last_memory = engine.memory_bytes()
-        self.metrics.set_active(engine.spec.name, engine.spec.version)
+        if self.role == "chat":
+            self.metrics.set_active(engine.spec.name, engine.spec.version)
         self._set_ready(True, "ready" if not self.degraded else "degraded")
 
     def _set_ready(self, ready: bool, status: str) -> None:
@@ -119,7 +138,8 @@ class EdgePool:
             self._ready.set()
         else:
             self._ready.clear()
-        self.metrics.ready.set(1 if ready else 0)
+        if self.role == "chat":
+            self.metrics.ready.set(1 if ready else 0)
 
     async def aclose(self) -> None:
         for t in self._tasks:
@@ -129,6 +149,8 @@ class EdgePool:
             await self.engine.stop()
         if self.scorer is not None:
             await self.scorer.aclose()
+        if self.embedder is not None:
+            await self.embedder.aclose()
 
     async def _supervise(self) -> None:
         """A child that dies on its own is restarted (counted as a crash) while the restart
@@ -213,7 +235,8 @@ class EdgePool:
                 return False
             old = self.engine
             self._set_ready(False, "restarting")
-            self.metrics.restarts.labels(reason).inc()
+            self.metrics.restarts.labels(reason if self.role == "chat"
+                                         else f"{self.role}_{reason}").inc()
             if old is not None:
                 if drain and not await old.drain(self.drain_timeout_s):
                     log.warning("drain timed out with %d request(s) in flight; they get a "
@@ -315,6 +338,8 @@ class EdgePool:
 
             return await score_request(self, body, stream, deadline)
         n = slots_needed(body)
+        if kind == "embedding":  # one slot per input, the whole engine for a longer list
+            n = min(n, self.admission.slots)
         body, degraded = self.resources.apply(body)
         self.admission.enter(n)
         wait_s = await self.admission.acquire(deadline, n)
@@ -330,7 +355,9 @@ class EdgePool:
             engine = await self._ready_engine(deadline)
             engine.begin()
             self.metrics.queue_wait.observe(wait_s)
-            payload = dict(body, model=engine.spec.name, stream=stream)
+            payload = dict(body, model=engine.spec.name)
+            if kind != "embedding":
+                payload["stream"] = stream
             if stream:
                 payload["stream_options"] = {"include_usage": True}
             headers = {"x-edgepick-model-version": f"{engine.spec.name}@{engine.spec.version}"}

@@ -41,15 +41,19 @@ class EngineSpec:
     version: str = "1"
     runtime: RuntimeSettings = field(default_factory=RuntimeSettings)
     slots: int = 2
-    embeddings: bool = False  # the deploy enables an embedding engine (/v1/embeddings)
+    # set: an embedding engine (llama-server --embeddings --pooling P, serving /v1/embeddings)
+    pooling: str | None = None
 
     def command(self, exe: str, port: int) -> list[str]:
         rt = self.runtime
+        # an embedding takes its whole input in one ubatch (llama-server lowers -b to -ub)
+        batch = rt.n_ctx if self.pooling else rt.n_batch
+        ubatch = rt.n_ctx if self.pooling else rt.n_ubatch
         cmd = [exe, "-m", self.path, "--host", "127.0.0.1", "--port", str(port),
                "--alias", self.name, "-np", str(self.slots),
                # -c is shared by the slots; each slot gets the deploy's context
                "-c", str(rt.n_ctx * self.slots), "-t", str(rt.threads),
-               "-b", str(rt.n_batch), "-ub", str(rt.n_ubatch),
+               "-b", str(batch), "-ub", str(ubatch),
                "-ctk", rt.kv_type, "-ctv", rt.kv_type, "-fa", "on" if rt.flash_attn else "off",
                "-s", str(rt.seed), "--no-webui",
                # no host-RAM prompt cache: a slot's KV state is all a request leaves behind
@@ -58,8 +62,11 @@ class EngineSpec:
                # default) would change settings; /metrics (aggregate slot use, behind the key)
                # lets edgepick compare its accounting with the engine's own
                "--no-slots", "--metrics"]
-        if self.embeddings:
-            cmd.append("--embeddings")
+        if self.pooling:
+            # one KV cache for all slots: with a cache per slot, the pinned llama-server pools
+            # the second input of a batch wrongly (cosine 0.72 to the same input alone, measured
+            # by tests/serve/test_serve_embeddings.py against llama.cpp in process)
+            cmd += ["--embeddings", "--pooling", self.pooling, "--kv-unified"]
         if rt.swa_full:
             cmd.append("--swa-full")
         if not rt.mmap:

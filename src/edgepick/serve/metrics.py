@@ -31,6 +31,11 @@ class ServeMetrics:
                              ["route"], buckets=ITL_BUCKETS, registry=r)
         self.e2e = Histogram("edgepick_request_seconds", "End-to-end request latency",
                              ["route"], buckets=LATENCY_BUCKETS, registry=r)
+        self.embedding_seconds = Histogram("edgepick_embedding_seconds",
+                                           "End-to-end /v1/embeddings latency",
+                                           buckets=LATENCY_BUCKETS, registry=r)
+        self.embedding_inputs = Counter("edgepick_embedding_inputs", "Inputs embedded",
+                                        registry=r)
         self.queue_wait = Histogram("edgepick_queue_wait_seconds", "Wait for an engine slot",
                                     buckets=LATENCY_BUCKETS, registry=r)
         self.decode_tps = Histogram("edgepick_decode_tokens_per_second",

@@ -1,0 +1,55 @@
+"""`/v1/embeddings` in OpenAI's shape, answered by the deploy's embedding engine (a second locked
+llama-server started with `--embeddings --pooling P`, serve/edge.py's `EdgePool.embedder`).
+
+The request is checked as OpenAI's (`input`: a string, a list of strings, token ids or lists of
+token ids; `encoding_format` float or base64), `dimensions` is refused unless it is the model's
+own width (llama.cpp cannot shorten a vector), and the answer names the served model and keeps
+llama-server's usage (prompt and total tokens).
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from edgepick.serve.request_checks import ENGINE_ONLY_FIELDS, validate
+from edgepick.serve.router_api import BadRequest
+
+MAX_INPUTS = 2048  # OpenAI's own bound on the inputs of one request
+
+
+def embedding_body(raw: dict) -> dict:
+    """The body to send to the embedding engine; raises BadRequest naming the field."""
+    for name in ENGINE_ONLY_FIELDS:
+        if name in raw:
+            raise BadRequest(f"field '{name}' is not accepted: this server chooses its own "
+                             "slots, files and models", param=name, code="unsupported_parameter")
+    validate("embedding", raw)
+    inputs = raw["input"]
+    if isinstance(inputs, list) and inputs and not isinstance(inputs[0], int) \
+            and len(inputs) > MAX_INPUTS:
+        raise BadRequest(f"'input' holds {len(inputs)} inputs; at most {MAX_INPUTS} per request",
+                         param="input")
+    # the model is the server's; `dimensions` is checked against the answer; `user` is a label
+    return {k: v for k, v in raw.items() if k not in ("model", "dimensions", "user")}
+
+
+def width(item: dict[str, Any]) -> int:
+    vec = item.get("embedding")
+    if isinstance(vec, str):  # base64 of little-endian float32
+        return len(base64.b64decode(vec)) // 4
+    return len(vec or ())
+
+
+def answer(body: dict, model: str, dimensions: int | None) -> dict:
+    """The engine's answer as OpenAI's, for the served model; a `dimensions` other than the
+    model's width is the client's 400."""
+    data = body.get("data") or []
+    if dimensions is not None and data and width(data[0]) != dimensions:
+        raise BadRequest(f"'dimensions' {dimensions}: this model's embeddings have "
+                         f"{width(data[0])} dimensions and cannot be shortened",
+                         param="dimensions", code="unsupported_value")
+    usage = body.get("usage") or {}
+    prompt = int(usage.get("prompt_tokens") or 0)
+    return {"object": "list", "data": data, "model": model,
+            "usage": {"prompt_tokens": prompt, "total_tokens": prompt}}
