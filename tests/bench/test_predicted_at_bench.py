@@ -9,13 +9,13 @@ from edgepick.devices.catalog import catalog
 from edgepick.fit.planner import fit_one
 from edgepick.models.gguf_info import gguf_spec
 from edgepick.records.decision import CandidateSummary
+from decide_payloads import bench
 
 
-def _bench(path: str, threads: int = 2, n_ubatch: int = 512) -> dict:
-    return {"model_path": path, "status": "ok", "sweep": "prompt_length",
-            "settings": {"threads": threads, "n_ubatch": n_ubatch, "prompt_tokens": 128,
-                         "gen_tokens": 128, "concurrency": 1},
-            "metrics": {"decode_tps": {"median": 50.0, "min": 49.0, "max": 51.0, "n": 5}}}
+def _bench(path: str, threads: int = 2, n_ubatch: int = 512):
+    return bench(path, settings={"threads": threads, "n_ubatch": n_ubatch, "prompt_tokens": 128,
+                                 "gen_tokens": 128, "concurrency": 1},
+                 metrics={"decode_tps": dict(median=50.0, min=49.0, max=51.0)})
 
 
 @pytest.fixture(scope="module")

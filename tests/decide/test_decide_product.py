@@ -12,6 +12,8 @@ from edgepick.decide.deploy import build_deploy
 from edgepick.decide.scenarios import Constraints, Scenario
 from edgepick.evaluate.intervals import wilson
 from edgepick.records.decision import CandidateSummary, Figure, TaskQuality
+from edgepick.records.evaluation import SampleOutcome
+from decide_payloads import bench, cand_eval, eval_result, item
 
 SC = Scenario(name="t", constraints=Constraints(peak_memory_max=None, unacceptable_rate_max=0.05,
                                                 decode_tps_min=10))
@@ -105,18 +107,15 @@ def test_deploy_yaml_carries_the_products_constraints():
     assert cfg.sampling.seed == 7
 
 
-def _bench(ptoks: int, ttft: float, p99: float, decode: float, peak: int) -> dict:
-    return {"model": "/m/e.gguf", "model_path": "/m/e.gguf", "status": "ok",
-            "sweep": "prompt_length",
-            "settings": {"prompt_tokens": ptoks, "gen_tokens": 64, "threads": 2},
-            "metrics": {"ttft_ms": {"median": ttft, "min": ttft * 0.9, "max": ttft * 1.1,
-                                    "p99": p99, "n": 5},
-                        "decode_tps": {"median": decode, "min": decode * 0.9,
-                                       "max": decode * 1.1, "n": 5},
-                        "peak_rss_bytes": {"median": peak, "max": peak, "n": 5}}}
+def _bench(ptoks: int, ttft: float, p99: float, decode: float, peak: int):
+    return bench("/m/e.gguf", settings={"prompt_tokens": ptoks, "gen_tokens": 64, "threads": 2},
+                 key=f"e-{ptoks}",
+                 metrics={"ttft_ms": dict(median=ttft, min=ttft * 0.9, max=ttft * 1.1, p99=p99),
+                          "decode_tps": dict(median=decode, min=decode * 0.9, max=decode * 1.1),
+                          "peak_rss_bytes": dict(max=peak)})
 
 
-def _summary_from_bench(*rows: dict) -> CandidateSummary:
+def _summary_from_bench(*rows) -> CandidateSummary:
     s = CandidateSummary(candidate="e", model="/m/e.gguf")
     for r in rows:
         bench_adapter(r, lambda *a, **k: s)
@@ -151,13 +150,10 @@ def test_gates_at_the_products_lengths_name_them_and_unmeasured_lengths_stay_unm
 
 
 def test_output_length_p50_p95_from_stored_tokens_and_its_gate():
-    items = [{"item_id": f"i{i}", "task": "chat", "generated_tokens": n, "format_ok": True,
-              "finish_reason": "stop"} for i, n in enumerate([10, 20, 30, 40, 200])]
-    payload = {"reference": {"name": "ref", "candidate": {"model": "/m/ref.gguf"},
-                             "items": items[:2]},
-               "candidates": [{"name": "e", "candidate": {"model": "/m/e.gguf"},
-                               "per_task": {"chat": {"n": 5, "score": 0.9}}, "items": items,
-                               "overall": {"score": 0.9}}]}
+    items = [item(f"i{i}", "chat", generated_tokens=n) for i, n in enumerate([10, 20, 30, 40, 200])]
+    cand = cand_eval("/m/e.gguf", "e", {"chat": (0.9, 0.9)}, items=items)
+    payload = eval_result([cand], ref_model="/m/ref.gguf")
+    payload.reference.items = items[:2]
     s = CandidateSummary(candidate="e", model="/m/e.gguf")
     eval_adapter(payload, lambda *a, **k: s)
     assert s.figures["output_tokens_p50"].value == 30
@@ -180,13 +176,15 @@ def test_sampled_items_keep_the_evals_per_item_intervals():
     stored = {"count": 3, "n": 30, "value": 0.1, "low": 0.02, "high": 0.31}  # not Wilson(3, 30)
     fig = rate_figure(stored)
     assert (fig.value, fig.low, fig.high, fig.n) == (0.1, 0.02, 0.31, 30)
-    same = [{"item_id": f"i{i}", "task": "chat", "format_ok": i > 0, "generated_tokens": 10,
-             "finish_reason": "stop"} for i in range(10)]
-    sampled = [dict(o, shares={"format_ok": 1.0 if o["format_ok"] else 0.0},
-                    samples=[{"generated_tokens": 10, "finish_reason": "stop"}] * 3) for o in same]
+    same = [item(f"i{i}", "chat", format_ok=i > 0, generated_tokens=10) for i in range(10)]
+    sample = SampleOutcome(seed=0, output="", finish_reason="stop", generated_tokens=10,
+                           score=1.0, correct=True, format_ok=True, badcase=False)
+    sampled = [o.model_copy(update={"shares": {"format_ok": 1.0 if o.format_ok else 0.0},
+                                    "samples": [sample] * 3}) for o in same]
     from edgepick.decide.adapters import _format_figure
 
-    one, three = _format_figure({"items": same}, None), _format_figure({"items": sampled}, None)
+    one, three = (_format_figure(cand_eval("/m/e.gguf", "e", {"chat": (1, 1)}, items=its), None)
+                  for its in (same, sampled))
     assert one.value == three.value == 0.9
     assert three.low == pytest.approx(one.low) and three.high == pytest.approx(one.high)
 

@@ -10,21 +10,21 @@ from edgepick.decide.gates import candidate_gates, gate_text
 from edgepick.decide.scenarios import Constraints, ContextTokens, Scenario
 from edgepick.records.decision import CandidateSummary
 from edgepick.report.tables import predicted_table
+from decide_payloads import bench, fit
 
 MiB = 2**20
 BUDGET = 250 * MiB  # between the need (200 MiB) and VmHWM (300 MiB)
 
 
-def _bench(need: bool) -> dict:
-    metrics = {"decode_tps": {"median": 40.0, "min": 39.0, "max": 41.0, "n": 5},
-               "peak_rss_bytes": {"max": 300.0 * MiB}}
+def _bench(need: bool):
+    metrics = {"decode_tps": dict(median=40.0, min=39.0, max=41.0),
+               "peak_rss_bytes": dict(max=300.0 * MiB)}
     if need:
-        metrics.update({"peak_rss_anon_bytes": {"max": 150.0 * MiB},
-                        "file_read_bytes": {"max": 50.0 * MiB},
-                        "peak_need_bytes": {"max": 200.0 * MiB}})
-    return {"model_path": "/m/q4.gguf", "status": "ok", "sweep": "prompt_length",
-            "settings": {"prompt_tokens": 128, "gen_tokens": 64, "concurrency": 1},
-            "metrics": metrics}
+        metrics.update({"peak_rss_anon_bytes": dict(max=150.0 * MiB),
+                        "file_read_bytes": dict(max=50.0 * MiB),
+                        "peak_need_bytes": dict(max=200.0 * MiB)})
+    return bench("/m/q4.gguf", settings={"prompt_tokens": 128, "gen_tokens": 64,
+                                         "concurrency": 1}, metrics=metrics)
 
 
 def _summary(need: bool) -> CandidateSummary:
@@ -69,8 +69,7 @@ def test_unmeasured_memory_has_no_basis():
 @pytest.mark.parametrize("need", [True, False])
 def test_predicted_vs_measured_compares_fit_need_with_measured_need(need):
     s = _summary(need)
-    fit_adapter({"model": "/m/q4.gguf", "total_bytes": 190 * MiB, "verdict": "yes"},
-                lambda *a, **k: s)
+    fit_adapter(fit("/m/q4.gguf", 190 * MiB), lambda *a, **k: s)
     header, rows = predicted_table([s], "en")
     row = dict(zip(header, rows[0]))
     assert row["Memory need (predicted)"] == "190 MiB"

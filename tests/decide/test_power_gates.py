@@ -9,6 +9,7 @@ from edgepick.decide.power_figures import sustained_power_limit
 from edgepick.decide.scenarios import validate_scenario
 from edgepick.decide.scoring import score
 from edgepick.records.decision import CandidateSummary
+from decide_payloads import bench
 
 
 def _scenario(**constraints):
@@ -17,9 +18,8 @@ def _scenario(**constraints):
 
 
 def _payload(sweep="prompt_length", energy=None, sustain=None, **kw):
-    return {"model": "m.gguf", "model_path": "m.gguf", "backend": "llama_cpp", "sweep": sweep,
-            "status": "ok", "metrics": {}, "settings": {"prompt_tokens": 128, "gen_tokens": 64},
-            "energy": energy, "sustain": sustain, **kw}
+    return bench("m.gguf", sweep=sweep, settings={"prompt_tokens": 128, "gen_tokens": 64},
+                 energy=energy, sustain=sustain, **kw)
 
 
 def _summary(*payloads) -> CandidateSummary:

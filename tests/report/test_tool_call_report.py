@@ -8,15 +8,16 @@ from edgepick.decide.gates import candidate_gates
 from edgepick.decide.scenarios import load_scenario
 from edgepick.records.decision import CandidateSummary
 from edgepick.report.tool_section import tool_table
+from decide_payloads import cand_eval, eval_result
 
 
 def summary(name: str, quant: str, choice: float, valid: float, n: int = 71) -> CandidateSummary:
     s = CandidateSummary(candidate=name, model=f"/m/{name}.gguf", quant=quant)
-    payload = {"candidates": [{"name": name, "candidate": {"model": s.model, "label": name},
-                               "per_task": {"tool_call": {"n": n, "score": choice, "metrics": {
-                                   "tool_choice_accuracy": choice, "tool_choice_accuracy_n": n,
-                                   "schema_valid_rate": valid, "schema_valid_rate_n": 50,
-                                   "guard_refused_rate": 0.1, "guard_refused_rate_n": 50}}}}]}
+    metrics = {"tool_choice_accuracy": choice, "tool_choice_accuracy_n": n,
+               "schema_valid_rate": valid, "schema_valid_rate_n": 50,
+               "guard_refused_rate": 0.1, "guard_refused_rate_n": 50}
+    payload = eval_result([cand_eval(s.model, name, {"tool_call": (choice, choice)},
+                                     task_fields={"n": n, "metrics": metrics})])
     eval_adapter(payload, lambda model, nm=None, backend=None: s if model == s.model else None)
     return s
 

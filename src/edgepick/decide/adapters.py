@@ -1,130 +1,122 @@
 """Readers of the other stages' stored payloads, one per store kind, kept deliberately thin.
 
-Each adapter takes one stored payload and `get(model, name, backend)` which returns the summary row
-to fill (or None when the candidate is not wanted). Missing fields stay None.
+A stored payload is validated into its stage's own record at this boundary (`read_row`:
+records/bench.py, records/evaluation.py, records/fidelity.py, records/fit.py,
+records/quantize.py) and the adapters read typed fields. Every shape those records were ever
+stored in still validates (tests/decide/test_adapters_typed.py loads the first release's); a row
+that does not read as its record holds figures for no candidate and is left out.
+
+Each adapter takes one record (or a payload, validated first) and `get(model, name, backend)`
+which returns the summary row to fill (or None when the candidate is not wanted). Missing
+figures stay None.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable, TypeVar
 
+from pydantic import BaseModel, ValidationError
+
+from edgepick.records.bench import BenchResult, MetricStats
 from edgepick.records.decision import (CandidateSummary, CurvePoint, Figure, LengthPoint,
                                        TaskQuality)
+from edgepick.records.evaluation import CandidateEval, EvalResult, GroupGap, Rate
+from edgepick.records.fidelity import StoredFidelity
+from edgepick.records.fit import StoredFit
+from edgepick.records.quantize import QuantizedFile
 
 Get = Callable[..., CandidateSummary | None]
 MAX_BADCASES = 50
+R = TypeVar("R", bound=BaseModel)
 
 
-def _num(v: Any) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+def typed(cls: type[R], payload: R | dict) -> R:
+    """`payload` as `cls` (validated when it is still a dict)."""
+    return payload if isinstance(payload, cls) else cls.model_validate(payload)
 
 
-def _stat(metrics: dict, name: str, stat: str = "median") -> float | None:
-    m = metrics.get(name)
-    if isinstance(m, dict):
-        return _num(m.get(stat))
-    return _num(m)
+def read_row(kind: str, payload: dict) -> BaseModel | None:
+    """A stored row as its stage's record; None for one that does not read as it."""
+    try:
+        return RECORDS[kind].model_validate(payload)
+    except ValidationError:
+        return None
 
 
-def _cand(payload: dict) -> tuple[str | None, str | None, str | None]:
-    c = payload.get("candidate") if isinstance(payload.get("candidate"), dict) else {}
-    model = c.get("model") or payload.get("model")
-    name = c.get("label") or payload.get("name") or payload.get("label")
-    return model, name, c.get("backend") or payload.get("backend")
-
-
-def rate_figure(r: Any, value: Any = None, n: Any = None) -> Figure | None:
-    """A stored Rate (records/evaluation.py) as a Figure; payloads stored before rates carried
-    their counts give the plain rate and n, and the Wilson interval is recomputed from them."""
-    if isinstance(r, dict) and r.get("n") and _num(r.get("low")) is not None \
-            and _num(r.get("high")) is not None:
+def rate_figure(r: Rate | dict | None, value: float | None = None,
+                n: int | None = None) -> Figure | None:
+    """A stored Rate as a Figure; payloads stored before rates existed give the plain rate and
+    n, and the Wilson interval is recomputed from them."""
+    if r is not None:
+        r = typed(Rate, r)
+    if r is not None and r.n:
         # the eval's own interval: with k samples per item it is the per-item one (the item the
         # unit, evaluate/intervals.per_item_rate), which a Wilson over count/n would not be
-        return Figure(value=float(r["value"]), low=float(r["low"]), high=float(r["high"]),
-                      n=r["n"], count=r.get("count"), method="wilson")
-    if isinstance(r, dict) and r.get("n"):
-        count, n, value = r.get("count"), r["n"], r["value"]
-    elif _num(value) is not None and isinstance(n, int) and n > 0:
-        count = round(float(value) * n)
-    else:
+        return Figure(value=r.value, low=r.low, high=r.high, n=r.n, count=r.count,
+                      method="wilson")
+    if value is None or not n:
         return None
     from edgepick.evaluate.intervals import wilson
 
-    lo, hi = wilson(count, n) if count is not None else (None, None)
+    count = round(float(value) * n)
+    lo, hi = wilson(count, n)
     return Figure(value=float(value), low=lo, high=hi, n=n, count=count, method="wilson")
 
 
-def _score_figure(g: dict, ref: bool = False) -> Figure | None:
-    pre = "ref_" if ref else ""
-    v, ci = _num(g.get(f"{pre}score")), g.get(f"{pre}score_ci95")
-    if v is None:
-        return None
-    return Figure(value=v, low=ci[0] if ci else None, high=ci[1] if ci else None, n=g.get("n"),
+def _score_figure(g: GroupGap) -> Figure:
+    ci = g.score_ci95
+    return Figure(value=g.score, low=ci[0] if ci else None, high=ci[1] if ci else None, n=g.n,
                   method="bootstrap" if ci else "point")
 
 
-def eval_adapter(payload: dict, get: Get) -> None:
+def _task(ce: CandidateEval, ref: CandidateEval, task: str, g: GroupGap) -> TaskQuality:
+    return TaskQuality(
+        n=g.n, score=g.score, ref_score=g.ref_score, score_ci95=g.score_ci95,
+        gap_abs=g.gap_abs, gap_rel=g.gap_rel, ci95=g.ci95,
+        badcases_per_1000=g.badcases_per_1000, badcases_per_1000_ci95=g.badcases_per_1000_ci95,
+        badcases=rate_figure(g.badcases, g.badcase_rate, g.n),
+        ref_badcases=rate_figure(g.ref_badcases, g.ref_badcase_rate, g.n),
+        format_ok_rate=g.format_ok_rate, unacceptable_rate=g.unacceptable_rate,
+        unacceptable=rate_figure(g.unacceptable, g.unacceptable_rate, g.n),
+        format_ok=_format_figure(ce, task), strict_format=rate_figure(g.strict_format),
+        metrics=dict(g.metrics) | output_lengths(ce, task), ref_score_ci95=g.ref_score_ci95,
+        ref_unacceptable=rate_figure(g.ref_unacceptable, g.ref_unacceptable_rate, g.n),
+        ref_format_ok=_format_figure(ref, task), ref_strict_format=rate_figure(g.ref_strict_format),
+        ref_metrics=dict(g.ref_metrics) | output_lengths(ref, task))
+
+
+def eval_adapter(payload: EvalResult | dict, get: Get) -> None:
     """EvalResult (records/evaluation.py): per-task gaps and badcases, format, unacceptable
     rate, each with the interval the eval stage computed from its per-item outcomes."""
-    ref = payload.get("reference") or {}
-    ref_model, ref_name, _ = _cand(ref)
-    for ce in payload.get("candidates", []):
-        model, name, backend = _cand(ce)
-        s = get(model, ce.get("name") or name, backend) if model else None
+    r = typed(EvalResult, payload)
+    ref = r.reference
+    for ce in r.candidates:
+        s = get(ce.candidate.model, ce.name or ce.candidate.label, ce.candidate.backend)
         if s is None:
             continue
-        for task, g in (ce.get("per_task") or {}).items():
-            s.tasks[task] = TaskQuality(
-                n=g.get("n"), score=_num(g.get("score")), ref_score=_num(g.get("ref_score")),
-                score_ci95=g.get("score_ci95"),
-                gap_abs=_num(g.get("gap_abs")), gap_rel=_num(g.get("gap_rel")), ci95=g.get("ci95"),
-                badcases_per_1000=_num(g.get("badcases_per_1000")),
-                badcases_per_1000_ci95=g.get("badcases_per_1000_ci95"),
-                badcases=rate_figure(g.get("badcases"), g.get("badcase_rate"), g.get("n")),
-                ref_badcases=rate_figure(g.get("ref_badcases"), g.get("ref_badcase_rate"), g.get("n")),
-                format_ok_rate=_num(g.get("format_ok_rate")),
-                unacceptable_rate=_num(g.get("unacceptable_rate")),
-                unacceptable=rate_figure(g.get("unacceptable"), g.get("unacceptable_rate"), g.get("n")),
-                format_ok=_format_figure(ce, task), strict_format=rate_figure(g.get("strict_format")),
-                metrics=_numbers(g.get("metrics")) | output_lengths(ce, task),
-                ref_score_ci95=g.get("ref_score_ci95"),
-                ref_unacceptable=rate_figure(g.get("ref_unacceptable"),
-                                             g.get("ref_unacceptable_rate"), g.get("n")),
-                ref_format_ok=_format_figure(ref, task),
-                ref_strict_format=rate_figure(g.get("ref_strict_format")),
-                ref_metrics=_numbers(g.get("ref_metrics")) | output_lengths(ref, task))
-        overall = ce.get("overall") or {}
-        s.badcases = list(ce.get("badcases") or [])[:MAX_BADCASES]
-        un = ce.get("unacceptable") or {}
+        for task, g in ce.per_task.items():
+            s.tasks[task] = _task(ce, ref, task, g)
+        overall, un = ce.overall, ce.unacceptable
+        s.badcases = [b.model_dump(mode="json") for b in ce.badcases[:MAX_BADCASES]]
         # without the counts (or the per-item outcomes) behind it, the stored rate as a point
-        unacc = rate_figure(overall.get("unacceptable"), un.get("rate"), un.get("n"))
-        figs = {"unacceptable_rate": unacc or _point(ce.get("unacceptable_rate")),
+        unacc = rate_figure(overall.unacceptable, un.rate, un.n)
+        figs = {"unacceptable_rate": unacc or Figure(value=ce.unacceptable_rate),
                 "format_compliance": _format_figure(ce, None)
-                or _point(overall.get("format_ok_rate")),
-                "strict_format": rate_figure(overall.get("strict_format")),
+                or Figure(value=overall.format_ok_rate),
+                "strict_format": rate_figure(overall.strict_format),
                 "quality": _score_figure(overall)}
         figs |= {k: Figure(value=v) for k, v in output_lengths(ce, None).items()}
         s.figures.update({k: v for k, v in figs.items() if v is not None})
-        cand = ce.get("candidate") if isinstance(ce.get("candidate"), dict) else {}
-        s.settings = cand.get("settings") or s.settings
-        s.reference, s.reference_name = ref_model, ref.get("name") or ref_name
+        s.settings = ce.candidate.settings.model_dump(mode="json")
+        s.reference, s.reference_name = ref.candidate.model, ref.name or ref.candidate.label
 
 
-def _point(v: Any) -> Figure | None:
-    return None if _num(v) is None else Figure(value=float(v))
-
-
-def _numbers(d: Any) -> dict[str, float]:
-    return {k: float(v) for k, v in (d or {}).items() if _num(v) is not None}
-
-
-def output_lengths(ce: dict, task: str | None) -> dict[str, float]:
+def output_lengths(ce: CandidateEval | dict, task: str | None) -> dict[str, float]:
     """P50 and P95 of the tokens each output ran to (stored per item as `generated_tokens`;
     seed 003 §6.3), over every sample of every item of the task; {} when none was stored."""
-    outs = [x for o in ce.get("items") or [] if task is None or o.get("task") == task
-            for x in (o.get("samples") or [o])]
-    toks = sorted(int(o["generated_tokens"]) for o in outs
-                  if isinstance(o.get("generated_tokens"), int) and o.get("finish_reason") != "error")
+    ce = typed(CandidateEval, ce)
+    outs = [x for o in ce.items if task is None or o.task == task for x in (o.samples or [o])]
+    toks = sorted(o.generated_tokens for o in outs if o.finish_reason != "error")
     if not toks:
         return {}
     import numpy as np
@@ -133,20 +125,19 @@ def output_lengths(ce: dict, task: str | None) -> dict[str, float]:
             "output_tokens_p95": float(np.percentile(toks, 95))}
 
 
-def _format_figure(ce: dict, task: str | None) -> Figure | None:
+def _format_figure(ce: CandidateEval | dict, task: str | None) -> Figure | None:
     """Format compliance counted from the stored per-item outcomes (Wilson); with k samples per
     item, each item's share of well-formed samples, the item the unit (per-item interval)."""
-    items = [o for o in ce.get("items") or [] if task is None or o.get("task") == task]
-    k = max((len(o.get("samples") or []) for o in items), default=0)
+    items = [o for o in typed(CandidateEval, ce).items if task is None or o.task == task]
+    k = max((len(o.samples) for o in items), default=0)
     if k > 1:
         from edgepick.evaluate.intervals import per_item_rate
 
-        shares = [float((o.get("shares") or {}).get("format_ok", bool(o.get("format_ok"))))
-                  for o in items]
+        shares = [float(o.shares.get("format_ok", o.format_ok)) for o in items]
         p, lo, hi = per_item_rate(shares, k)
         return Figure(value=p, low=lo, high=hi, n=len(items), count=round(p * len(items)),
                       method="wilson")
-    flags = [bool(o.get("format_ok")) for o in items]
+    flags = [o.format_ok for o in items]
     if not flags:
         return None
     from edgepick.evaluate.intervals import wilson
@@ -156,54 +147,52 @@ def _format_figure(ce: dict, task: str | None) -> Figure | None:
                   count=sum(flags), method="wilson")
 
 
-def _setting(payload: dict, name: str):
-    st = payload.get("settings") or {}
-    for where in (st, st.get("workload") or {}, payload.get("workload") or {}, payload):
+def _setting(r: BenchResult, name: str):
+    """A workload or runtime setting as run: the settings, or their `workload` section."""
+    for where in (r.settings, r.settings.get("workload") or {}):
         if isinstance(where, dict) and where.get(name) is not None:
             return where[name]
     return None
 
 
-def bench_adapter(payload: dict, get: Get) -> None:
+def bench_adapter(payload: BenchResult | dict, get: Get) -> None:
     """BenchResult (records/bench.py): one configuration of a sweep. Failed runs keep their error."""
-    model = payload.get("model_path") or payload.get("model")
-    s = get(model, payload.get("label"), payload.get("backend")) if model else None
+    r = typed(BenchResult, payload)
+    s = get(r.model_path or r.model, None, r.backend)
     if s is None:
         return
-    if payload.get("status") not in (None, "ok"):
-        s.bench_error = str(payload.get("error") or payload.get("status"))
+    if r.status != "ok":
+        s.bench_error = str(r.error or r.status)
         return
     from edgepick.decide.power_figures import read_bench_energy
 
-    read_bench_energy(payload, s)  # energy, throttling, memory growth, contention (issue 28)
-    m = payload.get("metrics") or {}
-    peak = _stat(m, "peak_rss_bytes", "max") or _stat(m, "peak_rss_bytes")
+    read_bench_energy(r, s)  # energy, throttling, memory growth, contention (issue 28)
+    m = r.metrics
+    peak = r.metric("peak_rss_bytes", "max")
     if peak is not None:
         s.peak_rss_bytes = int(max(peak, s.peak_rss_bytes or 0))
-    need = _stat(m, "peak_need_bytes", "max") or _stat(m, "peak_need_bytes")
+    need = r.metric("peak_need_bytes", "max")
     if need is not None:
         s.peak_need_bytes = int(max(need, s.peak_need_bytes or 0))
-    sweep = payload.get("sweep")
-    sustain = payload.get("sustain")
-    if sweep == "sustain" or isinstance(sustain, dict):
-        sustain = sustain or {}
-        win = float(sustain.get("window_s") or 1.0)
+    if r.sweep == "sustain" or r.sustain is not None:
+        sus = r.sustain
+        win = (sus.window_s if sus else None) or 1.0
         s.sustained_curve = [CurvePoint(x=win * (i + 1), y=float(v))
-                             for i, v in enumerate(sustain.get("window_tps") or [])]
-        d = _num(sustain.get("decay_pct"))
+                             for i, v in enumerate(sus.window_tps if sus else [])]
+        d = sus.decay_pct if sus else None
         s.decay = None if d is None else max(0.0, d / 100.0)
         return
-    conc = _setting(payload, "concurrency") or 1
-    if sweep == "concurrency" and conc != 1:
+    conc = _setting(r, "concurrency") or 1
+    if r.sweep == "concurrency" and conc != 1:
         return
-    ptoks = _setting(payload, "prompt_tokens")
-    ttft = _stat(m, "ttft_ms")
+    ptoks = _setting(r, "prompt_tokens")
+    ttft = r.metric("ttft_ms")
+    ttft_p99 = r.metric("ttft_ms", "p99") or r.metric("ttft_ms", "max")
     if ptoks:
-        gen = _setting(payload, "gen_tokens")
+        gen = _setting(r, "gen_tokens")
         s.by_length[int(ptoks)] = LengthPoint(
             prompt_tokens=int(ptoks), gen_tokens=None if gen is None else int(gen),
-            ttft_ms=_median_figure(m.get("ttft_ms")),
-            ttft_p99_ms=_stat(m, "ttft_ms", "p99") or _stat(m, "ttft_ms", "max"),
+            ttft_ms=_median_figure(m.get("ttft_ms")), ttft_p99_ms=ttft_p99,
             decode_tps=_median_figure(m.get("decode_tps")),
             peak_rss_bytes=None if peak is None else int(peak),
             peak_need_bytes=None if need is None else int(need))
@@ -215,67 +204,57 @@ def bench_adapter(payload: dict, get: Get) -> None:
     shortest = min((p.x for p in s.ttft_curve), default=None)
     if ptoks is None or shortest is None or float(ptoks) <= shortest:
         if ttft is not None:
-            s.figures["ttft_p50_ms"] = _median_figure(m.get("ttft_ms")) or Figure(value=ttft)
-        s.ttft_p99_ms = _stat(m, "ttft_ms", "p99") or _stat(m, "ttft_ms", "max") or s.ttft_p99_ms
-        if "decode_tps" in m:  # a later configuration's headline replaces it, even unmeasured
-            f = _median_figure(m["decode_tps"]) or _point(_stat(m, "decode_tps"))
-            if f is None:
-                s.figures.pop("decode_tps", None)
-            else:
-                s.figures["decode_tps"] = f
+            s.figures["ttft_p50_ms"] = _median_figure(m["ttft_ms"])
+        s.ttft_p99_ms = ttft_p99 or s.ttft_p99_ms
+        if "decode_tps" in m:  # a later configuration's headline replaces it
+            s.figures["decode_tps"] = _median_figure(m["decode_tps"])
         for field, metric, stat in (("prefill_tps", "prefill_tps", "median"),
                                     ("itl_p99_ms", "itl_ms", "p99"), ("load_ms", "load_ms", "median")):
             if metric in m:
-                setattr(s, field, _stat(m, metric, stat))
-        gen = _setting(payload, "gen_tokens")
+                setattr(s, field, r.metric(metric, stat))
+        gen = _setting(r, "gen_tokens")
         if ptoks is not None and gen is not None:
             s.bench_decode_conditions = {"fill": float(ptoks) + float(gen) / 2,
-                                         "threads": _setting(payload, "threads"),
-                                         "n_ubatch": _setting(payload, "n_ubatch")}
+                                         "threads": _setting(r, "threads"),
+                                         "n_ubatch": _setting(r, "n_ubatch")}
             align_prediction(s)
 
 
-def _median_figure(stats: Any) -> Figure | None:
+def _median_figure(stats: MetricStats | None) -> Figure | None:
     """A median with min and max of its repeats: with n ≥ 5 repeats [min, max] covers the true
     median with probability 1 − 2·0.5ⁿ (≥ 94%), a distribution-free interval."""
-    if not isinstance(stats, dict) or _num(stats.get("median")) is None:
+    if stats is None:
         return None
-    n = stats.get("n")
-    wide = isinstance(n, int) and n >= 5
-    return Figure(value=float(stats["median"]), low=_num(stats.get("min")) if wide else None,
-                  high=_num(stats.get("max")) if wide else None, n=n,
+    wide = stats.n >= 5
+    return Figure(value=stats.median, low=stats.min if wide else None,
+                  high=stats.max if wide else None, n=stats.n,
                   method="order" if wide else "point")
 
 
-def fidelity_adapter(payload: dict, get: Get) -> None:
-    model = payload.get("candidate") if isinstance(payload.get("candidate"), str) else None
-    if model is None:
-        model, _, _ = _cand(payload)
-    s = get(model, payload.get("name")) if model else None
+def fidelity_adapter(payload: StoredFidelity | dict, get: Get) -> None:
+    """FidelityResult (records/fidelity.py) with the name the fidelity stage stored it under."""
+    r = typed(StoredFidelity, payload)
+    s = get(r.candidate, r.name)
     if s is None:
         return
-    s.kld_mean = _num(payload.get("kld_mean"))
-    s.kld_p99 = _num(payload.get("kld_p99"))
-    s.same_top1 = _num(payload.get("same_top1"))
-    ppl_c, ppl_r = _num(payload.get("ppl_cand")), _num(payload.get("ppl_ref"))
-    s.ppl_ratio = _num(payload.get("ppl_ratio")) or (ppl_c / ppl_r if ppl_c and ppl_r else None)
+    s.kld_mean, s.kld_p99, s.same_top1 = r.kld_mean, r.kld_p99, r.same_top1
+    s.ppl_ratio = r.ppl_ratio or (r.ppl_cand / r.ppl_ref if r.ppl_cand and r.ppl_ref else None)
 
 
-def fit_adapter(payload: dict, get: Get) -> None:
+def fit_adapter(payload: StoredFit | dict, get: Get) -> None:
     """FitEstimate (records/fit.py) stored by the run pipeline for this candidate's settings."""
-    s = get(payload["model"], None) if payload.get("model") else None
+    r = typed(StoredFit, payload)
+    s = get(r.model, None) if r.model else None
     if s is None:
         return
-    s.predicted_peak_bytes = payload.get("total_bytes")
-    s.predicted_decode_tps = _num(payload.get("decode_tps_estimate"))
-    s.predicted_decode_curve = {int(k): float(v) for k, v in
-                                (payload.get("decode_curve") or {}).items()}
-    s.predicted_decode_conditions = {"threads": payload.get("decode_threads"),
-                                     "n_ubatch": payload.get("n_ubatch")}
-    band, est = payload.get("decode_tps_band"), _num(payload.get("decode_tps_estimate"))
+    s.predicted_peak_bytes = r.total_bytes
+    s.predicted_decode_tps = r.decode_tps_estimate
+    s.predicted_decode_curve = dict(r.decode_curve)
+    s.predicted_decode_conditions = {"threads": r.decode_threads, "n_ubatch": r.n_ubatch}
+    band, est = r.decode_tps_band, r.decode_tps_estimate
     s.predicted_decode_band = (band[0] / est, band[1] / est) if band and est else None
-    s.fit_verdict = payload.get("verdict")
-    s.fallbacks = sorted(set(s.fallbacks) | set(payload.get("fallbacks") or []))
+    s.fit_verdict = r.verdict
+    s.fallbacks = sorted(set(s.fallbacks) | set(r.fallbacks))
     align_prediction(s)
 
 
@@ -293,21 +272,24 @@ def align_prediction(s: CandidateSummary) -> None:
                               if same else None)
 
 
-def quantize_adapter(payload: dict, get: Get) -> None:
+def quantize_adapter(payload: QuantizedFile | dict, get: Get) -> None:
     """A file the quantization lab built: its fallbacks and whether the source was quantized."""
-    path = payload.get("path")
-    s = get(path, None) if path else None
+    r = typed(QuantizedFile, payload)
+    s = get(r.path, None)
     if s is None:
         return
-    s.quant = payload.get("type") or s.quant
-    s.fallbacks = sorted(set(s.fallbacks) | {
-        f"{f.get('tensor')}: {f.get('wanted')} -> {f.get('got')}" if isinstance(f, dict) else str(f)
-        for f in payload.get("fallbacks") or []})
-    if "requantized" in payload:
-        s.requantized = bool(payload["requantized"])
+    s.quant = r.type or s.quant
+    s.fallbacks = sorted(set(s.fallbacks) | {f"{f.tensor}: {f.wanted} -> {f.got}"
+                                             for f in r.fallbacks})
+    if "requantized" in r.model_fields_set:  # a file stored before it was recorded says nothing
+        s.requantized = r.requantized
 
 
-ADAPTERS: dict[str, Callable[[dict, Get], None]] = {
+ADAPTERS: dict[str, Callable[[BaseModel | dict, Get], None]] = {
     "fit": fit_adapter, "quantize": quantize_adapter, "bench": bench_adapter,
     "eval": eval_adapter, "fidelity": fidelity_adapter,
+}
+RECORDS: dict[str, type[BaseModel]] = {  # the record each kind is stored as, by its stage
+    "fit": StoredFit, "quantize": QuantizedFile, "bench": BenchResult, "eval": EvalResult,
+    "fidelity": StoredFidelity,
 }

@@ -12,46 +12,39 @@ A figure nobody measured stays None (unmeasured), never 0.
 
 from __future__ import annotations
 
+from edgepick.records.bench import BenchResult
 from edgepick.records.decision import CandidateSummary, Figure
 from edgepick.records.deploy import Gate
 
 POWER_BUDGET_SHARE = 0.6  # seed 003 §2.3: keep sustained power within 60% of what it dissipates
 
 
-def _num(v) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
-def read_bench_energy(payload: dict, s: CandidateSummary) -> None:
+def read_bench_energy(r: BenchResult, s: CandidateSummary) -> None:
     """Energy, throttling, memory growth and contention of one stored BenchResult."""
-    energy = payload.get("energy") or {}
-    sustain = payload.get("sustain") if isinstance(payload.get("sustain"), dict) else None
-    if energy.get("source") or energy.get("note"):
-        s.power_source = energy.get("source") or energy.get("note")
-    power = _num(energy.get("power_w"))
+    energy, sustain = r.energy, r.sustain
+    if energy is not None and (energy.source or energy.note):
+        s.power_source = energy.source or energy.note
+    power = energy.power_w if energy is not None else None
     if sustain is not None:
-        timeline = sustain.get("timeline") or []
-        s.sustained_timeline = [p for p in timeline if isinstance(p, dict)]
-        s.throttled_after_s = _num(sustain.get("throttled_after_s"))
-        s.throttle_reason = sustain.get("throttle_reason")
-        growth = _num(sustain.get("memory_growth_mib_per_1k"))
-        if growth is not None:
-            s.figures["memory_growth"] = Figure(value=growth)
+        s.sustained_timeline = [p.model_dump(mode="json") for p in sustain.timeline]
+        s.throttled_after_s = sustain.throttled_after_s
+        s.throttle_reason = sustain.throttle_reason
+        if sustain.memory_growth_mib_per_1k is not None:
+            s.figures["memory_growth"] = Figure(value=sustain.memory_growth_mib_per_1k)
         if power is not None:
             s.sustained_power_w = power
-    else:
+    elif energy is not None:
         for field in ("power_w", "idle_power_w", "prefill_energy_per_token_j"):
-            v = _num(energy.get(field))
+            v = getattr(energy, field)
             if v is not None and getattr(s, field) is None:
                 setattr(s, field, v)
-        per_token = _num(energy.get("energy_per_token_j"))
-        if per_token is not None and "energy_per_token_j" not in s.figures:
-            s.figures["energy_per_token_j"] = Figure(value=per_token)
+        if energy.energy_per_token_j is not None and "energy_per_token_j" not in s.figures:
+            s.figures["energy_per_token_j"] = Figure(value=energy.energy_per_token_j)
     # a sustained run on a busy host is contended as much as a timed one: its decay is speed
-    if payload.get("contended") and s.contended_share is None:
-        load = payload.get("host_load") or {}
-        s.contended_share = (_num(load.get("other_cpu_share")) or 0.0) + \
-            (_num(load.get("steal_share")) or 0.0)
+    if r.contended and s.contended_share is None:
+        load = r.host_load
+        s.contended_share = ((load.other_cpu_share or 0.0) + (load.steal_share or 0.0)
+                             if load is not None else 0.0)
     sustained = s.sustained_power_w if s.sustained_power_w is not None else s.power_w
     if sustained is not None:
         s.figures["sustained_power_w"] = Figure(value=sustained)

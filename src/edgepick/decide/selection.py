@@ -14,6 +14,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel
+
 from edgepick.decide import adapters
 from edgepick.errors import EdgepickError
 from edgepick.records.decision import CandidateSummary
@@ -30,6 +32,7 @@ class Row:
     payload: dict[str, Any]
     runs: list[int]
     models: dict[str, str] = field(default_factory=dict)  # model key -> the name it was given
+    record: BaseModel | None = None  # the payload as its stage's record (adapters.read_row)
 
 
 @dataclass
@@ -43,7 +46,7 @@ class Selection:
         return model_key(model) in self.allowed.get((row.kind, row.key), set())
 
 
-def _models_of(kind: str, payload: dict) -> dict[str, str]:
+def _models_of(kind: str, record: BaseModel) -> dict[str, str]:
     """The candidates a payload holds figures for, found by the kind's own adapter."""
     seen: dict[str, str] = {}
 
@@ -51,7 +54,7 @@ def _models_of(kind: str, payload: dict) -> dict[str, str]:
         seen.setdefault(model_key(model), name or "")
         return CandidateSummary(candidate=name or model, model=model)
 
-    adapters.ADAPTERS[kind](payload, get)
+    adapters.ADAPTERS[kind](record, get)
     return seen
 
 
@@ -132,7 +135,9 @@ def select(store, runs: list[int] | None = None) -> Selection:
     rows: list[Row] = []
     for kind in adapters.ADAPTERS:
         for key, payload, owners in store.rows_with_runs(kind):
-            rows.append(Row(kind, key, payload, owners, _models_of(kind, payload)))
+            record = adapters.read_row(kind, payload)
+            if record is not None:  # a row that is not its stage's record holds no figures
+                rows.append(Row(kind, key, payload, owners, _models_of(kind, record), record))
     allowed: dict[tuple[str, str], set[str]] = {}
     used: dict[str, set[int]] = {}
     if runs:

@@ -72,7 +72,7 @@ def build_summaries(store: ResultStore, models: Iterable[str] | None = None,
         def row_get(model: str, *args, _row=row, **kw) -> CandidateSummary | None:
             return get(model, *args, **kw) if selection.permits(_row, model) else None
 
-        adapters.ADAPTERS[row.kind](row.payload, row_get)
+        adapters.ADAPTERS[row.kind](row.record, row_get)
     out = list(rows.values())
     for k, s in rows.items():
         s.notes.extend(selection.notes.get(k, []))

@@ -44,6 +44,13 @@ class FidelityResult(BaseModel):
     reference_cached: bool = False  # the reference's log-probabilities came from the cache
 
 
+class StoredFidelity(FidelityResult):
+    """A fidelity row as the fidelity stage stores it (evaluate/fidelity_stage.py): the result
+    and the candidate's display name."""
+
+    name: str | None = None
+
+
 class ConsistencyItem(BaseModel):
     id: str
     identical: bool

@@ -68,3 +68,13 @@ def decode_tps_at(curve: dict, fill: float) -> float | None:
             lam = (fill - f0) / (f1 - f0)
             return 1.0 / ((1 - lam) / v0 + lam / v1)
     return points[-1][1]
+
+
+class StoredFit(FitEstimate):
+    """A fit row as the fit stage stores it (fit/stage.py): the estimate, the file it is for
+    (None: an estimate with no candidate file, such as a quant not built yet), its source and
+    the label the plan gave it."""
+
+    model: str | None = None
+    source: str | None = None
+    label: str | None = None
