@@ -24,7 +24,7 @@ class FakeSpec:
     version: str = "1"
     runtime: RuntimeSettings = field(default_factory=lambda: RuntimeSettings(n_ctx=512))
     slots: int = 2
-    embeddings: bool = False
+    embeddings: bool = False  # the pool has an embedding engine (serve's EdgePool.embedder)
 
 
 def chat_body(text: str = "Hi there.") -> dict:
@@ -64,6 +64,7 @@ class FakePool:
         self.ready = True
         self.fail_with: Exception | None = None
         self.seen: list[dict] = []
+        self.embedder = self if self.spec.embeddings else None  # its own embedding engine
 
     async def start(self) -> None:
         self.ready = True

@@ -31,6 +31,8 @@ def test_frozen_engine_reads_not_ready_within_the_bound(tiny_model, tmp_path):
             assert time.monotonic() - stopped < 2 * PROBE_S + 11
             h = httpx.get(s.url + "/health/ready", timeout=5)
             assert h.status_code == 503 and h.json()["status"] == "unresponsive"
+            h = httpx.get(s.url + "/health", timeout=5)  # the plain probe tells the same truth
+            assert h.status_code == 503 and h.json() == {"status": "unresponsive"}
             assert httpx.get(s.url + "/health/live", timeout=5).status_code == 200
         finally:
             os.kill(pid, signal.SIGCONT)

@@ -21,6 +21,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.cors import CORSMiddleware
 
+from edgepick.errors import first_problem
 from edgepick.serve.embeddings import answer as embedding_answer, embedding_body
 from edgepick.serve.engine_api import engine_router
 from edgepick.serve.feedback import loop_router
@@ -30,6 +31,7 @@ from edgepick.serve.errors import (BadRequest, ClientGone, EdgeOnlyUnavailable, 
 from edgepick.serve.middleware import REQUEST_ID, RequestGuard
 from edgepick.serve.openapi_doc import describe, install
 from edgepick.serve.relay import Outcome, measure_body, relay_stream
+from edgepick.serve.request_models import NOT_READY
 from edgepick.serve.request_checks import (apply_sampling, check_body, check_key, parse_json,
                                            read_body)
 from edgepick.serve.router_api import (Edge, EdgeOnlyRouter, Kind, RouteRequest, Router)
@@ -185,9 +187,9 @@ def create_app(state: ServeState) -> FastAPI:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, exc: RequestValidationError) -> Response:
-        first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
-        param = ".".join(str(p) for p in first["loc"] if p not in ("body", "path", "query"))
-        return error_response(BadRequest(f"'{param}': {first['msg']}", param=param or None))
+        field, problem = first_problem(exc)
+        param = ".".join(p for p in (field or "").split(".") if p not in ("body", "path", "query"))
+        return error_response(BadRequest(f"'{param}': {problem}", param=param or None))
 
     @app.exception_handler(Exception)
     async def _bug(_request: Request, exc: Exception) -> Response:
@@ -361,12 +363,16 @@ def create_app(state: ServeState) -> FastAPI:
 
     @app.get("/health", **describe("health"))
     async def health() -> Response:
+        # the pool's own word for why it is not ready: loading, unresponsive, restarting, failed
         pool = state.pool
         if not pool.ready:
-            return JSONResponse({"status": "loading"}, status_code=503,
-                                headers={"Retry-After": "2"})
-        return JSONResponse({"status": "ok", "model": pool.spec.name,
-                             "version": pool.spec.version})
+            status = getattr(pool, "status", "loading")
+            return JSONResponse({"status": status if status in NOT_READY else "loading"},
+                                status_code=503, headers={"Retry-After": "2"})
+        out = {"status": "ok", "model": pool.spec.name, "version": pool.spec.version}
+        if getattr(pool, "degraded", None):
+            out["detail"] = pool.degraded  # serving, and no longer restarting: say so
+        return JSONResponse(out)
 
     @app.get("/metrics", include_in_schema=False)
     async def metrics(request: Request) -> Response:

@@ -22,7 +22,6 @@ and one silent for `hung_after_s` is restarted (`edgepick_engine_restarts_total{
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections import deque
@@ -34,6 +33,7 @@ from edgepick.backends import llama_server_client as lsc
 from edgepick.errors import EdgepickError
 from edgepick.serve.admission import Admission, ResourceCheck, ResourcePolicy, slots_needed
 from edgepick.serve.engine import Engine, EngineSpec
+from edgepick.serve.errors import ServeError, sse_event
 from edgepick.serve.metrics import ServeMetrics
 from edgepick.serve.router_api import (DeadlineExceeded, EngineUnavailable, Kind, ServedResponse,
                                        UpstreamError)
@@ -460,14 +460,15 @@ def _loop_time(deadline: float) -> float:
     return loop.time() + (deadline - time.monotonic())
 
 
-def sse_error(err: Exception, status: int) -> bytes:
-    """The error event a stream ends with when it cannot finish (headers are already sent)."""
-    payload = {"error": {"message": str(err), "code": status,
-                         "type": getattr(err, "code", "server_error")}}
-    return f"data: {json.dumps(payload)}\n\n".encode()
+def sse_error(err: ServeError, status: int | None = None) -> bytes:
+    """The error event a stream ends with when it cannot finish (headers are already sent):
+    OpenAI's shape with the string code, plus the HTTP status it would have had."""
+    if status is not None:
+        err.status = status
+    return sse_event(err)
 
 
 def _relay_error(exc: BaseException) -> bytes:
     if isinstance(exc, TimeoutError):
-        return sse_error(DeadlineExceeded("deadline passed during generation"), 504)
-    return sse_error(EngineUnavailable("engine connection lost; it is restarting"), 503)
+        return sse_error(DeadlineExceeded("deadline passed during generation"))
+    return sse_error(EngineUnavailable("engine connection lost; it is restarting"))

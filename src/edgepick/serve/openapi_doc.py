@@ -59,7 +59,9 @@ def describe(name: str) -> dict[str, Any]:
         responses[status] = {"description": _ERRORS[status], "content": {
             "application/json": {"schema": _ref(rm.ErrorResponse)}}}
     if name == "health":
-        responses[503] = {"description": "no engine ready yet", "content": {
+        responses[503] = {"description": "not ready: the first engine loading, a restart, an "
+                          "engine that does not answer its probe (unresponsive) or one that "
+                          "could not be restarted (failed)", "content": {
             "application/json": {"schema": _ref(rm.Health)}}}
     extra: dict[str, Any] = {}
     if request is not None:

@@ -70,10 +70,8 @@ def _client_event(event: dict, raw: bytes, include_usage: bool) -> bytes | None:
         err = event["error"]
         if isinstance(err, dict) and not isinstance(err.get("code"), str):
             status = int(err.get("code") or err.get("status") or 500)
-            shaped = for_status(status, str(err.get("message") or "stream failed"))
-            if isinstance(err.get("type"), str) and err["type"] != "server_error":
-                shaped.code = err["type"]  # edgepick's own code travels in `type` (edge.py)
-            return sse_event(shaped)
+            # llama-server's own event (its status in `code`); edgepick's carry string codes
+            return sse_event(for_status(status, str(err.get("message") or "stream failed")))
         return raw
     if include_usage or "usage" not in event:
         return raw

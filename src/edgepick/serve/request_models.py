@@ -255,5 +255,15 @@ class ErrorResponse(_Closed):
     error: ErrorBody
 
 
+NotReady = Literal["loading", "unresponsive", "restarting", "failed", "stopped"]
+NOT_READY: tuple[str, ...] = NotReady.__args__  # type: ignore[attr-defined]
+
+
 class Health(_Open):
-    status: Literal["ok", "loading"]
+    """`/health`: 200 `ok` (with `detail` when degraded: serving, no longer restarting), or 503
+    with the reason the engine is not ready."""
+
+    status: Union[Literal["ok"], NotReady]
+    model: str | None = None
+    version: str | None = None
+    detail: str | None = None
