@@ -52,6 +52,14 @@ def test_openai_client_answers_streams_and_models(client, server):
     assert client.models.retrieve(served).id == served
 
 
+def test_openai_client_echo_without_max_tokens(client):
+    # the client sends no max_tokens: OpenAI's default of 16, the prompt echoed with its scores
+    out = client.completions.create(model="x", prompt="Once upon a time", echo=True, logprobs=1)
+    (choice,) = out.choices
+    assert "Once upon a time" in choice.text and 1 <= out.usage.completion_tokens <= 16
+    assert len(choice.logprobs.tokens) == out.usage.prompt_tokens + out.usage.completion_tokens
+
+
 def test_openai_client_errors_carry_openai_codes(client, server):
     with pytest.raises(openai.BadRequestError) as exc:
         client.chat.completions.create(model="x", max_tokens=8, messages=MSG, temperature=5)

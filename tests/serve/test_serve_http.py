@@ -169,6 +169,11 @@ def test_valid_requests_pass_with_llama_server_extras(client):
                                              "logprobs": 1}, headers=AUTH)
     assert r.status_code == 200, r.text
     assert client.pool.seen[-1]["max_tokens"] == 0
+    # echo without max_tokens: OpenAI's default of 16 for completions, not a 400
+    r = client.post("/v1/completions", json={"prompt": "a b", "echo": True, "logprobs": 1},
+                    headers=AUTH)
+    assert r.status_code == 200, r.text
+    assert client.pool.seen[-1]["max_tokens"] == 16
 
 
 def test_stream_options_include_usage_is_honoured(client):

@@ -80,8 +80,35 @@ def test_max_tokens_zero_gives_the_prompt_alone_and_is_cached(pool):
     assert again["choices"][0]["logprobs"] == lp
 
 
+def test_echo_with_a_longer_continuation_is_the_greedy_generation(pool, tiny_model):
+    from edgepick.backends import LoadOptions, get_backend
+    from edgepick.records.candidate import Candidate
+
+    tokens = [1, 504, 3821, 314, 260, 1345]
+    body = _score(pool, {"prompt": [tokens], "echo": True, "logprobs": 1, "max_tokens": 5})
+    (choice,) = body["choices"]
+    gen = body["usage"]["completion_tokens"]
+    assert 1 <= gen <= 5 and choice["finish_reason"] == ("length" if gen == 5 else "stop")
+    assert len(choice["logprobs"]["tokens"]) == len(tokens) + gen
+    backend = get_backend("llama_cpp")  # the engine's own greedy generation, independently
+    backend.load(Candidate(model=tiny_model, settings=RuntimeSettings(n_ctx=256)),
+                 LoadOptions(need_logits=True))
+    try:
+        own = backend.generate(tokens, 5)
+        prompt_text = backend.detokenize(tokens)
+    finally:
+        backend.unload()
+    assert choice["text"] == "".join(choice["logprobs"]["tokens"])
+    assert choice["text"].endswith(own.text) and gen == own.generated_tokens
+    assert choice["text"].startswith(prompt_text.strip()) or prompt_text in choice["text"]
+    # each continuation token is its row's best: greedy
+    for lp, top in zip(choice["logprobs"]["token_logprobs"][len(tokens):],
+                       choice["logprobs"]["top_logprobs"][len(tokens):]):
+        assert lp == pytest.approx(max(top.values()))
+
+
 @pytest.mark.parametrize("body, param", [
-    ({"prompt": "x", "echo": True, "max_tokens": 5}, "max_tokens"),
+    ({"prompt": "x", "echo": True, "max_tokens": -1}, "max_tokens"),
     ({"prompt": "x", "echo": True, "logprobs": 99}, "logprobs"),
     ({"prompt": [[10 ** 9]], "echo": True}, "prompt"),
     ({"prompt": {"a": 1}, "echo": True}, "prompt"),

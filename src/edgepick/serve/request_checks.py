@@ -21,6 +21,7 @@ from edgepick.serve.router_api import Kind
 # llama-server fields that would pick a slot, save state or load adapters: never from a client
 ENGINE_ONLY_FIELDS = ("id_slot", "slot_id", "lora", "slot_save_path", "filename")
 MAX_TOKEN_FIELDS = ("max_tokens", "max_completion_tokens", "n_predict")
+ECHO_DEFAULT_TOKENS = 16  # OpenAI's max_tokens default for /v1/completions
 MAX_DEPTH = 64  # OpenAI bodies nest a handful of levels; a JSON schema in tools a few dozen
 
 
@@ -203,7 +204,9 @@ async def check_body(kind: Kind, body: dict, *, max_tokens: int, max_prompt_toke
             raise BadRequest(f"'{key}' {value} is over this server's limit of {max_tokens} "
                              "tokens (--max-tokens)", param=key)
     body = {k: v for k, v in body.items() if k not in ("n_predict", "max_completion_tokens")}
-    body["max_tokens"] = min((v for _, v in asked), default=max_tokens)
+    # absent: the server's cap, or OpenAI's own default of 16 for an echoed completion
+    body["max_tokens"] = min((v for _, v in asked),
+                             default=min(ECHO_DEFAULT_TOKENS, max_tokens) if scoring else max_tokens)
     text = prompt_text(kind, body)
     # a token is at least one byte, so only prompts longer in bytes than the cap are counted
     if len(text.encode()) > max_prompt_tokens:

@@ -6,7 +6,8 @@ llama-cpp-python), one request at a time in a worker thread.
 A scoring request is bounded by the same admission as generation: it takes a queue place and one
 slot while it runs (429 beyond slots + queue, 504 past its deadline). Answers are cached by
 token ids, so lm-eval's repeated contexts cost one evaluation. `max_tokens` 0 gives the prompt
-alone; 1 adds the greedy next token and its log-probability (what lm-eval asks for, then drops).
+alone; more adds a greedy continuation of up to that many tokens with its log-probabilities
+(lm-eval asks for 1, then drops it; an OpenAI client that sends none gets OpenAI's 16).
 """
 
 from __future__ import annotations
@@ -85,10 +86,24 @@ class PromptScorer:
                 self._backend = None
 
 
-def _score(backend, tokens: list[int], k: int, with_next: bool) -> dict:
+def _continuation(backend, tokens: list[int], max_tokens: int) -> tuple[list[int], str]:
+    """The greedy continuation's token ids and finish reason ("stop" at an end-of-generation
+    token): the engine's own greedy generation, its text tokenized back when that gives as
+    many tokens, else (a text that tokenizes otherwise) re-derived one arg-max at a time."""
+    gen = backend.generate(list(tokens), max_tokens)
+    ids = backend.tokenize(gen.text, add_bos=False, parse_special=False) if gen.text else []
+    if len(ids) != gen.generated_tokens:
+        ids = []
+        for _ in range(gen.generated_tokens):
+            ids.append(int(backend.logits(tokens + ids)[-1].argmax()))
+    return ids, gen.finish_reason
+
+
+def _score(backend, tokens: list[int], k: int, gen: int) -> dict:
     """Log-probability of each token given the ones before it (None for the first), the top
-    `k` alternatives at each position, and the greedy next token when asked."""
-    logits = backend.logits(tokens).astype(np.float64)
+    `k` alternatives at each position, and the greedy continuation of up to `gen` tokens."""
+    ids, finish = _continuation(backend, tokens, gen) if gen else ([], "length")
+    logits = backend.logits(tokens + ids).astype(np.float64)
     m = logits.max(axis=1, keepdims=True)
     lp = logits - m - np.log(np.exp(logits - m).sum(axis=1, keepdims=True))
     pieces = [backend.detokenize([t]) for t in tokens]
@@ -98,13 +113,13 @@ def _score(backend, tokens: list[int], k: int, with_next: bool) -> dict:
         row = lp[i - 1]
         token_lps.append(float(row[tokens[i]]))
         tops.append(_top(backend, row, k) if k else None)
-    out = {"tokens": tokens, "pieces": pieces, "token_logprobs": token_lps, "top": tops}
-    if with_next:
-        row = lp[len(tokens) - 1]
-        nxt = int(row.argmax())
-        out["next"] = {"token": nxt, "piece": backend.detokenize([nxt]),
-                       "logprob": float(row[nxt]), "top": _top(backend, row, k) if k else None}
-    return out
+    nexts = []
+    for j, nxt in enumerate(ids):
+        row = lp[len(tokens) - 1 + j]
+        nexts.append({"token": nxt, "piece": backend.detokenize([nxt]),
+                      "logprob": float(row[nxt]), "top": _top(backend, row, k) if k else None})
+    return {"tokens": tokens, "pieces": pieces, "token_logprobs": token_lps, "top": tops,
+            "next": nexts, "finish": finish}
 
 
 def _top(backend, row: np.ndarray, k: int) -> dict[str, float]:
@@ -149,19 +164,17 @@ def _options(body: dict) -> tuple[int, int]:
     max_tokens = body.get("max_tokens", 0)
     if max_tokens is None:
         max_tokens = 0
-    if not isinstance(max_tokens, int) or max_tokens not in (0, 1):
+    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 0:
         raise BadRequest("with 'echo', 'max_tokens' must be 0 (the prompt's log-probabilities) "
-                         "or 1 (plus the next token): longer generations are not echoed",
-                         param="max_tokens")
+                         "or more (plus a greedy continuation)", param="max_tokens")
     return k, max_tokens
 
 
-def _choice(index: int, scored: dict, k: int, echo_next: bool, asked: bool) -> dict:
+def _choice(index: int, scored: dict, k: int, asked: bool) -> dict:
     pieces = list(scored["pieces"])
     lps = list(scored["token_logprobs"])
     tops = [t if k else None for t in scored["top"]]
-    if echo_next:
-        nxt = scored["next"]
+    for nxt in scored["next"]:
         pieces.append(nxt["piece"])
         lps.append(nxt["logprob"])
         tops.append(nxt["top"])
@@ -169,7 +182,7 @@ def _choice(index: int, scored: dict, k: int, echo_next: bool, asked: bool) -> d
     for p in pieces:
         offsets.append(at)
         at += len(p)
-    choice = {"index": index, "text": "".join(pieces), "finish_reason": "length",
+    choice = {"index": index, "text": "".join(pieces), "finish_reason": scored["finish"],
               "logprobs": None}
     if asked:
         choice["logprobs"] = {"tokens": pieces, "token_logprobs": lps, "top_logprobs": tops,
@@ -194,23 +207,22 @@ async def score_request(pool: "EdgePool", body: dict, stream: bool,
         if scorer is not None:
             await scorer.aclose()
         scorer = pool.scorer = PromptScorer(spec.path, spec.runtime.n_ctx, spec.runtime.threads)
-    with_next = max_tokens == 1
     results: list[dict] = []
     wait_s = 0.0
     for prompt in prompts:
-        key = (tuple(prompt) if isinstance(prompt, list) else prompt, k, with_next)
+        key = (tuple(prompt) if isinstance(prompt, list) else prompt, k, max_tokens)
         hit = scorer.cached(key)
         if hit is None:
             async with pool.admitted(deadline) as held:
                 wait_s += held.wait_s
-                hit = await _bounded(scorer, prompt, k, with_next, deadline)
+                hit = await _bounded(scorer, prompt, k, max_tokens, deadline)
             scorer.remember(key, hit)
         results.append(hit)
     asked = body.get("logprobs") not in (None, False)
-    choices = [_choice(i * n + j, r, k, with_next, asked) for i, r in enumerate(results)
+    choices = [_choice(i * n + j, r, k, asked) for i, r in enumerate(results)
                for j in range(n)]
     n_prompt = sum(len(r["tokens"]) for r in results)
-    n_gen = len(results) * n if with_next else 0
+    n_gen = sum(len(r["next"]) for r in results) * n
     out = {"id": f"cmpl-{uuid.uuid4().hex[:24]}", "object": "text_completion",
            "created": int(time.time()), "model": spec.name, "choices": choices,
            "usage": {"prompt_tokens": n_prompt, "completion_tokens": n_gen,
@@ -219,8 +231,7 @@ async def score_request(pool: "EdgePool", body: dict, stream: bool,
     return ServedResponse(body=out, headers=headers, queue_wait_s=wait_s)
 
 
-async def _bounded(scorer: PromptScorer, prompt, k: int, with_next: bool,
-                   deadline: float) -> dict:
+async def _bounded(scorer: PromptScorer, prompt, k: int, gen: int, deadline: float) -> dict:
     from edgepick.serve.router_api import DeadlineExceeded
 
     def work(backend) -> dict:
@@ -233,7 +244,7 @@ async def _bounded(scorer: PromptScorer, prompt, k: int, with_next: bool,
         if len(tokens) > scorer.n_ctx:
             raise BadRequest(f"prompt of {len(tokens)} tokens is over the context of "
                              f"{scorer.n_ctx} tokens", param="prompt", code="context_length_exceeded")
-        return _score(backend, tokens, k, with_next)
+        return _score(backend, tokens, k, gen)
 
     try:
         # the work itself cannot be interrupted; the client is answered at its deadline
