@@ -29,17 +29,16 @@ def test_candidate_carries_its_model_ref_and_round_trips(tiny_model):
 
 
 def test_content_key_keeps_its_meaning(tiny_model):
-    from edgepick.store.identity import model_identity
+    from edgepick.store.identity import content_key, model_identity
 
     settings = RuntimeSettings(threads=1)
     c = Candidate(ref=resolve_ref(tiny_model), settings=settings)
     payload = {"model": model_identity(tiny_model), "backend": "llama_cpp",
                "settings": settings.model_dump(), "extra": [{"n": 1}]}
     old = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
-    assert c.content_key({"n": 1}) == old[:32]  # rows stored before this change are reused
+    assert content_key(c, {"n": 1}) == old[:32]  # rows stored before this change are reused
     # the bundled name and the path are one model: one key
-    assert Candidate(ref=resolve_ref("tiny"), settings=settings).content_key() == \
-        c.content_key()
+    assert content_key(Candidate(ref=resolve_ref("tiny"), settings=settings)) == content_key(c)
 
 
 def test_endpoint_backend_comes_from_the_ref_not_the_spelling():
@@ -57,6 +56,8 @@ def test_a_record_never_resolves_a_bundled_name(tiny_model):
     assert Candidate(model=tiny_model).ref.kind == "file"
     assert Candidate(model="tiny").ref.kind == "file"  # a path named tiny, not the bundled one
     assert not hasattr(ModelRef, "parse")
+    # nor hashes a file: content identity is the store's (store/identity.py)
+    assert not hasattr(ModelRef, "identity") and not hasattr(Candidate, "content_key")
 
 
 def test_no_second_resolver_and_no_backend_guess_in_the_stages():

@@ -19,6 +19,7 @@ from edgepick.errors import EdgepickError
 from edgepick.power.detect import PowerConfig
 from edgepick.records.candidate import Candidate, RuntimeSettings
 from edgepick.records.model_ref import ModelRef
+from edgepick.store.identity import content_key
 
 
 class BenchRequest(BaseModel):
@@ -94,7 +95,7 @@ def expand(req: BenchRequest) -> list[Config]:
                                f"threads={t} prompt={base_len} sustain={req.sustain_s:g}s"))
             for sweep, wl, label in points:
                 try:
-                    key = cand.content_key(wl)
+                    key = content_key(cand, wl)
                 except OSError as exc:
                     configs.append(Config(ref.spec, None, wl, sweep, label, key="",
                                           error=f"{ref.path}: cannot read ({exc.strerror})",

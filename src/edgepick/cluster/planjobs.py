@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from edgepick.cluster.entries import (NETWORK_KIND, BenchJobRequest, EvalJobRequest,
                                       FidelityJobRequest, OutputsJobRequest, Shipped)
 from edgepick.cluster.jobs import Job
+from edgepick.store.identity import content_key
 
 ENTRY = "edgepick.cluster.entries:"
 
@@ -96,7 +97,7 @@ def eval_inputs(lp) -> EvalInputs:
 def _output_keys(cand, inputs: EvalInputs) -> list[tuple[str, str]]:
     from edgepick.evaluate.outputs import OUTPUT_KIND, budget, output_key
 
-    ck = cand.content_key()
+    ck = content_key(cand)
     return [(OUTPUT_KIND, output_key(ck, it, budget(it, inputs.budgets), cand.settings.seed))
             for it in inputs.items]
 

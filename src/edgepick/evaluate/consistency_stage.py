@@ -32,10 +32,10 @@ class ConsistencyRequest(BaseModel):
 def store_key(req: ConsistencyRequest) -> str:
     """What the answers depend on: both models (content and engine), the data, the budget and
     the threads (a thread count can change llama.cpp's float sums, so a greedy token)."""
-    from edgepick.store.identity import file_sha256
+    from edgepick.store.identity import file_sha256, ref_identity
 
-    blob = json.dumps(["consistency", req.reference.identity(), req.reference.backend,
-                       req.candidate.identity(), req.candidate.backend, file_sha256(req.data),
+    blob = json.dumps(["consistency", ref_identity(req.reference), req.reference.backend,
+                       ref_identity(req.candidate), req.candidate.backend, file_sha256(req.data),
                        req.max_tokens, req.threads])
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 

@@ -18,6 +18,7 @@ from edgepick.evaluate.unacceptable import reasons
 from edgepick.records.candidate import Candidate
 from edgepick.records.evaluation import (BootstrapSettings, CandidateEval, EvalResult, ItemOutcome,
                                          SampleOutcome)
+from edgepick.store.identity import content_key
 from edgepick.store.results import ResultStore
 
 if TYPE_CHECKING:
@@ -136,8 +137,8 @@ def result_key(items: list[EvalItem], reference: Candidate, candidates: list[Can
     # The items themselves, not the file: a --limit slice is a different evaluation.
     data = hashlib.sha256(json.dumps([it.model_dump(mode="json") for it in items],
                                      sort_keys=True).encode()).hexdigest()
-    blob = {"data": data, "ref": reference.content_key(),
-            "cands": [c.content_key() for c in candidates], "budgets": budgets,
+    blob = {"data": data, "ref": content_key(reference),
+            "cands": [content_key(c) for c in candidates], "budgets": budgets,
             "scorers": SCORER_VERSION, "bootstrap": [resamples, seed]}
     if extra:  # sampling, sequential settings: absent for a fixed-N greedy run (old keys hold)
         blob["extra"] = extra

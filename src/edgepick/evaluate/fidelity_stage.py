@@ -31,9 +31,9 @@ class FidelityRequest(BaseModel):
 
 
 def store_key(req: FidelityRequest) -> str:
-    from edgepick.store.identity import file_sha256
+    from edgepick.store.identity import file_sha256, ref_identity
 
-    blob = json.dumps(["fidelity", req.reference.identity(), req.candidate.identity(),
+    blob = json.dumps(["fidelity", ref_identity(req.reference), ref_identity(req.candidate),
                        file_sha256(req.text), req.ctx, req.max_chunks])
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 

@@ -15,6 +15,7 @@ from typing import Callable
 from edgepick.errors import EdgepickError
 from edgepick.evaluate.items import EvalItem
 from edgepick.records.candidate import Candidate
+from edgepick.store.identity import content_key
 from edgepick.store.results import ResultStore
 
 OUTPUT_KIND = "eval_output"
@@ -80,7 +81,7 @@ def collect_outputs(candidate: Candidate, items: list[EvalItem], store: ResultSt
     without every output come back as None."""
     from edgepick.backends import get_backend
 
-    ckey = candidate.content_key()
+    ckey = content_key(candidate)
     seeds = sample_seeds(candidate.settings.seed, samples if sampling else 1)
     keys = [[output_key(ckey, it, budget(it, budgets), sd, sampling) for sd in seeds]
             for it in items]

@@ -7,8 +7,6 @@ runtime flags (their defaults are read from here), bench, eval, fidelity and the
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Any
 
 from pydantic import (BaseModel, ConfigDict, Field, computed_field, model_serializer,
@@ -92,14 +90,3 @@ class Candidate(BaseModel):
     @property
     def name(self) -> str:
         return self.label or self.ref.label
-
-    def content_key(self, *extra: object) -> str:
-        """Hash of the model's content identity, the settings and whatever else is named."""
-        payload = {
-            "model": self.ref.identity(),
-            "backend": self.backend,
-            "settings": self.settings.key_dict(),
-            "extra": [e.model_dump() if isinstance(e, BaseModel) else e for e in extra],
-        }
-        blob = json.dumps(payload, sort_keys=True, default=str).encode()
-        return hashlib.sha256(blob).hexdigest()[:32]

@@ -86,9 +86,3 @@ class ModelRef(BaseModel):
         if self.kind == "endpoint":
             return f"{self.url}#{self.served_name}" if self.served_name else str(self.url)
         return str(self.path)
-
-    def identity(self) -> str:
-        """Content identity: the file's SHA-256 (cached per size and mtime), or the locator."""
-        from edgepick.store.identity import model_identity
-
-        return model_identity(self.locator)

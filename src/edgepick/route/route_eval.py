@@ -26,6 +26,7 @@ from edgepick.route.path_agreement import ConsistencyReport, consistency
 from edgepick.route.curve import (DEFAULT_SHARES, Calibration, Comparison, CurvePoint,
                                   calibrate_quality, calibrate_share, cascade_curve, comparisons,
                                   gap_recovered)
+from edgepick.store.identity import content_key
 from edgepick.store.results import ResultStore
 
 ROUTE_EVAL_KIND = "route_eval"
@@ -94,7 +95,7 @@ def collect(ref: ModelRef, items: list[EvalItem], store: ResultStore, settings: 
     from edgepick.evaluate.outputs import DEFAULT_MAX_TOKENS, OUTPUT_KIND, budget, output_key
 
     cand = _candidate(ref, settings)
-    ckey = cand.content_key()
+    ckey = content_key(cand)
     keys = [output_key(ckey, it, budget(it, DEFAULT_MAX_TOKENS), settings.seed) for it in items]
     outs: list[dict | None] = []
     for k in keys:
@@ -177,8 +178,8 @@ def analyse(req: RouteEvalRequest, edge_out: list[dict], cloud_out: list[dict],
 
 def result_key(req: RouteEvalRequest) -> str:
     blob = json.dumps({"items": [it.model_dump(mode="json") for it in req.items],
-                       "edge": _candidate(req.edge, req.settings).content_key(),
-                       "cloud": _candidate(req.cloud, req.settings).content_key(),
+                       "edge": content_key(_candidate(req.edge, req.settings)),
+                       "cloud": content_key(_candidate(req.cloud, req.settings)),
                        "confidence": req.confidence.model_dump(),
                        "targets": [req.target_share, req.target_quality], "shares": req.shares,
                        "bootstrap": [req.resamples, req.seed],

@@ -20,6 +20,7 @@ from edgepick.serve.engine import EngineSpec
 from edgepick.serve.policy_file import ServePolicy
 from edgepick.serve.router_api import Router
 from edgepick.serve.settings import ServeSettings
+from edgepick.store.identity import ref_identity
 
 log = logging.getLogger("edgepick.serve")
 ROUTER_GROUP = "edgepick.routers"
@@ -99,7 +100,7 @@ def from_model(ref: ModelRef, runtime: dict) -> Source:
     if ref.is_endpoint:
         raise EdgepickError(f"{ref.spec}: serve runs a local GGUF file; an endpoint is already "
                             "served")
-    return Source(str(ref.path), ref.label, ref.identity()[:12],
+    return Source(str(ref.path), ref.label, ref_identity(ref)[:12],
                   RuntimeSettings().model_copy(update=runtime))
 
 
