@@ -11,6 +11,7 @@ import time
 from edgepick.backends import LoadOptions, get_backend
 from edgepick.backends.base import IN_PROCESS
 from edgepick.bench import need
+from edgepick.bench.stopping import StopRule, judge, stop_reason
 from edgepick.bench.workload import Workload, prompt_of_length
 from edgepick.launch import own_peak_rss, own_rss
 from edgepick.errors import EdgepickError
@@ -70,25 +71,40 @@ def _one_run(backend, prompts: list[list[int]], wl: Workload) -> list:
     return backend.generate_concurrent(prompts, wl.gen_tokens, ignore_eos=True)
 
 
-def measure_point(candidate: dict, workload: dict) -> dict:
-    """`repeats` timed runs after `warmup` untimed ones; each run submits `concurrency` requests."""
+def measure_point(candidate: dict, workload: dict, rule: dict | None = None) -> dict:
+    """`warmup` untimed runs, then timed ones until bench.stopping says stop: `repeats` of them
+    without a rule, else between its minimum and maximum once every limit is settled. Each run
+    submits `concurrency` requests."""
     cand = Candidate.model_validate(candidate)
     wl = Workload.model_validate(workload)
     backend, raw = _open(cand, wl)
     try:
         prompts = _prompts(backend, wl)
-        runs = []
-        for i in range(wl.warmup + wl.repeats):
-            t0 = time.monotonic()  # the parent's power and load samples use the same clock
-            gens = _one_run(backend, prompts, wl)
-            if i >= wl.warmup:
-                runs.append({"t0": t0, "requests": [_request(g) for g in gens]})
-        raw["runs"] = runs
+        for _ in range(wl.warmup):
+            _one_run(backend, prompts, wl)
+        raw.update(repeat_runs(lambda: _one_run(backend, prompts, wl), wl.repeats,
+                               None if rule is None else StopRule.model_validate(rule)))
         if raw["in_process"]:
             raw["memory"] = {**need.split_now(), "mmap": cand.settings.mmap}
     finally:
         backend.unload()
     return raw
+
+
+def repeat_runs(run_once, repeats: int, rule: StopRule | None) -> dict:
+    """The timed runs and the record of how many ran and why they stopped (bench.stopping)."""
+    runs: list[dict] = []
+    while True:
+        t0 = time.monotonic()  # the parent's power and load samples use the same clock
+        runs.append({"t0": t0, "requests": [_request(g) for g in run_once()]})
+        why = stop_reason(runs, rule, repeats)
+        if why is not None:
+            break
+    ruled = rule is not None and rule.limits
+    rep = {"ran": len(runs), "min": rule.min_repeats if ruled else repeats,
+           "max": rule.most if ruled else repeats, "stopped": why,
+           "limits": [j.model_dump() for j in judge(runs, rule)] if ruled else []}
+    return {"runs": runs, "repetitions": rep}
 
 
 def measure_sustain(candidate: dict, workload: dict) -> dict:

@@ -1,13 +1,15 @@
 """Raw samples from a worker → the named metrics (definitions in docs/metrics.md).
 
 Aggregation runs in the parent so the rules live in one place: median with min and max always,
-P99 only from `P99_MIN_SAMPLES` samples up (with fewer it is just the maximum under another name).
+P99 only from `P99_MIN_SAMPLES` samples up (with fewer it is just the maximum under another name),
+and the median's interval where each repetition gives one value (bench/median_ci.py).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from edgepick.bench.median_ci import median_interval
 from edgepick.records.bench import MetricStats, SustainReport
 
 P99_MIN_SAMPLES = 20
@@ -84,7 +86,29 @@ def aggregate(raw: dict, peak_rss: int | None, peak_rss_swap: int | None) -> dic
         st = stats(samples, UNITS[name])
         if st is not None:
             out[name] = st
+    _median_intervals(out, acc, raw)
     return out
+
+
+# One value per repetition at concurrency 1 (throughput: one per run at any concurrency): the
+# repetitions are the independent units the median's interval counts.
+PER_RUN = ("ttft_ms", "prefill_tps", "decode_tps", "e2e_ms")
+
+
+def _median_intervals(out: dict[str, MetricStats], acc: dict, raw: dict) -> None:
+    """Each per-run metric's median interval under the loop's schedule (raw["repetitions"]:
+    min and max; a worker without it ran a fixed count), the same the stopping rule saw."""
+    runs = raw.get("runs", [])
+    if not runs:
+        return
+    rep = raw.get("repetitions") or {}
+    n_min, n_max = rep.get("min", len(runs)), rep.get("max", len(runs))
+    single = all(len(r["requests"]) == 1 for r in runs)
+    for name in (*PER_RUN, "throughput_tps") if single else ("throughput_tps",):
+        if name in out:
+            ci = median_interval(acc[name], n_min, n_max)
+            if ci is not None:
+                out[name].median_low, out[name].median_high = ci
 
 
 def _memory_split(mem: dict | None, peak_rss: int | None) -> dict[str, list[float]]:

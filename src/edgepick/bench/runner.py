@@ -19,7 +19,8 @@ from edgepick.bench.session import Session, open_session
 from edgepick.bench.sweeps import BenchRequest, Config, expand
 from edgepick.launch import run_isolated
 from edgepick.progress import ProgressEvent, Tick, silent
-from edgepick.records.bench import BenchResult, MachineState
+from edgepick.bench.stopping import settles
+from edgepick.records.bench import BenchResult, MachineState, Repetitions
 from edgepick.store import ResultStore
 
 KIND = "bench"
@@ -58,6 +59,8 @@ def _result(cfg: Config, req: BenchRequest, ok: bool, raw: dict | None, error: s
             elif session is not None:
                 sustain = session.complete_sustain(sustain, raw, req.memory_growth_max)
     extra = {} if session is None else session.figures(raw if ok else None)
+    if ok and raw and raw.get("repetitions"):
+        extra["repetitions"] = Repetitions.model_validate(raw["repetitions"])
     return BenchResult(
         model=cfg.model, model_path=cfg.candidate.model if cfg.candidate else cfg.model,
         backend=cfg.candidate.backend if cfg.candidate else cfg.backend,
@@ -74,10 +77,14 @@ def measure_config(cfg: Config, req: BenchRequest, *, worker=None) -> BenchResul
     if cfg.error is not None:
         return _result(cfg, req, False, None, cfg.error, 0, 0, before, before)
     fn = worker or (measure_sustain if cfg.workload.sustain_s > 0 else measure_point)
+    args = [cfg.candidate.model_dump(), cfg.workload.model_dump()]
     timeout = None if req.timeout_s is None else req.timeout_s + cfg.workload.sustain_s
+    if cfg.rule is not None:
+        args.append(cfg.rule.model_dump())
+        if timeout is not None:  # the bound was set for the fixed count: scale it to the most
+            timeout *= cfg.rule.most / max(1, cfg.workload.repeats)
     with open_session(req) as session:
-        out = run_isolated(fn, cfg.candidate.model_dump(), cfg.workload.model_dump(),
-                           mem_limit=req.mem_limit, timeout=timeout)
+        out = run_isolated(fn, *args, mem_limit=req.mem_limit, timeout=timeout)
     return _result(cfg, req, out.ok, out.value, out.error, out.peak_rss_bytes,
                    out.peak_rss_swap_bytes, before, machine.snapshot(), session)
 
@@ -93,7 +100,7 @@ def run_bench(req: BenchRequest, store: ResultStore, *, fresh: bool = False,
         if on_start:
             on_start(cfg, i, len(configs))
         stored = store.get(KIND, cfg.key) if cfg.key and not fresh else None
-        if stored is not None and stored.get("status") == "ok":
+        if stored is not None and stored.get("status") == "ok" and _enough(stored, cfg):
             res = BenchResult.model_validate(stored)
             res.cached = True
         else:
@@ -104,6 +111,16 @@ def run_bench(req: BenchRequest, store: ResultStore, *, fresh: bool = False,
         if on_result:
             on_result(res)
     return results
+
+
+def _enough(stored: dict, cfg: Config) -> bool:
+    """A stored row serves unless this run's limits need more repetitions than it ran: it
+    settles them, or it already ran this rule's maximum (resuming measures nothing twice)."""
+    if cfg.rule is None:
+        return True
+    res = BenchResult.model_validate(stored)
+    ran = res.repetitions.ran if res.repetitions else cfg.workload.repeats
+    return ran >= cfg.rule.most or settles(res.metrics, cfg.rule)
 
 
 def run(req: BenchRequest, store: ResultStore, progress: Tick = silent, *, fresh: bool = False,

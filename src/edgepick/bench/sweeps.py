@@ -14,12 +14,12 @@ from pydantic import BaseModel, Field
 
 from edgepick.backends import supports
 from edgepick.backends.base import IN_PROCESS
+from edgepick.bench.stopping import Limit, StopRule
 from edgepick.bench.workload import Workload
 from edgepick.errors import EdgepickError
 from edgepick.power.detect import PowerConfig
 from edgepick.records.candidate import Candidate, RuntimeSettings
 from edgepick.records.model_ref import ModelRef
-from edgepick.store.identity import content_key
 
 
 class BenchRequest(BaseModel):
@@ -31,7 +31,12 @@ class BenchRequest(BaseModel):
     prompt_lengths: list[int] = Field(default_factory=lambda: [128])
     gen_tokens: int = 128
     warmup: int = 1
-    repeats: int = 5
+    repeats: int = 5  # the fixed count; with limits, the minimum (seed 000 §3.4: five or more)
+    # Limits on medians by prompt length (the plan's scenario gates, plan/bench_limits.py): the
+    # concurrency-1 point of that length repeats until each is settled, at most max_repeats
+    # times (bench/stopping.py). Neither is part of a configuration's key.
+    max_repeats: int | None = None
+    limits: dict[int, list[Limit]] = Field(default_factory=dict)
     concurrency: list[int] = Field(default_factory=lambda: [1])
     sustain_s: float = 0.0
     mem_limit: int | None = None
@@ -57,6 +62,7 @@ class Config:
     key: str
     error: str | None = None  # known to fail before running (unreadable file)
     backend: str = "llama_cpp"
+    rule: StopRule | None = None  # None: the fixed number of repeats
 
     @property
     def in_process(self) -> bool:
@@ -95,7 +101,7 @@ def expand(req: BenchRequest) -> list[Config]:
                                f"threads={t} prompt={base_len} sustain={req.sustain_s:g}s"))
             for sweep, wl, label in points:
                 try:
-                    key = content_key(cand, wl)
+                    key = cand.content_key(wl)
                 except OSError as exc:
                     configs.append(Config(ref.spec, None, wl, sweep, label, key="",
                                           error=f"{ref.path}: cannot read ({exc.strerror})",
@@ -103,5 +109,15 @@ def expand(req: BenchRequest) -> list[Config]:
                     continue
                 if key not in seen:  # the same model named twice is measured once
                     seen.add(key)
-                    configs.append(Config(ref.spec, cand, wl, sweep, label, key))
+                    configs.append(Config(ref.spec, cand, wl, sweep, label, key,
+                                          rule=rule_for(req, sweep, wl)))
     return configs
+
+
+def rule_for(req: BenchRequest, sweep: str, wl: Workload) -> StopRule | None:
+    """The stopping rule of a prompt-length point some limit gates; None: fixed repeats."""
+    limits = req.limits.get(wl.prompt_tokens) if sweep == "prompt_length" else None
+    if not limits:
+        return None
+    return StopRule(min_repeats=req.repeats, max_repeats=req.max_repeats or req.repeats,
+                    limits=limits)

@@ -16,6 +16,34 @@ class MetricStats(BaseModel):
     p99: float | None = None
     unit: str
     n: int = Field(..., description="number of samples behind the figures")
+    # The median's order-statistic interval, each end a one-sided 95% bound valid however the
+    # repetitions stopped (bench/median_ci.py); None: not one value per repetition, too few
+    # repetitions, or stored before it was computed (decide then uses [min, max]).
+    median_low: float | None = None
+    median_high: float | None = None
+
+
+class JudgedLimit(BaseModel):
+    """A limit the repetition loop judged, at the look it stopped: the interval and verdict."""
+
+    gate: str  # the scenario constraint, e.g. decode_tps_min
+    metric: str
+    direction: str
+    limit: float
+    value: float | None = None
+    low: float | None = None
+    high: float | None = None
+    verdict: str  # pass | fail | undetermined
+
+
+class Repetitions(BaseModel):
+    """How many timed repetitions ran and why they stopped (docs/bench.md)."""
+
+    ran: int
+    min: int
+    max: int  # equal to min: a fixed count
+    stopped: Literal["fixed", "settled", "max"]
+    limits: list[JudgedLimit] = Field(default_factory=list)
 
 
 class MachineState(BaseModel):
@@ -109,6 +137,7 @@ class BenchResult(BaseModel):
     energy: EnergyFigures | None = None  # None: stored before energy was measured
     host_load: HostLoad | None = None
     contended: bool = False  # other work used more than host_load.contended_share of the CPUs
+    repetitions: Repetitions | None = None  # None: stored before the count was recorded
     created: float = 0.0
     cached: bool = False  # loaded from the store instead of measured in this run
 
@@ -128,4 +157,5 @@ class BenchResult(BaseModel):
             "energy": self.energy.model_dump() if self.energy else None,
             "host_load": self.host_load.model_dump() if self.host_load else None,
             "contended": self.contended,
+            "repetitions": self.repetitions.model_dump() if self.repetitions else None,
         }
