@@ -39,7 +39,10 @@ class BenchSection(_Strict):
     prompt_lengths: list[int] = Field(default_factory=lambda: [128, 512])
     gen_tokens: int = Field(64, ge=1)
     warmup: int = Field(1, ge=0)
-    repeats: int = Field(5, ge=1)
+    repeats: int = Field(5, ge=1)  # with a scenario limit on a median: the minimum
+    # A point the scenario gates on (TTFT P50, decode speed, end to end) repeats until each
+    # limit is settled, at most this often (docs/bench.md "When repetitions stop"; issue 27)
+    max_repeats: int = Field(20, ge=1)
     concurrency: list[int] = Field(default_factory=lambda: [1])
     sustain_s: float = Field(0.0, ge=0)
     # Cap each worker's memory: "budget" = the device's model budget, a size, or none.

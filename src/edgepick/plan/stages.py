@@ -129,10 +129,16 @@ def bench_stage(st: RunState, tick: Tick) -> None:
 
     st.notes.append(f"bench power: {power_source(b.power)[1]}")
     names = {c.ref.spec: c.name for c in active}
+    from edgepick.plan.bench_limits import bench_limits
+    from edgepick.plan.context_from import gated_scenario
+
+    gated = gated_scenario(scenario, counted, [])  # where decide reads each limit
     for (lengths, gen), group in groups.items():
         req = BenchRequest(models=[c.ref for c in group], settings=plan.runtime,
                            prompt_lengths=list(lengths), gen_tokens=gen, warmup=b.warmup,
-                           repeats=b.repeats, concurrency=b.concurrency, sustain_s=b.sustain_s,
+                           repeats=b.repeats, max_repeats=b.max_repeats,
+                           limits=bench_limits(gated, list(lengths)),
+                           concurrency=b.concurrency, sustain_s=b.sustain_s,
                            mem_limit=mem, timeout_s=b.timeout_s, power=b.power,
                            quiet_wait_s=b.quiet_wait_s, contended_share=b.contended_share,
                            memory_growth_max=b.memory_growth_max)
