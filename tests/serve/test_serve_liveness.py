@@ -14,12 +14,14 @@ import pytest
 
 from serve_harness import hog_engine, serve, wait_until
 
-PROBE_S = 1.0  # EDGEPICK_SERVE_PROBE_TIMEOUT in these tests
+PROBE_S = 1.0  # --probe-timeout / EDGEPICK_SERVE_PROBE_TIMEOUT in these tests
 
 
 def test_frozen_engine_reads_not_ready_within_the_bound(tiny_model, tmp_path):
-    env = {"EDGEPICK_SERVE_PROBE_TIMEOUT": str(PROBE_S), "EDGEPICK_SERVE_HUNG_AFTER": "600"}
-    with serve(["-m", tiny_model, "--slots", "1", "--ctx", "512"], tmp_path, env=env) as s:
+    # the bounds as flags here (the environment in the next tests): both reach the settings
+    with serve(["-m", tiny_model, "--slots", "1", "--ctx", "512", "--probe-timeout", str(PROBE_S),
+                "--hung-after", "600", "--max-restarts", "2", "--restart-window", "60"],
+               tmp_path) as s:
         (pid,) = s.engine_pids()
         assert s.metric("edgepick_ready") == 1
         os.kill(pid, signal.SIGSTOP)
@@ -91,3 +93,11 @@ def test_restarts_that_do_not_help_stop_after_the_budget(tiny_model, tmp_path):
         r = httpx.post(s.v1 + "/completions", timeout=60,
                        json={"model": "x", "prompt": "Hi", "max_tokens": 2})
         assert r.status_code == 200  # it keeps serving, over the limit, and says so
+
+
+def test_liveness_flags_are_validated(cli):
+    for flag, value in (("--probe-timeout", "0"), ("--hung-after", "-1"),
+                        ("--max-restarts", "0"), ("--restart-window", "0")):
+        out = cli("serve", "-m", "unused.gguf", flag, value, timeout=60)
+        assert out.returncode == 2, (flag, out.stderr)
+        assert flag[2:].replace("-", "_") in out.stderr and "Traceback" not in out.stderr
