@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Iterable
 
 
 class EdgepickError(Exception):
@@ -21,6 +22,14 @@ class InputError(EdgepickError):
         where = self.path + (f":{line}" if line is not None else "")
         what = f"field '{field}': {problem}" if field else problem
         super().__init__(f"{where}: {what}")
+
+
+def known_name(value: str, known: Iterable[str], what: str) -> str:
+    """`value` when it is one of `known`; else the ValueError a pydantic validator raises, worded
+    alike for every closed list of names: "unknown <what> '<value>'; known: a, b"."""
+    if value not in known:
+        raise ValueError(f"unknown {what} '{value}'; known: {', '.join(known)}")
+    return value
 
 
 def pydantic_problem(err: dict) -> tuple[str | None, str]:

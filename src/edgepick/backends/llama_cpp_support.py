@@ -15,6 +15,7 @@ from importlib.resources import files
 from pydantic import field_validator
 
 from edgepick.backends.base import EngineSettings
+from edgepick.errors import known_name
 
 GGUF_MAGIC = b"GGUF"
 # llama.cpp's KV cache types (ggml_type numbers), for llama_context_params.type_k / type_v
@@ -32,9 +33,7 @@ class LlamaCppSettings(EngineSettings):
     @field_validator("kv_type")
     @classmethod
     def _kv(cls, v: str) -> str:
-        if v not in KV_TYPES:
-            raise ValueError(f"unknown KV cache type '{v}'; known: {', '.join(KV_TYPES)}")
-        return v
+        return known_name(v, KV_TYPES, "KV cache type")
 
 
 @lru_cache(maxsize=1)

@@ -11,6 +11,22 @@ from edgepick.cli.options import RUN_HELP, STORE_HELP
 from edgepick.cli.decision_print import print_decision, runs_line
 from edgepick.cli.output import console, print_json
 
+# `edgepick run`'s longer option texts, one table (typer reflows them to the terminal)
+PLAN_RUN_HELP = {
+    "executor": "local (this machine) or ray (each device's jobs on the node carrying its tag; "
+                "docs/scale.md)",
+    "address": "with --executor ray: the Ray head HOST:PORT [default: the plan's "
+               "cluster.address, else a private Ray on this machine]",
+    "budget": "time for the whole run, e.g. 5m or 1h: eval spends it on the least settled gates "
+              "first and the decision names what is left undetermined",
+    "traffic": "re-select on sampled traffic (edgepick serve --sample-out): the candidates run "
+               "on its items; the new deploy.yaml lands beside the deployed one "
+               "(docs/operations.md)",
+    "traffic_weight": "with --traffic: share of traffic items, mixed with the plan's own sets "
+                      "[default: traffic alone]",
+    "deployed": "with --traffic: the deploy.yaml in service [default: <output>/deploy.yaml]",
+}
+
 
 def _budget(device: str | None) -> int | None:
     if not device:
@@ -111,24 +127,14 @@ def register(app: typer.Typer) -> None:
             store: str = typer.Option(None, "--store", help="results store (SQLite) "
                                       "[default: the plan's store, <output>/results.sqlite]"),
             json_out: bool = typer.Option(False, "--json", help="print the decision as JSON"),
-            executor: str = typer.Option("local", "--executor",
-                                         help="local (this machine) or ray (each device's jobs on "
-                                              "the node carrying its tag; docs/scale.md)"),
-            address: str = typer.Option(None, "--address", help="with --executor ray: the Ray "
-                                        "head HOST:PORT [default: the plan's cluster.address, "
-                                        "else a private Ray on this machine]"),
-            budget: str = typer.Option(None, "--budget", help="time for the whole run, e.g. 5m "
-                                       "or 1h: eval spends it on the least settled gates first "
-                                       "and the decision names what is left undetermined"),
-            traffic: str = typer.Option(None, "--traffic", help="re-select on sampled traffic "
-                                        "(edgepick serve --sample-out): the candidates run on "
-                                        "its items; the new deploy.yaml lands beside the "
-                                        "deployed one (docs/operations.md)"),
-            traffic_weight: float = typer.Option(None, "--traffic-weight", help="with --traffic: "
-                                                 "share of traffic items, mixed with the plan's "
-                                                 "own sets [default: traffic alone]"),
-            deployed: str = typer.Option(None, "--deployed", help="with --traffic: the deploy.yaml "
-                                         "in service [default: <output>/deploy.yaml]")) -> None:
+            executor: str = typer.Option("local", "--executor", help=PLAN_RUN_HELP["executor"]),
+            address: str = typer.Option(None, "--address", help=PLAN_RUN_HELP["address"]),
+            budget: str = typer.Option(None, "--budget", help=PLAN_RUN_HELP["budget"]),
+            traffic: str = typer.Option(None, "--traffic", help=PLAN_RUN_HELP["traffic"]),
+            traffic_weight: float = typer.Option(None, "--traffic-weight",
+                                                 help=PLAN_RUN_HELP["traffic_weight"]),
+            deployed: str = typer.Option(None, "--deployed",
+                                         help=PLAN_RUN_HELP["deployed"])) -> None:
         """Run a whole plan: fit → quantize → bench → eval → fidelity → decide → report."""
         from pathlib import Path
 

@@ -21,22 +21,10 @@ from edgepick.records.deploy import Gate
 from edgepick.units import mib
 
 HIGHER, LOWER = "higher", "lower"
-
-# metric -> (layer, direction, label)
-METRICS: dict[str, tuple[str, str, str]] = {
-    "accuracy": ("quality", HIGHER, "task accuracy"),
-    "format_compliance": ("quality", HIGHER, "format compliance"),
-    "acceptable": ("quality", HIGHER, "acceptable-output rate"),
-    "fidelity": ("quality", HIGHER, "fidelity exp(-mean KLD)"),
-    "decode_tps": ("efficiency", HIGHER, "decode speed"),
-    "ttft_p50_ms": ("efficiency", LOWER, "TTFT P50"),
-    "peak_memory": ("efficiency", LOWER, "peak memory"),
-    "prefill_tps": ("efficiency", HIGHER, "prefill speed"),
-    "energy_per_token": ("efficiency", LOWER, "energy per generated token"),
-    "sustained": ("robustness", HIGHER, "sustained speed kept (1 - decay)"),
-    "length_growth": ("robustness", LOWER, "TTFT growth with prompt length"),
-    "tail": ("robustness", LOWER, "TTFT P99/P50"),
-}
+# The score's metrics are raw_metrics' keys; a scenario's layer weights (decide/scenarios.py)
+# say which layer each counts in. These score better the lower they are; the rest, higher.
+LOWER_IS_BETTER = frozenset({"ttft_p50_ms", "peak_memory", "energy_per_token", "length_growth",
+                             "tail"})
 
 
 def weighted_accuracy(s: CandidateSummary, task_weights: dict[str, float]) -> float | None:
@@ -48,19 +36,21 @@ def weighted_accuracy(s: CandidateSummary, task_weights: dict[str, float]) -> fl
 
 
 def raw_metrics(s: CandidateSummary, sc: Scenario) -> dict[str, float | None]:
+    """Each score metric of one candidate, as measured (None: not measured)."""
+    memory = measured_memory(s)
     return {
-        "accuracy": weighted_accuracy(s, sc.task_weights),
+        "accuracy": weighted_accuracy(s, sc.task_weights),  # task accuracy
         "format_compliance": s.format_compliance,
         "acceptable": None if s.unacceptable_rate is None else 1.0 - s.unacceptable_rate,
-        "fidelity": None if s.kld_mean is None else math.exp(-s.kld_mean),
+        "fidelity": None if s.kld_mean is None else math.exp(-s.kld_mean),  # exp(-mean KLD)
         "decode_tps": s.decode_tps,
         "ttft_p50_ms": s.ttft_p50_ms,
-        "peak_memory": None if measured_memory(s) is None else float(measured_memory(s)),
+        "peak_memory": None if memory is None else float(memory),
         "prefill_tps": s.prefill_tps,
-        "energy_per_token": s.energy_per_token_j,
-        "sustained": None if s.decay is None else max(0.0, 1.0 - s.decay),
-        "length_growth": s.ttft_growth,
-        "tail": s.tail_ratio,
+        "energy_per_token": s.energy_per_token_j,  # per generated token
+        "sustained": None if s.decay is None else max(0.0, 1.0 - s.decay),  # speed kept
+        "length_growth": s.ttft_growth,  # TTFT growth with prompt length
+        "tail": s.tail_ratio,  # TTFT P99/P50
     }
 
 
@@ -133,7 +123,8 @@ def score(survivors: list[CandidateSummary], sc: Scenario) -> dict[str, dict]:
     the metrics that were measured for others but not for this one (scored 0)."""
     raw = {s.candidate: raw_metrics(s, sc) for s in survivors}
     norm: dict[str, dict[str, float | None]] = {s.candidate: {} for s in survivors}
-    for metric, (_, direction, _) in METRICS.items():
+    for metric in next(iter(raw.values()), {}):
+        direction = LOWER if metric in LOWER_IS_BETTER else HIGHER
         vals = {n: r[metric] for n, r in raw.items()}
         column = [v for v in vals.values() if v is not None]
         if not column:

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from edgepick.errors import InputError, pydantic_problem
+from edgepick.errors import InputError, known_name, pydantic_problem
 
 TASKS = ("classification", "yes_no", "extraction", "qa", "summary", "generation", "code",
          "math", "multi_turn", "tool_call")
@@ -47,9 +47,7 @@ class EvalItem(BaseModel):
     @field_validator("task")
     @classmethod
     def _known_task(cls, v: str) -> str:
-        if v not in TASKS:
-            raise ValueError(f"unknown task '{v}'; known: {', '.join(TASKS)}")
-        return v
+        return known_name(v, TASKS, "task")
 
     @property
     def reference_free(self) -> bool:
