@@ -32,7 +32,9 @@ def register(app: typer.Typer) -> None:
                                                  help="prompt sizes in tokens, e.g. 128,512,1024"),
         gen: int = typer.Option(128, "--gen", help="tokens generated per run"),
         warmup: int = typer.Option(1, "--warmup", help="untimed runs first"),
-        repeats: int = typer.Option(5, "--repeats", help="timed runs"),
+        repeats: int = typer.Option(5, "--repeats",
+                                    help="timed runs (exactly this many; in a plan, a gated "
+                                         "point repeats until settled, up to bench.max_repeats)"),
         concurrency: list[str] = typer.Option(["1"], "--concurrency",
                                         help="concurrent request counts, e.g. 1,2,4"),
         sustain: float = typer.Option(0, "--sustain", help="sustained run of N seconds (0: none)"),
