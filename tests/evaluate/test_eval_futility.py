@@ -4,8 +4,6 @@ with a reference that serves the task it goes on as before."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from edgepick.evaluate.futility import surely_bad_side, surely_fails
@@ -14,21 +12,13 @@ from edgepick.evaluate.stage import EvalRequest, run
 from edgepick.records.evaluation import ItemOutcome
 
 from scripted_engine import ScriptedBackend
-
-UNACCEPTABLE = EvalGate(metric="unacceptable_rate", direction="max", limit=0.05,
-                        scopes=("candidate", "task"))
+from seq_sets import UNACCEPTABLE, classification, write_set, yes_no
 
 
 @pytest.fixture
 def data(tmp_path):
-    """12 yes/no items and 40 classification items; the prompt is the item id."""
-    path = tmp_path / "set.jsonl"
-    lines = [{"id": f"yn{i}", "task": "yes_no", "prompt": f"yn{i}", "reference": "yes"}
-             for i in range(12)]
-    lines += [{"id": f"cl{i}", "task": "classification", "prompt": f"cl{i}",
-               "reference": "positive", "labels": ["positive", "negative"]} for i in range(40)]
-    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
-    return str(path)
+    """12 yes/no items and 40 classification items."""
+    return write_set(tmp_path / "set.jsonl", yes_no(12) + classification(40))
 
 
 def right(prompt, seed):

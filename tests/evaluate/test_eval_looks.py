@@ -86,7 +86,10 @@ def test_a_rerun_replays_the_same_looks_from_the_store(scripted, data):
     n = len(ScriptedBackend.calls)
     again = run(_req(data, ref, [good, bad]), store)
     assert len(ScriptedBackend.calls) == n  # every output came back from the store
-    assert again.sequential == first.sequential
+    # the same looks and stops; only the timing differs (nothing was generated the second time)
+    assert again.sequential.seconds_per_generation == {}
+    timed = {"seconds_per_generation": first.sequential.seconds_per_generation}
+    assert again.sequential.model_copy(update=timed) == first.sequential
     # yes/no fails on its first look, and gets more items only while the overall gate is
     # open; classification (never unacceptable) stays open to the cap
     bad = next(c for c in first.candidates if c.name == "bad")
@@ -115,3 +118,21 @@ def test_a_budget_stops_within_one_generation_and_names_what_is_open(scripted, d
     assert seq.budget_exhausted and seq.budget_s == 30.0
     assert "good: unacceptable_rate" in seq.undetermined
     assert seq.to_settle["good: unacceptable_rate (yes_no)"]  # the next items in line
+
+
+def test_the_task_mix_reads_the_planned_items_not_the_stopped_ones(scripted, data):
+    from edgepick.decide.hybrid import task_mix
+    from edgepick.decide.scenarios import load_scenario
+    from edgepick.records.decision import CandidateSummary, TaskQuality
+
+    make, store = scripted
+    ref, bad = make("ref", right), make("bad", bad_on_yes_no)
+    res = run(_req(data, ref, [bad]), store)
+    per_task = res.candidates[0].per_task
+    assert per_task["yes_no"].n < per_task["classification"].n  # yes/no stopped early
+    assert {t: g.metrics["planned_items"] for t, g in per_task.items()} == {
+        "yes_no": 40.0, "classification": 40.0}
+    s = CandidateSummary(candidate="bad", model="bad.gguf", tasks={
+        t: TaskQuality(n=g.n, metrics=dict(g.metrics)) for t, g in per_task.items()})
+    mix, source = task_mix(s, load_scenario("realtime_chat"))
+    assert mix == {"yes_no": 0.5, "classification": 0.5} and source == "eval set proportions"

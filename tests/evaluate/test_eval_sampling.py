@@ -3,25 +3,20 @@ seeds, stored one by one; the item stays the unit of every rate and interval."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from edgepick.evaluate.intervals import per_item_rate, wilson
 from edgepick.evaluate.stage import EvalRequest, run
 
 from scripted_engine import ScriptedBackend
+from seq_sets import write_set, yes_no
 
 SAMPLING = {"temperature": 0.7, "top_p": 0.9, "top_k": 40, "repeat_penalty": 1.1}
 
 
 @pytest.fixture
 def data(tmp_path):
-    path = tmp_path / "set.jsonl"
-    lines = [{"id": f"yn{i}", "task": "yes_no", "prompt": f"yn{i}", "reference": "yes"}
-             for i in range(20)]
-    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
-    return str(path)
+    return write_set(tmp_path / "set.jsonl", yes_no(20))
 
 
 def same_every_sample(prompt, seed):

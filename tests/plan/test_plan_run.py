@@ -61,6 +61,7 @@ def test_example_plans_run_end_to_end_and_resume(tmp_path):
         assert res.deploy is None
     html = (out / "report" / "report.zh.html").read_text(encoding="utf-8")
     assert "tiny-f16" in html and "<svg" in html
+    assert "序贯评估" in html  # evaluated in looks (the default): what it saved, issue 27
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
     before = _created(res.store)
     assert any(k == "bench" for k, _ in before)

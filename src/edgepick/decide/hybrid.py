@@ -31,13 +31,17 @@ def routable() -> set[str]:
 
 
 def task_mix(s: CandidateSummary, sc: Scenario) -> tuple[dict[str, float], str]:
-    """Share of requests per measured task type: the scenario's mix, else the eval set's."""
+    """Share of requests per measured task type: the scenario's mix, else the eval set's. The
+    eval set's is the items planned per task (`planned_items`, from sequential evaluation,
+    where a stopped task has fewer items evaluated than the set holds), else the items
+    evaluated."""
     tasks = [t for t, q in s.tasks.items() if q.n]
     if sc.task_mix:
         raw = {t: max(0.0, sc.task_mix.get(t, 0.0)) for t in tasks}
         source = "scenario task_mix"
     else:
-        raw = {t: float(s.tasks[t].n or 0) for t in tasks}
+        raw = {t: float(s.tasks[t].metrics.get("planned_items") or s.tasks[t].n or 0)
+               for t in tasks}
         source = "eval set proportions"
     total = sum(raw.values())
     if total <= 0:

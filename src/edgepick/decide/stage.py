@@ -103,6 +103,11 @@ def _report(req: DecideRequest, decision, summaries, store) -> list[Path]:
 
     paths = write_report(summaries, decision, req.scenario, req.report, lang=req.lang,
                          device=req.device)
+    from edgepick.report import savings_section
+
+    seq = savings_section.latest_sequential(store, [s.candidate for s in summaries])
+    if seq is not None:  # the run evaluated in looks: what it saved (issue 27)
+        savings_section.append_to_report(req.report, seq, LANGS[req.lang])
     routed = latest_route_eval(store)  # `edgepick route eval` into this store: its section
     if routed is not None:
         append_to_report(req.report, routed, LANGS[req.lang])

@@ -184,14 +184,18 @@ def run_eval(items: list[EvalItem], reference: Candidate, candidates: list[Candi
 
         counts_by: dict[int, list[int]] = {}
 
+        from edgepick.evaluate.outputs import now
+
         def generate(model, ix, deadline):
             if not ix:
                 return {}
+            t0 = now()
             out, made, reused = collect_outputs(model, [items[i] for i in ix], store, budgets,
                                                 on_start, on_item, deadline=deadline, **gen)
-            c = counts_by.setdefault(id(model), [0, 0])
+            c = counts_by.setdefault(id(model), [0, 0, 0.0])
             c[0] += made
             c[1] += reused
+            c[2] += now() - t0  # model load included: what a skipped generation would cost
             return {i: o for i, o in zip(ix, out) if o is not None}
 
         def score(ix, recs):
@@ -199,7 +203,10 @@ def run_eval(items: list[EvalItem], reference: Candidate, candidates: list[Candi
 
         cand_ix, ref_ix, outs, info = run_looks(items, reference, candidates, sequential,
                                                 generate, score, k)
-        counts = [tuple(counts_by.get(id(m), [0, 0])) for m in [reference, *candidates]]
+        counts = [tuple(counts_by.get(id(m), [0, 0])[:2]) for m in [reference, *candidates]]
+        timed = {m.name: c[2] / c[0] for m in [reference, *candidates]
+                 if (c := counts_by.get(id(m))) and c[0]}
+        info = info.model_copy(update={"seconds_per_generation": timed})
 
     def evaluated(pos: int, ix: list[int]):
         its = [items[i] for i in ix]
@@ -219,6 +226,10 @@ def run_eval(items: list[EvalItem], reference: Candidate, candidates: list[Candi
         its, oc, sc, ro, rs = evaluated(1 + ci, cand_ix[ci])
         cand_evals.append(_candidate_eval(cand, its, oc, sc, ro, rs, counts[1 + ci][0],
                                           counts[1 + ci][1], resamples, seed))
+    if info is not None:  # a stopped cell has fewer items than fixed N planned: decide's task
+        for ce in (ref_eval, *cand_evals):  # mix reads the plan (decide/hybrid.py: task_mix)
+            for task, g in ce.per_task.items():
+                g.metrics["planned_items"] = float(info.planned_per_task.get(task, g.n))
     extra = {}
     if sampling:
         extra["sampling"] = dict(sampling, samples=k)

@@ -70,6 +70,8 @@ class Sequential:
     look_items: int = LOOK_ITEMS
     deadline: float | None = None  # outputs.now() at which to stop generating
     budget_s: float | None = None
+    # candidate -> the gate outside evaluation it fails (memory, speed): left out, named
+    not_evaluated: dict[str, str] = field(default_factory=dict)
 
 
 def run_looks(items: list, reference, candidates: list, seq: Sequential, generate, score,
@@ -246,6 +248,7 @@ def _info(states, order, outs, seq, look, exhausted, k, cand_gates, task_gates, 
                           fixed_items=fixed, planned_per_task=dict(caps),
                           reference_items=len(outs[0]), candidates=cands,
                           budget_s=seq.budget_s, budget_exhausted=exhausted,
+                          not_evaluated=dict(seq.not_evaluated),
                           undetermined=undetermined, to_settle=to_settle)
 
 

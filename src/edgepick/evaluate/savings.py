@@ -1,5 +1,6 @@
 """What sequential evaluation saved against fixed N, as printed after a run and shown in the
-report: items and generations per candidate, the reference's, and each gate's stopping look."""
+report (report/savings_section.py): items and generations per candidate, the reference's, the
+time saved, each gate's stopping look, and the candidates left out altogether."""
 
 from __future__ import annotations
 
@@ -7,15 +8,31 @@ from edgepick.records.evaluation import EvalResult
 
 
 def savings(result: EvalResult) -> dict:
-    """Generations used and what fixed N would have used (every model on every item)."""
+    """Generations used and what fixed N would have used: every model on every item, the
+    candidates that sequential evaluation left out (a gate no routing avoids) included, since
+    a fixed-N run evaluates them too. Time saved: each model's skipped generations at its mean
+    seconds per generation in this run (models whose outputs all came from the store are not
+    timed; `time_saved_s` is None when none was)."""
     seq = result.sequential
     k = result.samples
-    fixed = seq.fixed_items * k * (1 + len(seq.candidates))
+    models = 1 + len(seq.candidates) + len(seq.not_evaluated)
+    fixed = seq.fixed_items * k * models
     used = seq.reference_items * k + sum(c.generations for c in seq.candidates)
+    skipped = {result.reference.name: (seq.fixed_items - seq.reference_items) * k}
+    skipped |= {c.name: c.fixed_items * k - c.generations for c in seq.candidates}
+    spg = seq.seconds_per_generation
+    timed = [m for m in skipped if m in spg]
+    saved = sum(skipped[m] * spg[m] for m in timed) if timed else None
+    if saved is not None and seq.not_evaluated:  # never loaded: at the evaluated models' mean
+        mean = sum(spg[m] for m in timed) / len(timed)
+        saved += seq.fixed_items * k * len(seq.not_evaluated) * mean
     return {"generations": used, "fixed_generations": fixed,
             "share": used / fixed if fixed else 1.0,
             "per_candidate": {c.name: (c.items, c.fixed_items) for c in seq.candidates},
-            "reference": (seq.reference_items, seq.fixed_items)}
+            "generations_per_candidate": {c.name: (c.generations, c.fixed_items * k)
+                                          for c in seq.candidates},
+            "reference": (seq.reference_items, seq.fixed_items),
+            "time_saved_s": saved, "timed": timed}
 
 
 def gate_line(c) -> str:
@@ -27,16 +44,29 @@ def gate_line(c) -> str:
     return "; ".join(parts)
 
 
+def time_text(s: dict) -> str:
+    t = s["time_saved_s"]
+    if t is None:
+        return "time saved not measured (every output came from the store)"
+    return f"about {t:.0f} s of generation saved (at this run's seconds per generation)"
+
+
 def savings_lines(result: EvalResult) -> list[str]:
     seq = result.sequential
     if seq is None:
         return []
     s = savings(result)
+    k = result.samples
     lines = [f"sequential: {s['generations']} generations instead of {s['fixed_generations']} "
              f"for fixed N ({s['share']:.0%}) over {seq.looks} looks; the reference answered "
-             f"{seq.reference_items} of {seq.fixed_items} items"]
+             f"{seq.reference_items} of {seq.fixed_items} items; {time_text(s)}"]
     for c in seq.candidates:
-        lines.append(f"{c.name}: {c.items} of {c.fixed_items} items ({c.why}); {gate_line(c)}")
+        gens = f", {c.generations} of {c.fixed_items * k} generations" if k > 1 else ""
+        lines.append(f"{c.name}: {c.items} of {c.fixed_items} items{gens} ({c.why}); "
+                     f"{gate_line(c)}")
+    for name, gate in seq.not_evaluated.items():
+        lines.append(f"{name}: not evaluated, 0 of {seq.fixed_items} items (fails {gate}, "
+                     "which no routing avoids)")
     if seq.budget_exhausted:
         lines.append(f"budget of {seq.budget_s:.0f} s spent; undetermined: "
                      + (", ".join(seq.undetermined) or "nothing"))

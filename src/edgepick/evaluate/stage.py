@@ -32,6 +32,9 @@ class EvalRequest(BaseModel):
     look_items: int = Field(4, ge=1)
     max_items: int | None = Field(None, ge=1)  # per model over all sets (round-robin over tasks)
     budget_s: float | None = Field(None, gt=0)  # seconds of generation left for this stage
+    # sequential: candidates left out because they fail a gate no routing avoids (the plan's
+    # eval stage finds them on this run's measurements) -> that gate; the result names them
+    not_evaluated: dict[str, str] = Field(default_factory=dict)
 
 
 def distinct_names(cands: list[Candidate]) -> None:
@@ -74,6 +77,7 @@ def run(req: EvalRequest, store, progress: Tick = silent) -> EvalResult | None:
         from edgepick.evaluate.outputs import now
 
         seq = Sequential(gates=req.gates, look_items=req.look_items, budget_s=req.budget_s,
+                         not_evaluated=req.not_evaluated,
                          deadline=None if req.budget_s is None
                          else now() + req.budget_s)
     # sets.sha: the files and which of their items were used (a --limit slice differs).

@@ -190,6 +190,7 @@ def eval_stage(st: RunState, tick: Tick) -> None:
     from edgepick.plan.eval_gates import eval_gates, sampling_of, scenario_of, unroutable_failures
 
     scenario = scenario_of(st.lp)
+    failing: dict[str, str] = {}
     if plan.eval.sequential:
         failing = unroutable_failures(st, active, scenario)
         for c in active:
@@ -205,7 +206,7 @@ def eval_stage(st: RunState, tick: Tick) -> None:
                       max_tokens=plan.eval.max_tokens, sampling=sampling, samples=samples,
                       sequential=plan.eval.sequential, gates=eval_gates(scenario),
                       look_items=plan.eval.look_items, max_items=plan.eval.max_items,
-                      budget_s=st.remaining_s())
+                      budget_s=st.remaining_s(), not_evaluated=failing)
     result = run(req, st.store, tick)
     if result is None:
         st.notes.append("eval: the time budget ran out before the first item; quality unmeasured")

@@ -177,6 +177,8 @@ class SequentialInfo(BaseModel):
     reference_items: int = 0
     candidates: list[SequentialCandidate] = Field(default_factory=list)
     not_evaluated: dict[str, str] = Field(default_factory=dict)  # candidate -> the gate it fails
+    # model name -> mean wall seconds of this run's generations (absent: all came from the store)
+    seconds_per_generation: dict[str, float] = Field(default_factory=dict)
     budget_s: float | None = None
     budget_exhausted: bool = False
     undetermined: list[str] = Field(default_factory=list)  # "candidate: gate (task)" left open

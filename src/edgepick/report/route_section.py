@@ -147,18 +147,7 @@ def append_to_report(out: str | Path, res: RouteEvalResult, langs: list[str]) ->
     (out / "charts" / "route_curve.svg").write_text(svg, encoding="utf-8")
     (out / "data").mkdir(parents=True, exist_ok=True)
     (out / "data" / "route_eval.json").write_text(res.model_dump_json(indent=2), encoding="utf-8")
-    touched = []
-    for lg in langs:
-        md, html = out / f"report.{lg}.md", out / f"report.{lg}.html"
-        if md.exists():
-            md.write_text(md.read_text(encoding="utf-8").rstrip("\n") + "\n\n"
-                          + render_markdown(res, lg), encoding="utf-8")
-            touched.append(md)
-        if html.exists():
-            text = html.read_text(encoding="utf-8")
-            section = render_html(res, lg, svg)
-            text = text.replace("</body>", section + "</body>", 1) if "</body>" in text \
-                else text + section
-            html.write_text(text, encoding="utf-8")
-            touched.append(html)
-    return touched
+    from edgepick.report.append import append_section
+
+    return append_section(out, langs, lambda lg: render_markdown(res, lg),
+                          lambda lg: render_html(res, lg, svg))
