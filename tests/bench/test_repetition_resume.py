@@ -132,3 +132,19 @@ def test_a_real_engine_far_from_its_limits_stops_at_five(tiny_model):
     m = res.metrics["decode_tps"]
     assert m.n == 5 and (m.median_low, m.median_high) == (m.min, m.max)  # five: [min, max]
     assert res.summary()["repetitions"]["ran"] == 5
+
+
+def test_a_run_says_which_point_ran_the_maximum_undetermined(monkeypatch):
+    from types import SimpleNamespace
+
+    from edgepick.plan.stages import _bench_group
+
+    calls: list = []
+    fake = _fake_measure(calls, [9.5, 10.5])
+    cfg = next(c for c in expand(_req(most=7)) if c.rule is not None)
+    res = fake(cfg, None)
+    st = SimpleNamespace(notes=[])
+    _bench_group(st, [res], {})
+    assert res.repetitions.stopped == "max"
+    assert len(st.notes) == 1 and "ran the most repetitions (7" in st.notes[0]
+    assert "decode_tps_min still undetermined" in st.notes[0]

@@ -177,6 +177,12 @@ def _bench_group(st: RunState, results, names: dict) -> None:
         elif res.contended and not res.cached:
             st.notes.append(f"bench: {names.get(res.model, res.model)} {res.config} contended "
                             f"(other work {res.host_load.other_cpu_share:.0%} of the CPUs)")
+        rep = res.repetitions
+        if res.status == "ok" and not res.cached and rep is not None and rep.stopped == "max":
+            still = ", ".join(j.gate for j in rep.limits if j.verdict == "undetermined")
+            st.notes.append(f"bench: {names.get(res.model, res.model)} {res.config} ran the "
+                            f"most repetitions ({rep.ran}, bench.max_repeats); {still} still "
+                            "undetermined: its median sits on the limit")
 
 
 def eval_stage(st: RunState, tick: Tick) -> None:
