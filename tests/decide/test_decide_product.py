@@ -48,6 +48,17 @@ def test_cloud_that_passes_and_helps_gets_the_task():
                                                           "math": "cloud"}
 
 
+def test_the_hybrid_names_its_task_mix_in_each_language():
+    from edgepick.decide.explain import explain
+
+    d = decide([edge()], SC)
+    mix = d.hybrid.mix_source
+    assert mix in ("eval set proportions", "scenario task_mix")
+    assert mix in explain(d, {"edge": edge()}, SC, "en").why[0]
+    zh = {"eval set proportions": "评测集任务比例", "scenario task_mix": "场景任务比例"}[mix]
+    assert zh in explain(d, {"edge": edge()}, SC, "zh").why[0]
+
+
 def test_cloud_failing_the_task_gate_itself_makes_the_decision_none_naming_both_sides():
     d = decide([edge(math_ref_unacc=25)], SC)  # the stand-in cloud: 42% unacceptable on math
     assert d.status == "none" and d.recommendation is None and d.hybrid is None

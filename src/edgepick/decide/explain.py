@@ -10,6 +10,7 @@ from edgepick.decide.scenarios import Scenario
 from edgepick.decide.texts import (advice, constraint_advice, gate_label, gate_phrase, label,
                                    reasons_text, t, unchecked_text)
 from edgepick.records.decision import CandidateSummary, Decision, Explanation, RankedCandidate
+from edgepick.strings import say
 from edgepick.units import mib, pct
 
 
@@ -81,10 +82,9 @@ def _hybrid_lines(d: Decision, by_name: dict[str, CandidateSummary], sc: Scenari
     edge = [r.task for r in h.routes if r.route == "edge"]
     cloud = [r.task for r in h.routes if r.route == "cloud"]
     ci = t("ci", lang, lo=f"{h.low:.0f}", hi=f"{h.high:.0f}") if h.low is not None else ""
-    mix = {"en": h.mix_source, "zh": "场景任务比例" if "scenario" in h.mix_source else "评测集任务比例"}
     out = [t("hybrid", lang, sc=sc.name, c=h.candidate, e=", ".join(edge), k=", ".join(cloud),
              r=s.reference_name or "reference", p=f"{h.cloud_share:.0%}",
-             mix=mix.get(lang, h.mix_source), b=f"{h.badcases_per_1000:.0f}", ci=ci)]
+             mix=say("labels", h.mix_source, lang), b=f"{h.badcases_per_1000:.0f}", ci=ci)]
     for r in h.routes:
         rci = t("ci", lang, lo=f"{r.low:.0f}", hi=f"{r.high:.0f}") if r.low is not None else ""
         out.append(t("route", lang, t=r.task, r=r.route, s=f"{r.share or 0:.0%}", ci=rci,

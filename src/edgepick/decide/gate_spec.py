@@ -19,6 +19,8 @@ from typing import Callable, Literal
 
 import yaml
 
+from edgepick.units import mib
+
 Direction = Literal["max", "min"]
 Scope = Literal["candidate", "task"]
 INTERVALS = ("wilson", "bootstrap", "order", "point")
@@ -64,7 +66,7 @@ class GateSpec:
     def show(self, v: float | None) -> str:
         if v is None:
             return "-"
-        return f"{v / 2**20:.0f} MiB" if self.format == "bytes" else self.format.format(v)
+        return mib(v) if self.format == "bytes" else self.format.format(v)
 
     def check_limit(self, v) -> None:
         """Raise ValueError (the scenario's one line) for a limit outside the gate's bounds."""
