@@ -31,6 +31,8 @@ def test_only_the_gated_concurrency_1_point_gets_a_rule():
     assert rules[("prompt_length", 16, 1)].most == 12
     assert rules[("prompt_length", 64, 1)] is None  # no limit at this length: fixed count
     assert rules[("concurrency", 16, 2)] is None
+    # a maximum no larger than the count: the fixed count (a plan's way to keep one repeat)
+    assert all(c.rule is None for c in expand(_req(most=5)))
 
 
 def test_the_key_does_not_change_with_limits_or_maximum():

@@ -20,6 +20,7 @@ from edgepick.errors import EdgepickError
 from edgepick.power.detect import PowerConfig
 from edgepick.records.candidate import Candidate, RuntimeSettings
 from edgepick.records.model_ref import ModelRef
+from edgepick.store.identity import content_key
 
 
 class BenchRequest(BaseModel):
@@ -101,7 +102,7 @@ def expand(req: BenchRequest) -> list[Config]:
                                f"threads={t} prompt={base_len} sustain={req.sustain_s:g}s"))
             for sweep, wl, label in points:
                 try:
-                    key = cand.content_key(wl)
+                    key = content_key(cand, wl)
                 except OSError as exc:
                     configs.append(Config(ref.spec, None, wl, sweep, label, key="",
                                           error=f"{ref.path}: cannot read ({exc.strerror})",
@@ -115,9 +116,10 @@ def expand(req: BenchRequest) -> list[Config]:
 
 
 def rule_for(req: BenchRequest, sweep: str, wl: Workload) -> StopRule | None:
-    """The stopping rule of a prompt-length point some limit gates; None: fixed repeats."""
+    """The stopping rule of a prompt-length point some limit gates; None: fixed repeats (no
+    limit, or a maximum no larger than the count)."""
     limits = req.limits.get(wl.prompt_tokens) if sweep == "prompt_length" else None
-    if not limits:
+    if not limits or (req.max_repeats or 0) <= req.repeats:
         return None
     return StopRule(min_repeats=req.repeats, max_repeats=req.max_repeats or req.repeats,
                     limits=limits)
