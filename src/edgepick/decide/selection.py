@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from edgepick.decide import adapters
 from edgepick.errors import EdgepickError
 from edgepick.records.decision import CandidateSummary
+from edgepick.records.evaluation import EvalResult
 
 
 def model_key(model: str) -> str:
@@ -58,31 +59,32 @@ def _models_of(kind: str, record: BaseModel) -> dict[str, str]:
     return seen
 
 
-def _eval_settings(payload: dict, model: str) -> dict:
-    for ce in payload.get("candidates") or []:
-        c = ce.get("candidate") or {}
-        if c.get("model") and model_key(c["model"]) == model:
-            return c.get("settings") or {}
+def _eval_settings(r: EvalResult, model: str) -> dict:
+    for ce in r.candidates:
+        if model_key(ce.candidate.model) == model:
+            return ce.candidate.settings.model_dump(mode="json")
     return {}
 
 
-def signature(kind: str, payload: dict, model: str) -> dict:
+def _fields(record: BaseModel, names: tuple[str, ...]) -> dict:
+    return {k: getattr(record, k, None) for k in names}
+
+
+def signature(kind: str, record: BaseModel, model: str) -> dict:
     """The settings a figure depends on; two rows of one candidate that differ here measured
     different things."""
     if kind == "bench":
-        st = payload.get("settings") or {}
-        return {k: st.get(k) for k in ("n_ctx", "threads", "kv_type", "n_batch", "n_ubatch",
-                                       "flash_attn", "backend")}
+        return {k: record.settings.get(k) for k in ("n_ctx", "threads", "kv_type", "n_batch",
+                                                    "n_ubatch", "flash_attn", "backend")}
     if kind == "eval":
-        ref = (payload.get("reference") or {}).get("candidate") or {}
-        return {"data": payload.get("data_sha256"), "items": payload.get("n_items"),
-                "reference": ref.get("model"), "max_tokens": payload.get("max_tokens"),
-                "settings": _eval_settings(payload, model)}
+        return {"data": record.data_sha256, "items": record.n_items,
+                "reference": record.reference.candidate.model, "max_tokens": record.max_tokens,
+                "settings": _eval_settings(record, model)}
     if kind == "fidelity":
-        return {k: payload.get(k) for k in ("reference", "text_sha256", "ctx", "n_chunks")}
+        return _fields(record, ("reference", "text_sha256", "ctx", "n_chunks"))
     if kind == "fit":
-        return {k: payload.get(k) for k in ("ctx", "kv_type", "device", "margin", "quant")}
-    return {k: payload.get(k) for k in ("type", "source_sha256", "imatrix")}
+        return _fields(record, ("ctx", "kv_type", "device", "margin", "quant"))
+    return _fields(record, ("type", "source_sha256", "imatrix"))
 
 
 def _differences(a: dict, b: dict) -> str:
@@ -96,7 +98,7 @@ def _within_run_notes(sel: Selection) -> Selection:
     sigs: dict[tuple[str, str], list[dict]] = {}
     for r in sel.rows:
         for m in sel.allowed.get((r.kind, r.key), set()):
-            sig = signature(r.kind, r.payload, m)
+            sig = signature(r.kind, r.record, m)
             if sig not in sigs.setdefault((r.kind, m), []):
                 sigs[(r.kind, m)].append(sig)
     for (kind, m), found in sigs.items():
@@ -113,7 +115,7 @@ def _check_combined(rows: list[Row], runs: list[int]) -> None:
         for m in r.models:
             for rid in r.runs:
                 if rid in runs:
-                    sig = signature(r.kind, r.payload, m)
+                    sig = signature(r.kind, r.record, m)
                     per = sigs.setdefault((r.kind, m), {}).setdefault(rid, [])
                     if sig not in per:
                         per.append(sig)
