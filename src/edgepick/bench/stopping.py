@@ -13,12 +13,9 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from edgepick.bench.median_ci import median_interval
-from edgepick.bench.metrics import request_samples
+from edgepick.bench.metrics import PER_RUN, request_samples
 from edgepick.evaluate.intervals import verdict
 from edgepick.records.bench import JudgedLimit, MetricStats
-
-# The per-run figures a limit can name: one value per repetition at concurrency 1.
-RUN_METRICS = ("ttft_ms", "decode_tps", "prefill_tps", "e2e_ms")
 
 
 class Limit(BaseModel):
@@ -44,12 +41,12 @@ class StopRule(BaseModel):
 
 
 def run_values(runs: list[dict]) -> dict[str, list[float]]:
-    """Per repetition, each RUN_METRICS figure of its first request (the loop runs at
+    """Per repetition, each PER_RUN figure of its first request (the loop runs at
     concurrency 1, so that is the run's only one)."""
-    out: dict[str, list[float]] = {k: [] for k in RUN_METRICS}
+    out: dict[str, list[float]] = {k: [] for k in PER_RUN}
     for run in runs:
         s = request_samples(run["requests"][0]) if run["requests"] else {}
-        for k in RUN_METRICS:
+        for k in PER_RUN:
             if s.get(k) is not None:
                 out[k].append(s[k])
     return out
