@@ -32,6 +32,12 @@ class Served:
     def v1(self) -> str:
         return self.url + "/v1"
 
+    def openai(self, key: str = "x", timeout: float = 60):
+        """The official client on this server, as the tests use it: no retries, bounded."""
+        import openai
+
+        return openai.OpenAI(base_url=self.v1, api_key=key, max_retries=0, timeout=timeout)
+
     def metrics(self, key: str | None = None) -> str:
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         return httpx.get(self.url + "/metrics", headers=headers, timeout=10).text
@@ -110,6 +116,23 @@ def serve(args: list[str], tmp: Path, env: dict | None = None,
     log = tmp / f"serve-{len(list(tmp.glob('serve-*.log')))}.log"
     with spawn_serve(["--log-dir", str(tmp), *args], log, env, ready, 120) as (url, proc):
         yield Served(proc, url, log)
+
+
+def module_server(name: str, *args: str, key: str | None = None):
+    """(server, client) fixtures for a test module: serve on the tiny model with `args` (and
+    `--api-key key`), started once for the module; the client is the official one."""
+    extra = ["--api-key", key] if key else []
+
+    @pytest.fixture(scope="module")
+    def server(tiny_model, tmp_path_factory):
+        with serve(["-m", tiny_model, *args, *extra], tmp_path_factory.mktemp(name)) as s:
+            yield s
+
+    @pytest.fixture(scope="module")
+    def client(server):
+        return server.openai(key or "x")
+
+    return server, client
 
 
 def hog_engine(tmp_path, mib: int) -> tuple[dict, object]:

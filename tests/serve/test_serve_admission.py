@@ -25,7 +25,7 @@ def server(tiny_model, tmp_path_factory):
 
 
 def _client(server) -> openai.OpenAI:
-    return openai.OpenAI(base_url=server.v1, api_key="none", max_retries=0, timeout=120)
+    return server.openai("none", timeout=120)
 
 
 def _idle(server) -> bool:

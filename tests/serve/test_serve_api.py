@@ -7,23 +7,14 @@ import httpx
 import openai
 import pytest
 
-from serve_harness import serve
+from serve_harness import module_server
 
 KEY = "test-key-123"
 
 
-@pytest.fixture(scope="module")
-def server(tiny_model, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("serve_api")
-    with serve(["-m", tiny_model, "--slots", "2", "--queue", "2", "--api-key", KEY,
-                "--max-body", "16KiB", "--max-tokens", "64", "--max-prompt-tokens", "300",
-                "--ctx", "512"], tmp) as s:
-        yield s
-
-
-@pytest.fixture(scope="module")
-def client(server):
-    return openai.OpenAI(base_url=server.v1, api_key=KEY, max_retries=0, timeout=60)
+server, client = module_server("serve_api", "--slots", "2", "--queue", "2", "--max-body",
+                               "16KiB", "--max-tokens", "64", "--max-prompt-tokens", "300",
+                               "--ctx", "512", key=KEY)
 
 
 def test_chat_and_completion_sync(client):
@@ -67,7 +58,7 @@ def test_models_health_metrics(server, client):
 
 
 def test_api_key_required(server):
-    anon = openai.OpenAI(base_url=server.v1, api_key="wrong", max_retries=0, timeout=30)
+    anon = server.openai("wrong", timeout=30)
     with pytest.raises(openai.AuthenticationError):
         anon.chat.completions.create(model="x", messages=[{"role": "user", "content": "hi"}])
     assert httpx.get(server.url + "/metrics", timeout=10).status_code == 401

@@ -10,24 +10,15 @@ import openai
 import pytest
 from parts import need_module
 
-from serve_harness import serve
+from serve_harness import module_server
 
 KEY = "clients-key"
 MSG = [{"role": "user", "content": "Say hello."}]
 
 
-@pytest.fixture(scope="module")
-def server(tiny_model, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("serve_clients")
-    with serve(["-m", tiny_model, "--slots", "2", "--queue", "2", "--api-key", KEY,
-                "--max-tokens", "32", "--ctx", "512", "--threads", "1",
-                "--cors-origin", "http://localhost:5173"], tmp) as s:
-        yield s
-
-
-@pytest.fixture(scope="module")
-def client(server):
-    return openai.OpenAI(base_url=server.v1, api_key=KEY, max_retries=0, timeout=60)
+server, client = module_server("serve_clients", "--slots", "2", "--queue", "2",
+                               "--max-tokens", "32", "--ctx", "512", "--threads", "1",
+                               "--cors-origin", "http://localhost:5173", key=KEY)
 
 
 def test_openai_client_answers_streams_and_models(client, server):
@@ -81,7 +72,7 @@ def test_openai_client_errors_carry_openai_codes(client, server):
     with pytest.raises(openai.NotFoundError) as exc:
         client.models.retrieve("some-other-model")
     assert exc.value.code == "model_not_found"
-    anon = openai.OpenAI(base_url=server.v1, api_key="wrong", max_retries=0, timeout=30)
+    anon = server.openai("wrong", timeout=30)
     with pytest.raises(openai.AuthenticationError) as exc:
         anon.chat.completions.create(model="x", messages=MSG)
     assert exc.value.code == "invalid_api_key"

@@ -36,7 +36,7 @@ def test_deploy_sampling_and_monitor(cli, tiny_model, tmp_path):
     sampled = tmp_path / "traffic.jsonl"
     with serve([str(path), "--slots", "1", "--sample-rate", "1", "--sample-out", str(sampled)],
                tmp_path) as s:
-        client = openai.OpenAI(base_url=s.v1, api_key="x", max_retries=0, timeout=60)
+        client = s.openai("x")
         ids = [m.id for m in client.models.list()]
         assert ids == ["tiny-chat"]
         client.chat.completions.create(model="x", max_tokens=8,
@@ -70,7 +70,7 @@ def test_resource_policy(tiny_model, tmp_path, action):
                       "degrade_max_tokens: 3}\n")
     with serve(["-m", tiny_model, "--slots", "1", "--ctx", "512", "--policy", str(policy)],
                tmp_path) as s:
-        client = openai.OpenAI(base_url=s.v1, api_key="x", max_retries=0, timeout=60)
+        client = s.openai("x")
         if action == "refuse":
             with pytest.raises(openai.InternalServerError) as exc:
                 client.chat.completions.create(model="x", max_tokens=20,

@@ -48,7 +48,7 @@ def _cos(a, b) -> float:
 
 
 def test_openai_client_embeddings_match_llama_cpp(server, oracle):
-    client = openai.OpenAI(base_url=server.v1, api_key=KEY, max_retries=0, timeout=60)
+    client = server.openai(KEY)
     out = client.embeddings.create(model="anything", input=TEXTS)  # the client asks for base64
     assert [d.index for d in out.data] == [0, 1]
     assert out.usage.prompt_tokens > 0 and out.usage.total_tokens == out.usage.prompt_tokens
@@ -70,7 +70,7 @@ def test_openai_client_embeddings_match_llama_cpp(server, oracle):
 
 
 def test_embedding_refusals_are_openai_shaped(server):
-    client = openai.OpenAI(base_url=server.v1, api_key=KEY, max_retries=0, timeout=60)
+    client = server.openai(KEY)
     with pytest.raises(openai.BadRequestError) as exc:
         client.embeddings.create(model="x", input="hi", dimensions=3)
     assert exc.value.param == "dimensions" and exc.value.code == "unsupported_value"
@@ -104,7 +104,7 @@ def test_langchain_openai_embeddings(server, oracle):
 def test_no_embedding_engine_is_openai_501(tiny_model, tmp_path):
     with serve(["-m", tiny_model, "--slots", "1", "--ctx", "256", "--threads", "1"],
                tmp_path) as s:
-        client = openai.OpenAI(base_url=s.v1, api_key="x", max_retries=0, timeout=60)
+        client = s.openai("x")
         with pytest.raises(openai.APIStatusError) as exc:
             client.embeddings.create(model="x", input="hi")
         assert exc.value.status_code == 501 and exc.value.code == "not_implemented"

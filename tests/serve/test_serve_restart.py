@@ -23,7 +23,7 @@ def test_memory_over_limit_drains_and_restarts(tiny_model, tmp_path):
             "--restart-cooldown", "3600", "--drain-timeout", "1"]
     with serve(args, tmp_path, env=env) as s:
         (first_port,) = s.engine_ports()
-        client = openai.OpenAI(base_url=s.v1, api_key="x", max_retries=0, timeout=120)
+        client = s.openai("x", timeout=120)
         held = client.chat.completions.create(model="x", max_tokens=2000, stream=True,
                                               messages=MSG, extra_body={"ignore_eos": True})
         it = iter(held)
@@ -32,7 +32,7 @@ def test_memory_over_limit_drains_and_restarts(tiny_model, tmp_path):
         queued: list = []
 
         def ask() -> None:
-            queued.append(openai.OpenAI(base_url=s.v1, api_key="x", max_retries=0, timeout=120)
+            queued.append(s.openai("x", timeout=120)
                           .chat.completions.create(model="x", max_tokens=4, messages=MSG))
 
         t = threading.Thread(target=ask, daemon=True)
@@ -62,7 +62,7 @@ def test_killed_engine_is_restarted(tiny_model, tmp_path):
         wait_until("restart counted", lambda: s.metric("edgepick_engine_restarts_total",
                                                        reason="crash") == 1, 60)
         wait_until("healthy again", lambda: s.healthy(), 60)
-        client = openai.OpenAI(base_url=s.v1, api_key="x", max_retries=0, timeout=60)
+        client = s.openai("x")
         assert client.completions.create(model="x", prompt="Hi", max_tokens=4).choices
 
 
@@ -85,7 +85,7 @@ def test_health_is_503_while_the_engine_loads(tiny_model, tmp_path):
         answer: list = []
 
         def ask() -> None:  # admitted while loading: it waits for the engine, within its deadline
-            answer.append(openai.OpenAI(base_url=s.v1, api_key="x", max_retries=0, timeout=120)
+            answer.append(s.openai("x", timeout=120)
                           .completions.create(model="x", prompt="Hi", max_tokens=4))
 
         t = threading.Thread(target=ask, daemon=True)

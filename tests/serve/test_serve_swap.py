@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import httpx
-import openai
 import yaml
 
 from serve_harness import serve, wait_until
@@ -18,7 +17,7 @@ def _version(s) -> str:
 
 
 def _ask(s) -> str:
-    raw = openai.OpenAI(base_url=s.v1, api_key="x", max_retries=0, timeout=60) \
+    raw = s.openai("x") \
         .chat.completions.with_raw_response.create(
             model="x", max_tokens=4, messages=[{"role": "user", "content": "Hi"}])
     return raw.headers["x-edgepick-model-version"]

@@ -45,77 +45,54 @@ class ServeError(Exception):
         return {"Retry-After": str(max(1, round(self.retry_after)))} if self.retry_after else {}
 
 
-class BadRequest(ServeError):
-    status, type, code = 400, "invalid_request_error", "invalid_value"
-
-
-class Unauthorized(ServeError):
-    status, type, code = 401, "invalid_request_error", "invalid_api_key"
-
-
-class NotFound(ServeError):
-    status, type, code = 404, "invalid_request_error", "unknown_url"
-
-
-class MethodNotAllowed(ServeError):
-    status, type, code = 405, "invalid_request_error", "method_not_allowed"
-
-
-class RequestTimeout(ServeError):
-    status, type, code = 408, "invalid_request_error", "request_timeout"
-
-
-class BodyTooLarge(ServeError):
-    status, type, code = 413, "invalid_request_error", "request_too_large"
-
-
-class Unprocessable(ServeError):
-    status, type, code = 422, "invalid_request_error", "invalid_value"
-
-
-class HeadersTooLarge(ServeError):
-    status, type, code = 431, "invalid_request_error", "request_header_fields_too_large"
-
-
-class Overloaded(ServeError):
-    """Every slot and queue place is taken: refused at once (seed 000 §4.3)."""
-
-    status, type, code, reason = 429, "requests", "rate_limit_exceeded", "overloaded"
-
-
-class ClientGone(ServeError):
-    """The client closed the connection before its answer (nginx's 499); nobody reads the body."""
-
-    status, type, code = 499, "invalid_request_error", "client_closed_request"
-
-
-class NotImplementedHere(ServeError):
-    status, type, code = 501, "not_supported_error", "not_implemented"
-
-
-class ResourceRefused(ServeError):
-    """The resource check before admission (free memory, load) refused it (seed 000 §5.2)."""
-
-    status, code = 503, "insufficient_resources"
-
-
-class EngineUnavailable(ServeError):
-    """The engine is restarting, swapping or died mid-request; retrying later is safe."""
-
-    status, code = 503, "engine_unavailable"
-
-
-class EdgeOnlyUnavailable(ServeError):
-    """A task deploy.yaml keeps on the device (`edge_only_tasks`) that the edge cannot serve
-    now; it is never sent to the cloud instead (seed 000 §6.1)."""
-
-    status, code = 503, "edge_only_task_unavailable"
-
-
-class DeadlineExceeded(ServeError):
-    """Queue wait plus generation went past the request's deadline."""
-
-    status, code = 504, "deadline_exceeded"
+# Every refusal kind, one line each: class name → (HTTP status, OpenAI `type`, `code`, metrics
+# reason (None: the code), when it is raised). The classes below are made from it, so a kind
+# is added here and nowhere else; `for_status` takes the first kind of a status.
+KINDS: dict[str, tuple[int, str, str, str | None, str]] = {
+    "BadRequest": (400, "invalid_request_error", "invalid_value", None,
+                   "A bad field (named in `param`), a prompt over the cap, n over the slots."),
+    "Unauthorized": (401, "invalid_request_error", "invalid_api_key", None,
+                     "--api-key set and not sent."),
+    "NotFound": (404, "invalid_request_error", "unknown_url", None, "No such endpoint or model."),
+    "MethodNotAllowed": (405, "invalid_request_error", "method_not_allowed", None,
+                         "A method the path does not take."),
+    "RequestTimeout": (408, "invalid_request_error", "request_timeout", None,
+                       "The body did not arrive within --body-timeout."),
+    "BodyTooLarge": (413, "invalid_request_error", "request_too_large", None,
+                     "A body over --max-body."),
+    "Unprocessable": (422, "invalid_request_error", "invalid_value", None,
+                      "Never sent by serve (its validation answers 400), kept for for_status."),
+    "HeadersTooLarge": (431, "invalid_request_error", "request_header_fields_too_large", None,
+                        "Too many or too large headers."),
+    "Overloaded": (429, "requests", "rate_limit_exceeded", "overloaded",
+                   "Every slot and queue place is taken: refused at once (seed 000 §4.3)."),
+    "ClientGone": (499, "invalid_request_error", "client_closed_request", None,
+                   "The client closed the connection before its answer (nginx's 499); nobody "
+                   "reads the body."),
+    "NotImplementedHere": (501, "not_supported_error", "not_implemented", None,
+                           "Not enabled on this server (/v1/embeddings without an engine)."),
+    "EngineUnavailable": (503, "server_error", "engine_unavailable", None,
+                          "The engine is restarting, swapping or died mid-request; retrying "
+                          "later is safe."),
+    "ResourceRefused": (503, "server_error", "insufficient_resources", None,
+                        "The resource check before admission (free memory, load) refused it "
+                        "(seed 000 §5.2)."),
+    "EdgeOnlyUnavailable": (503, "server_error", "edge_only_task_unavailable", None,
+                            "A task deploy.yaml keeps on the device (`edge_only_tasks`) that the "
+                            "edge cannot serve now; it is never sent to the cloud instead (seed "
+                            "000 §6.1)."),
+    "DeadlineExceeded": (504, "server_error", "deadline_exceeded", None,
+                         "Queue wait plus generation went past the request's deadline."),
+}
+_BY_STATUS: dict[int, type[ServeError]] = {}
+for _name, (_status, _type, _code, _reason, _doc) in KINDS.items():
+    _cls = type(_name, (ServeError,), {"status": _status, "type": _type, "code": _code,
+                                       "reason": _reason, "__doc__": _doc,
+                                       "__module__": __name__, "__qualname__": _name})
+    globals()[_name] = _cls
+    _BY_STATUS.setdefault(_status, _cls)
+__all__ = ["ServeError", "UpstreamError", "from_upstream", "for_status", "sse_event", "KINDS",
+           *KINDS]
 
 
 class UpstreamError(ServeError):
@@ -161,10 +138,7 @@ def from_upstream(err: UpstreamError) -> ServeError:
 
 def for_status(status: int, message: str) -> ServeError:
     """A framework-level answer (unknown path, wrong method, …) as a ServeError."""
-    cls = {400: BadRequest, 401: Unauthorized, 404: NotFound, 405: MethodNotAllowed,
-           408: RequestTimeout, 413: BodyTooLarge, 422: Unprocessable, 431: HeadersTooLarge,
-           429: Overloaded, 501: NotImplementedHere, 503: EngineUnavailable,
-           504: DeadlineExceeded}.get(status)
+    cls = _BY_STATUS.get(status)
     if cls is None:
         return ServeError(message, status=status)
     return cls(message)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Literal
+from typing import Any, Awaitable, Callable, Literal, Protocol
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
@@ -25,11 +25,18 @@ from edgepick.errors import first_problem
 from edgepick.serve.history import AGE_HEADER, MetricsHistory
 from edgepick.serve.router_api import BadRequest
 
-if TYPE_CHECKING:
-    from edgepick.serve.app import ServeState
-
 MAX_FEEDBACK_BODY = 16 * 1024
 REMEMBERED = 100_000
+
+
+class LoopState(Protocol):
+    """What the loop's endpoints and jobs need of the app's state (serve/app.py's ServeState)."""
+
+    pool: Any
+    settings: Any
+    sampler: Any
+    metrics: Any
+    background: list[Callable[[], Awaitable[None]]]
 
 
 class FeedbackBody(BaseModel):
@@ -54,7 +61,7 @@ class FeedbackBook:
         return True
 
 
-async def watch_engine(state: "ServeState", every_s: float = 0.25) -> None:
+async def watch_engine(state: LoopState, every_s: float = 0.25) -> None:
     """Keeps the engine's cgroup counter and the peak memory current, and classifies an engine
     that died on its own (the pool counts it as a `crash` restart) by its exit signal and the
     cgroup's OOM counter (serve/availability.py)."""
@@ -80,7 +87,7 @@ async def watch_engine(state: "ServeState", every_s: float = 0.25) -> None:
         await asyncio.sleep(every_s)
 
 
-def configure_sampler(state: "ServeState") -> None:
+def configure_sampler(state: LoopState) -> None:
     """The sampler from the policy file's `sampling:` section, deploy.yaml's edge-only tasks
     and its cloud (serve/references.py); a sampler handed to the state already is kept."""
     if getattr(state.sampler, "metrics", None) is not None:
@@ -93,7 +100,7 @@ def configure_sampler(state: "ServeState") -> None:
                                 state.metrics)
 
 
-def loop_router(state: "ServeState") -> APIRouter:
+def loop_router(state: LoopState) -> APIRouter:
     from edgepick.serve.request_checks import check_key
 
     configure_sampler(state)

@@ -5,8 +5,9 @@ The sections this module owns are validated strictly; other sections are left to
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -18,17 +19,28 @@ KNOWN_SECTIONS = ("resources", "swap", "route")
 OTHER_OWNERS = ("sampling",)  # read from `extra` by their owners (serve/references.py)
 
 
+@dataclass(frozen=True)
+class Bound:
+    """What a condition field bounds: a `Signals` attribute, from below/above (or equal to
+    it), relaxed by which `Hysteresis` margin while its rule is in force."""
+
+    signal: str
+    sense: Literal["below", "above", "equal"]
+    margin: str | None = None
+
+
 class Condition(BaseModel):
     """Every named bound must hold; a missing signal never holds."""
 
     model_config = ConfigDict(extra="forbid")
 
-    battery_below: float | None = None
-    battery_above: float | None = None
-    on_ac: bool | None = None
-    temperature_above: float | None = None
-    temperature_below: float | None = None
-    memory_pressure_above: float | None = None
+    battery_below: Annotated[float | None, Bound("battery_percent", "below", "battery")] = None
+    battery_above: Annotated[float | None, Bound("battery_percent", "above", "battery")] = None
+    on_ac: Annotated[bool | None, Bound("on_ac", "equal")] = None
+    temperature_above: Annotated[float | None, Bound("temperature_c", "above", "temperature")] = None
+    temperature_below: Annotated[float | None, Bound("temperature_c", "below", "temperature")] = None
+    memory_pressure_above: Annotated[float | None, Bound("memory_pressure", "above",
+                                                         "memory_pressure")] = None
 
     @model_validator(mode="after")
     def _not_empty(self) -> "Condition":
@@ -39,24 +51,22 @@ class Condition(BaseModel):
     def holds(self, s: Signals, margin: "Hysteresis | None" = None) -> bool:
         """With `margin` (the rule is the one in force), each bound is relaxed by its margin,
         so a signal hovering at the threshold does not swap back and forth."""
-        mb = margin.battery if margin else 0.0
-        mt = margin.temperature if margin else 0.0
-        mp = margin.memory_pressure if margin else 0.0
-        checks = []
-        if self.battery_below is not None:
-            checks.append(s.battery_percent is not None and s.battery_percent < self.battery_below + mb)
-        if self.battery_above is not None:
-            checks.append(s.battery_percent is not None and s.battery_percent > self.battery_above - mb)
-        if self.on_ac is not None:
-            checks.append(s.on_ac is not None and s.on_ac == self.on_ac)
-        if self.temperature_above is not None:
-            checks.append(s.temperature_c is not None and s.temperature_c > self.temperature_above - mt)
-        if self.temperature_below is not None:
-            checks.append(s.temperature_c is not None and s.temperature_c < self.temperature_below + mt)
-        if self.memory_pressure_above is not None:
-            checks.append(s.memory_pressure is not None
-                          and s.memory_pressure > self.memory_pressure_above - mp)
-        return all(checks)
+        for name, field in type(self).model_fields.items():
+            want = getattr(self, name)
+            if want is None:
+                continue
+            bound = next(m for m in field.metadata if isinstance(m, Bound))
+            got = getattr(s, bound.signal)
+            if got is None:
+                return False
+            slack = getattr(margin, bound.margin) if margin and bound.margin else 0.0
+            if bound.sense == "below" and not got < want + slack:
+                return False
+            if bound.sense == "above" and not got > want - slack:
+                return False
+            if bound.sense == "equal" and got != want:
+                return False
+        return True
 
 
 class Hysteresis(BaseModel):

@@ -186,36 +186,37 @@ class ChatMessageOut(_Open):
     tool_calls: list[ToolCall] | None = None
 
 
-class ChatChoice(_Open):
+class _Choice(_Open):
     index: int
+    finish_reason: str | None = None
+    logprobs: dict[str, Any] | None = None
+
+
+class _Answer(_Open):
+    """What a chat completion and a text completion share."""
+
+    id: str
+    created: int
+    model: str
+    usage: Usage | None = None
+
+
+class ChatChoice(_Choice):
     message: ChatMessageOut
-    finish_reason: str | None = None
-    logprobs: dict[str, Any] | None = None
 
 
-class ChatCompletion(_Open):
-    id: str
+class ChatCompletion(_Answer):
     object: Literal["chat.completion"]
-    created: int
-    model: str
     choices: list[ChatChoice]
-    usage: Usage | None = None
 
 
-class CompletionChoice(_Open):
-    index: int
+class CompletionChoice(_Choice):
     text: str
-    finish_reason: str | None = None
-    logprobs: dict[str, Any] | None = None
 
 
-class Completion(_Open):
-    id: str
+class Completion(_Answer):
     object: Literal["text_completion"]
-    created: int
-    model: str
     choices: list[CompletionChoice]
-    usage: Usage | None = None
 
 
 class Embedding(_Open):

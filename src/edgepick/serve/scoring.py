@@ -17,17 +17,24 @@ import logging
 import time
 import uuid
 from collections import OrderedDict
-from typing import TYPE_CHECKING
+from typing import Any, AsyncContextManager, Protocol
 
 import numpy as np
 
 from edgepick.serve.router_api import BadRequest, ServedResponse
 
-if TYPE_CHECKING:
-    from edgepick.serve.edge import EdgePool
-
 log = logging.getLogger("edgepick.serve")
 MAX_TOP = 20  # top_logprobs per position, as OpenAI's legacy completions allowed at most 5
+
+
+class ScoringPool(Protocol):
+    """What scoring needs of the engine pool (serve/edge.py's EdgePool): the served spec, a
+    place for the scorer, and admission for work the pool runs itself."""
+
+    spec: Any
+    scorer: "PromptScorer | None"
+
+    def admitted(self, deadline: float, n: int = 1) -> AsyncContextManager[Any]: ...
 
 
 class PromptScorer:
@@ -190,7 +197,7 @@ def _choice(index: int, scored: dict, k: int, asked: bool) -> dict:
     return choice
 
 
-async def score_request(pool: "EdgePool", body: dict, stream: bool,
+async def score_request(pool: ScoringPool, body: dict, stream: bool,
                         deadline: float) -> ServedResponse:
     """The `echo: true` completion: prompt log-probabilities from the served file."""
     if stream:
