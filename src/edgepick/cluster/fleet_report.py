@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edgepick.markup import md_table
+from edgepick.units import mib
 
 
 @dataclass
@@ -98,7 +99,7 @@ def _row(outcomes, name: str, label: str, get) -> list[str]:
 _METRICS = [
     ("TTFT P50", lambda o, s: _fmt(s.ttft_p50_ms, ".0f", " ms")),
     ("decode", lambda o, s: _fmt(s.decode_tps, ".1f", " tok/s")),
-    ("peak RSS", lambda o, s: _fmt(s.peak_rss_bytes and s.peak_rss_bytes / 2**20, ".0f", " MiB")),
+    ("peak RSS", lambda o, s: mib(s.peak_rss_bytes, "not measured")),
     ("unacceptable", lambda o, s: _fmt(s.unacceptable_rate and s.unacceptable_rate * 100,
                                        ".1f", "%")),
     ("network RTT", lambda o, s: _fmt((o.network.get(s.candidate) or {}).get("median"),

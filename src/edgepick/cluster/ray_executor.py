@@ -15,6 +15,7 @@ from edgepick.cluster.executor import Event, ordered
 from edgepick.cluster.jobs import Job, JobResult, Row
 from edgepick.cluster.nodes import RAY_NAMESPACE, NodeInfo, cluster_nodes, connect, tag_resource
 from edgepick.errors import EdgepickError
+from edgepick.units import mib
 
 
 def _run(job: Job, seed: list[Row], tracker, after: JobResult | None = None) -> JobResult:
@@ -51,9 +52,9 @@ def _check_fits(jobs: list[Job], nodes: list[NodeInfo]) -> None:
             best = max(mine, key=lambda n: (n.cpus, n.memory_bytes))
             raise EdgepickError(
                 f"{job.label}: needs {job.cpus:g} CPUs"
-                + (f" and {job.memory / 2**20:.0f} MiB" if job.memory else "")
+                + (f" and {mib(job.memory)}" if job.memory else "")
                 + f", but the largest node with device tag {job.device} ({best.host}) offers "
-                f"{best.cpus:g} CPUs and {best.memory_bytes / 2**20:.0f} MiB; lower "
+                f"{best.cpus:g} CPUs and {mib(best.memory_bytes)}; lower "
                 "runtime.threads or start that node with more (--num-cpus)")
 
 

@@ -14,6 +14,7 @@ from typing import Callable
 from edgepick.progress import ProgressEvent, Tick
 from edgepick.records.candidate import Candidate
 from edgepick.records.model_ref import ModelRef
+from edgepick.units import mib
 
 
 @dataclass
@@ -71,8 +72,8 @@ def fit_stage(st: RunState, tick: Tick) -> None:
                      mmap=rt.mmap)
     for c, est in zip(todo, run(req, st.store, tick)):
         if est.verdict == "no" and plan.fit.skip_no_fit:
-            c.skipped = (f"does not fit: predicted {est.total_bytes / 2**20:.0f} MiB > "
-                         f"{est.budget_bytes / 2**20:.0f} MiB budget of {st.device.name}")
+            c.skipped = (f"does not fit: predicted {mib(est.total_bytes)} > "
+                         f"{mib(est.budget_bytes)} budget of {st.device.name}")
             st.notes.append(f"fit: {c.name} skipped — {c.skipped}")
         elif est.verdict == "tight":
             st.notes.append(f"fit: {c.name} fits only without the {plan.fit.margin:.0%} margin")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from edgepick.records.decision import CandidateSummary, Decision
 from edgepick.report.tables import fig_pct
+from edgepick.units import mib
 
 _T = {
     "title": ("Engine comparison", "推理引擎对比"),
@@ -46,7 +47,7 @@ def engine_table(summaries: list[CandidateSummary],
             s.candidate, s.backend, s.quant or nm,
             nm if s.decode_tps is None else f"{s.decode_tps:.1f}",
             nm if s.prefill_tps is None else f"{s.prefill_tps:.0f}",
-            nm if s.peak_rss_bytes is None else f"{s.peak_rss_bytes / 2**20:.0f} MiB",
+            mib(s.peak_rss_bytes, nm),
             nm if s.kld_mean is None else f"{s.kld_mean:.4f}",
             fig_pct(s.figures.get("quality"), s.quality_overall, nm),
             fig_pct(s.figures.get("unacceptable_rate"), s.unacceptable_rate, nm),

@@ -10,6 +10,7 @@ from edgepick.report.i18n import tr
 from edgepick.report.markdown import scenario_lines
 from edgepick.report.model import ReportModel
 from edgepick.report.tool_section import tool_table
+from edgepick.units import mib
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI","PingFang SC","Microsoft YaHei",sans-serif;
@@ -34,7 +35,7 @@ def render_html(m: ReportModel, lang: str) -> str:
              f"<p>{escape(tr('scenario', lang))}: <b>{escape(m.scenario.name)}</b> — "
              f"{escape(m.scenario_description(lang))}<br>{escape(tr('device', lang))}: "
              f"{escape(m.device or '-')}"
-             + (f" ({escape(tr('budget', lang))} {d.budget_bytes / 2**20:.0f} MiB)"
+             + (f" ({escape(tr('budget', lang))} {mib(d.budget_bytes)})"
                 if d.budget_bytes else "")
              + f"<br>{escape(tr('generated', lang))}: {escape(m.generated)}</p>",
              _list([line.lstrip("- ").replace("`", "") for line in scenario_lines(m.scenario, lang)]),

@@ -8,6 +8,7 @@ from edgepick.records.decision import Decision
 from edgepick.report.i18n import tr
 from edgepick.report.model import ReportModel
 from edgepick.report.tool_section import tool_table
+from edgepick.units import mib
 
 
 def decision_lines(d: Decision, ex, lang: str, rec: str | None = None) -> list[str]:
@@ -33,7 +34,7 @@ def render_markdown(m: ReportModel, lang: str) -> str:
     out = [f"# {tr('title', lang)}", "",
            f"- {tr('scenario', lang)}: **{m.scenario.name}** — {m.scenario_description(lang)}",
            f"- {tr('device', lang)}: {m.device or '-'}"
-           + (f" ({tr('budget', lang)} {d.budget_bytes / 2**20:.0f} MiB)" if d.budget_bytes else ""),
+           + (f" ({tr('budget', lang)} {mib(d.budget_bytes)})" if d.budget_bytes else ""),
            f"- {tr('generated', lang)}: {m.generated}", *scenario_lines(m.scenario, lang), "",
            f"## {tr('decision', lang)}", "",
            *decision_lines(d, m.explanation(lang), lang, m.recommendation(lang)),
