@@ -140,7 +140,7 @@ candidates:
     label: tiny-f16
 runtime: {threads: 1, n_ctx: 256}
 bench: {prompt_lengths: [32], gen_tokens: 8, warmup: 0, repeats: 1}
-eval: {data: demo, reference: tiny, limit: 2, sequential: false}  # the fleet evaluates a fixed N
+eval: {data: demo, reference: tiny, limit: 2}  # sequential looks, on the fleet as locally
 fidelity: {enabled: false}
 report: {enabled: false}
 """

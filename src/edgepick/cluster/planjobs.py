@@ -89,7 +89,8 @@ def eval_inputs(lp) -> EvalInputs:
                          "one JSONL file or run the plan without a cluster", field="eval.data")
     items, _ = load_eval_set(lp.eval_data())
     ref = Candidate(ref=lp.ref(plan.eval.reference), settings=plan.runtime)
-    return EvalInputs(spread(items, plan.eval.limit), ref,
+    # the items the eval stage takes: the set's limit, then the cap over all sets
+    return EvalInputs(spread(spread(items, plan.eval.limit), plan.eval.max_items), ref,
                       dict(DEFAULT_MAX_TOKENS, **(plan.eval.max_tokens or {})),
                       Shipped.of(lp.eval_data()))
 
@@ -115,21 +116,33 @@ def reference_job(inputs: EvalInputs, scopes: tuple) -> Job:
 
 
 def eval_jobs(lp, dev: DeviceWork, inputs: EvalInputs, ref_job: Job) -> list[Job]:
-    from edgepick.evaluate.eval_result import result_key
+    """One job per candidate. With `eval.sequential` (the default) each evaluates in looks
+    with the scenario's gates, exactly as the local eval stage does (evaluate/looks.py), so a
+    candidate stops once settled or futile; the reference's outputs come from its own job,
+    made once for every device on all the items (a device's looks cannot reach the driver's
+    file), so only the candidates' generations are saved on the fleet."""
+    from edgepick.evaluate.eval_result import key_extra, result_key
     from edgepick.evaluate.gap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+    from edgepick.evaluate.looks import Sequential
     from edgepick.evaluate.stage import EvalRequest
+    from edgepick.plan.eval_gates import eval_gates, scenario_of
     from edgepick.records.candidate import Candidate
 
     plan = lp.plan
+    e = plan.eval
+    gates = eval_gates(scenario_of(lp)) if e.sequential else []
+    extra = key_extra(None, 1, Sequential(gates=gates, look_items=e.look_items)
+                      if e.sequential else None)
     jobs = []
     for c in dev.candidates:
         if c.skipped:
             continue
         cand = Candidate(ref=c.ref, label=c.name, settings=plan.runtime)
         req = EvalRequest(data=lp.eval_data(), reference=inputs.reference, candidates=[cand],
-                          limit=plan.eval.limit, max_tokens=plan.eval.max_tokens)
+                          limit=e.limit, max_tokens=e.max_tokens, sequential=e.sequential,
+                          gates=gates, look_items=e.look_items, max_items=e.max_items)
         key = result_key(inputs.items, inputs.reference, [cand], inputs.budgets,
-                         BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED)
+                         BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, extra)
         jobs.append(_job("eval", dev, c, "evaluate", EvalJobRequest(req, inputs.data),
                          [("eval", key)], plan.runtime.threads, seed_keys=ref_job.keys,
                          after=ref_job.id))

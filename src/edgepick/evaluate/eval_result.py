@@ -145,6 +145,20 @@ def result_key(items: list[EvalItem], reference: Candidate, candidates: list[Can
     return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:32]
 
 
+def key_extra(sampling: dict | None, k: int, sequential: "Sequential | None") -> dict | None:
+    """What besides items, models and budgets an eval's key holds: sampling and the sequential
+    settings (None for a fixed-N greedy run, so the keys stored before them hold). The Ray
+    fleet computes an eval job's key with it too (cluster/planjobs.py)."""
+    extra = {}
+    if sampling:
+        extra["sampling"] = dict(sampling, samples=k)
+    if sequential is not None:
+        extra["sequential"] = {"gates": [g.model_dump(mode="json") for g in sequential.gates],
+                               "look_items": sequential.look_items,
+                               "budget": sequential.deadline is not None}
+    return extra or None
+
+
 def run_eval(items: list[EvalItem], reference: Candidate, candidates: list[Candidate],
              store: ResultStore, *, data_path: str, data_sha: str, problems: list[InputError] | None = None,
              budgets: dict[str, int] | None = None, resamples: int = BOOTSTRAP_RESAMPLES,
@@ -230,14 +244,8 @@ def run_eval(items: list[EvalItem], reference: Candidate, candidates: list[Candi
         for ce in (ref_eval, *cand_evals):  # mix reads the plan (decide/hybrid.py: task_mix)
             for task, g in ce.per_task.items():
                 g.metrics["planned_items"] = float(info.planned_per_task.get(task, g.n))
-    extra = {}
-    if sampling:
-        extra["sampling"] = dict(sampling, samples=k)
-    if sequential is not None:
-        extra["sequential"] = {"gates": [g.model_dump(mode="json") for g in sequential.gates],
-                               "look_items": sequential.look_items,
-                               "budget": sequential.deadline is not None}
-    key = result_key(items, reference, candidates, budgets, resamples, seed, extra or None)
+    key = result_key(items, reference, candidates, budgets, resamples, seed,
+                     key_extra(sampling, k, sequential))
     result = EvalResult(data=data_path, data_sha256=data_sha, n_items=len(items),
                         n_invalid_lines=len({(p.path, p.line) for p in problems or []}),
                         problems=[str(p) for p in problems or []], reference=ref_eval,
