@@ -69,3 +69,19 @@ def test_the_report_section_in_both_languages(result, tmp_path):
     html = (out / "report.en.html").read_text(encoding="utf-8")
     assert html.index("Sequential evaluation") < html.index("</body>")
     assert json.loads((out / "data" / "sequential.json").read_text())["looks"] == 1
+
+
+def test_a_spent_budget_names_what_is_open_and_the_items_next_in_line(scripted, data,
+                                                                      monkeypatch):
+    import edgepick.evaluate.outputs as outputs
+    from scripted_engine import ScriptedBackend
+
+    make, store = scripted
+    ScriptedBackend.clock = [0.0]
+    monkeypatch.setattr(outputs, "clock", lambda: ScriptedBackend.clock[0])
+    ref, good = make("ref", lambda p, s: "yes"), make("good", lambda p, s: "yes")
+    res = run(EvalRequest(data=data, reference=ref, candidates=[good], sequential=True,
+                          gates=[UNACCEPTABLE], budget_s=10.0), store)  # 1 s a generation
+    text = "\n".join(savings_section.lines(res, "en"))
+    assert "Time budget of 10 s spent; undetermined: good: unacceptable_rate" in text
+    assert "To settle good: unacceptable_rate (yes_no), next items: yn" in text

@@ -47,6 +47,8 @@ def lines(res: EvalResult, lang: str) -> list[str]:
     if seq.budget_exhausted:
         out.append(t["budget"].format(b=seq.budget_s or 0, what=", ".join(seq.undetermined)
                                       or "-"))
+        out += [t["to_settle"].format(what=name, ids=", ".join(ids[:8]))
+                for name, ids in seq.to_settle.items()]
     return out
 
 
