@@ -8,12 +8,14 @@ the wall time is the evaluation's.
 Printed per set: generations and items per model, wall time, and whether the decision (status,
 winner, per-task routes) is the same. Target: the same decision with fewer generations.
 
-`--replay STORE [PLAN]` instead replays a plan's evaluation (default: the default job) on a store
-that already holds its fixed-N outputs (a run of the plan with `eval.sequential: false`): on a
-copy of the store, fixed N and then sequential looks, with the candidates and reference of the
-store's latest fixed-N eval row (their settings are part of the output keys), and `decide` on
-each run's eval rows alone. It generates nothing the store lacks, so it measures the share of
-generations and tokens, not wall time.
+`--threads N` sets the runtime threads (default 2; on a loaded host 1 is often faster).
+
+`--replay STORE [PLAN]` instead replays a plan's evaluation (default: the default job) on a
+store that already holds its fixed-N outputs (a run of the plan with `eval.sequential: false`):
+on a copy of the store, fixed N and then sequential looks, with the candidates and reference of
+the store's latest fixed-N eval row (their settings are part of the output keys), and `decide`
+on each run's eval rows alone. It generates nothing the store lacks, so it measures the share
+of generations and tokens, not wall time.
 """
 
 from __future__ import annotations
@@ -51,11 +53,14 @@ def heldout(path: Path) -> str:
     return str(path)
 
 
+THREADS = 2  # `--threads N`: on a loaded host 1 is often much faster (docs/evaluate.md)
+
+
 def plan(folder: Path, data, limit, sequential: bool, tiny: str) -> Path:
     p = {"name": "seqbench", "device": "local", "output": str(folder / "out"),
          "candidates": [{"model": "smollm2", "label": "smollm2-Q4_1"},
                         {"model": tiny, "label": "tiny"}],
-         "runtime": {"threads": 2, "n_ctx": 2048, "seed": 42},
+         "runtime": {"threads": THREADS, "n_ctx": 2048, "seed": 42},
          "bench": {"enabled": False}, "fidelity": {"enabled": False},
          "eval": {"data": data, "reference": "smollm2-f16", "limit": limit,
                   "sequential": sequential},
@@ -148,8 +153,11 @@ def replay(store_path: str, plan_name: str = "default") -> int:
 
 
 def main() -> int:
+    global THREADS
     if len(sys.argv) > 2 and sys.argv[1] == "--replay":
         return replay(*sys.argv[2:4])
+    if len(sys.argv) > 2 and sys.argv[1] == "--threads":
+        THREADS = int(sys.argv[2])
     from edgepick.assets.bundled import tiny_f16
 
     tiny = str(tiny_f16())
