@@ -17,7 +17,7 @@ from typing import Any, Callable
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from edgepick.agent.builtins import BUILTINS, ToolFailure
-from edgepick.errors import EdgepickError, InputError, input_error
+from edgepick.errors import EdgepickError, InputError, input_error, known_name
 
 MAX_RESULT_CHARS = 2000  # what goes back into a small model's window
 
@@ -36,8 +36,8 @@ class ToolSpec(BaseModel):
     def _one_runner(self) -> "ToolSpec":
         if (self.builtin is None) == (self.run is None):
             raise ValueError("give exactly one of 'builtin' or 'run' (module:function)")
-        if self.builtin is not None and self.builtin not in BUILTINS:
-            raise ValueError(f"unknown builtin '{self.builtin}'; known: {', '.join(BUILTINS)}")
+        if self.builtin is not None:
+            known_name(self.builtin, BUILTINS, "builtin")
         if self.run is not None and self.parameters is None:
             raise ValueError("a 'run' tool needs its JSON-schema 'parameters'")
         if self.parameters is not None:
