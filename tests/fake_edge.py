@@ -75,6 +75,24 @@ class FakePool:
     async def count_tokens(self, text: str) -> int:
         return len(text.split())
 
+    # the engine endpoints' needs (serve/engine_api.py): a word is a token, its id its length
+    async def tokenize(self, text: str, add_special: bool = True,
+                       parse_special: bool = True) -> list[int]:
+        return ([1] if add_special else []) + [len(w) for w in text.split()]
+
+    async def detokenize(self, tokens: list[int]) -> str:
+        return " ".join("x" * t for t in tokens)
+
+    async def props(self) -> dict:
+        return {"bos_token": "<s>", "eos_token": "</s>", "chat_template": "{{ messages }}"}
+
+    def health(self) -> dict:
+        return {"ready": self.ready, "status": "ready" if self.ready else "loading"}
+
+    async def slot_use(self) -> dict:
+        return {"slots": self.spec.slots, "busy": 0, "waiting": 0, "busy_after": 0,
+                "engine_processing": 0, "engine_deferred": 0, "engine_tokens_predicted": 0}
+
     async def forward(self, kind: str, body: dict, stream: bool,
                       deadline: float) -> ServedResponse:
         self.seen.append(dict(body, stream=stream))

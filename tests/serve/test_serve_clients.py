@@ -137,3 +137,15 @@ def test_langchain_chat_openai_unchanged(server):
     with pytest.raises(openai.BadRequestError) as exc:
         bad.invoke("Hi")
     assert exc.value.code == "invalid_value" and exc.value.param == "temperature"
+
+
+def test_tokenizer_endpoints_refuse_ids_outside_the_vocabulary(server):
+    # llama-server answers them with a 500; edgepick checks against the model's vocabulary
+    auth = {"Authorization": f"Bearer {KEY}"}
+    r = httpx.post(server.url + "/detokenize", json={"tokens": [1, 10 ** 6]}, headers=auth,
+                   timeout=30)
+    assert r.status_code == 400 and r.json()["error"]["param"] == "tokens", r.text
+    ids = httpx.post(server.url + "/tokenize", json={"prompt": "Hello there"}, headers=auth,
+                     timeout=30).json()["tokens"]
+    r = httpx.post(server.url + "/detokenize", json={"tokens": ids}, headers=auth, timeout=30)
+    assert r.status_code == 200 and "Hello there" in r.json()["prompt"]

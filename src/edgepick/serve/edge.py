@@ -35,8 +35,8 @@ from edgepick.serve.admission import Admission, ResourceCheck, ResourcePolicy, s
 from edgepick.serve.engine import Engine, EngineSpec
 from edgepick.serve.errors import ServeError, sse_event
 from edgepick.serve.metrics import ServeMetrics
-from edgepick.serve.router_api import (DeadlineExceeded, EngineUnavailable, Kind, ServedResponse,
-                                       UpstreamError)
+from edgepick.serve.router_api import (BadRequest, DeadlineExceeded, EngineUnavailable, Kind,
+                                       ServedResponse, UpstreamError)
 
 log = logging.getLogger("edgepick.serve")
 
@@ -308,10 +308,25 @@ class EdgePool:
     async def detokenize(self, tokens: list[int]) -> str:
         engine = await self._ready_engine()
         try:
+            # llama-server answers an id outside the vocabulary with a 500: the client's 400
+            vocab = await self._vocab_size(engine)
+            if vocab and any(t >= vocab for t in tokens):
+                raise BadRequest(f"'tokens': ids must be below the vocabulary size {vocab}",
+                                 param="tokens")
             return await lsc.adetokenize(engine.client, tokens)
         except (httpx.HTTPError, EdgepickError) as exc:
             raise EngineUnavailable(f"engine unavailable ({type(exc).__name__})",
                                     retry_after=2) from None
+
+    async def _vocab_size(self, engine: Engine) -> int | None:
+        """The served model's vocabulary size (llama-server's /v1/models `meta.n_vocab`), read
+        once per engine."""
+        if getattr(engine, "n_vocab", None) is None:
+            r = await engine.client.get("/v1/models", timeout=10)
+            lsc.check(r)
+            data = (r.json().get("data") or [{}])[0]
+            engine.n_vocab = (data.get("meta") or {}).get("n_vocab") or 0
+        return engine.n_vocab
 
     async def props(self) -> dict:
         engine = await self._ready_engine()

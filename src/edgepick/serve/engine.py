@@ -114,6 +114,7 @@ class Engine:
         self._idle.set()
         self.log_path = Path(log_dir or tempfile.gettempdir()) / f"llama-server-{os.getpid()}-{id(self)}.log"
         self.keep_log = False  # a failed start keeps its log for the reader of the error
+        self.n_vocab: int | None = None  # read from the engine on first need (serve/edge.py)
 
     @property
     def base(self) -> str:

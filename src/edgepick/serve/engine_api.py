@@ -15,6 +15,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
+from edgepick.serve.openapi_doc import describe
 from edgepick.serve.request_checks import check_key, parse_json, read_body
 from edgepick.serve.router_api import BadRequest
 
@@ -38,7 +39,7 @@ def engine_router(state: Any) -> APIRouter:
     def authorized(request: Request) -> None:
         check_key(request, s.api_key)
 
-    @router.get("/tokenizer_info")
+    @router.get("/tokenizer_info", **describe("tokenizer_info"))
     async def tokenizer_info(request: Request) -> JSONResponse:
         authorized(request)
         props = await pool.props()
@@ -51,7 +52,7 @@ def engine_router(state: Any) -> APIRouter:
             "max_model_len": pool.spec.runtime.n_ctx,
         })
 
-    @router.post("/tokenize")
+    @router.post("/tokenize", **describe("tokenize"))
     async def tokenize(request: Request) -> JSONResponse:
         authorized(request)
         body = parse_json(await read_body(request, s.max_body, s.body_timeout))
@@ -65,7 +66,7 @@ def engine_router(state: Any) -> APIRouter:
         return JSONResponse({"tokens": tokens, "count": len(tokens),
                              "max_model_len": pool.spec.runtime.n_ctx})
 
-    @router.post("/detokenize")
+    @router.post("/detokenize", **describe("detokenize"))
     async def detokenize(request: Request) -> JSONResponse:
         authorized(request)
         body = parse_json(await read_body(request, s.max_body, s.body_timeout))
@@ -76,18 +77,18 @@ def engine_router(state: Any) -> APIRouter:
         text = await pool.detokenize(tokens)
         return JSONResponse({"prompt": text, "content": text})
 
-    @router.get("/health/live")
+    @router.get("/health/live", **describe("live"))
     async def live() -> JSONResponse:
         # edgepick's own loop answers: the process is alive, whatever its engine does
         return JSONResponse({"status": "alive"})
 
-    @router.get("/health/ready")
+    @router.get("/health/ready", **describe("ready"))
     async def ready() -> JSONResponse:
         h = pool.health()
         return JSONResponse(h, status_code=200 if h["ready"] else 503,
                             headers=None if h["ready"] else {"Retry-After": "2"})
 
-    @router.get("/admin/engine/slots")
+    @router.get("/admin/engine/slots", **describe("slots"))
     async def slots(request: Request) -> JSONResponse:
         """edgepick's busy slots and waiting requests beside the engine's own processing and
         deferred counts (its /metrics, reached with the engine's key)."""

@@ -14,15 +14,17 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import OrderedDict
-from typing import Any, Awaitable, Callable, Literal, Protocol
+from typing import Any, Awaitable, Callable, Protocol
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from edgepick.errors import first_problem
 from edgepick.serve.history import AGE_HEADER, MetricsHistory
+from edgepick.serve.openapi_doc import describe
+from edgepick.serve.request_models import FeedbackBody
 from edgepick.serve.router_api import BadRequest
 
 MAX_FEEDBACK_BODY = 16 * 1024
@@ -37,13 +39,6 @@ class LoopState(Protocol):
     sampler: Any
     metrics: Any
     background: list[Callable[[], Awaitable[None]]]
-
-
-class FeedbackBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    request_id: str = Field(min_length=1, max_length=200, pattern=r"^[\x21-\x7e]+$")
-    rating: Literal["up", "down"]
-    reason: str | None = Field(None, max_length=2000)
 
 
 class FeedbackBook:
@@ -113,9 +108,8 @@ def loop_router(state: LoopState) -> APIRouter:
     if refs is not None:
         state.background.append(refs.run)
 
-    @router.post("/v1/feedback", summary="Rate an answer by its x-request-id", openapi_extra={
-        "requestBody": {"required": True, "content": {"application/json": {
-            "schema": FeedbackBody.model_json_schema()}}}})
+    @router.post("/v1/feedback", summary="Rate an answer by its x-request-id",
+                 **describe("feedback"))
     async def feedback(request: Request) -> Response:
         check_key(request, state.settings.api_key)
         raw = await request.body()
@@ -124,7 +118,7 @@ def loop_router(state: LoopState) -> APIRouter:
         try:
             body = FeedbackBody.model_validate(json.loads(raw or b"null"))
         except (ValueError, ValidationError, RecursionError) as exc:
-            raise BadRequest(_first_problem(exc)) from None
+            raise _refusal(exc) from None
         counted = book.first(body.request_id, body.rating)
         if counted:
             state.metrics.feedback.labels(body.rating).inc()
@@ -144,11 +138,12 @@ def loop_router(state: LoopState) -> APIRouter:
     return router
 
 
-def _first_problem(exc: Exception) -> str:
+def _refusal(exc: Exception) -> BadRequest:
+    """A 400 naming the field (OpenAI's `param`) when one is at fault."""
+    expected = "(expected {request_id, rating: up|down, reason?})"
     if isinstance(exc, RecursionError):
-        return "feedback: the body is nested too deeply"
+        return BadRequest("feedback: the body is nested too deeply", code="invalid_json")
     if isinstance(exc, ValidationError):
         field, problem = first_problem(exc)
-        return f"feedback: {field or 'body'}: {problem} (expected {{request_id, rating: " \
-               "up|down, reason?}})"
-    return "feedback: the body is not JSON (expected {request_id, rating: up|down, reason?})"
+        return BadRequest(f"feedback: {field or 'body'}: {problem} {expected}", param=field)
+    return BadRequest(f"feedback: the body is not JSON {expected}", code="invalid_json")

@@ -29,6 +29,7 @@ _ERRORS = {
     504: "deadline passed",
 }
 _GENERATE = (400, 401, 408, 413, 429, 431, 499, 503, 504)
+_BODY = (400, 401, 408, 413, 431, 499)  # an endpoint that reads a body
 _SPEC: dict[str, tuple[type[BaseModel] | None, type[BaseModel], tuple[int, ...], bool]] = {
     # name: (request model, answer model, error statuses, streams)
     "chat": (rm.ChatCompletionRequest, rm.ChatCompletion, _GENERATE + (502,), True),
@@ -37,7 +38,17 @@ _SPEC: dict[str, tuple[type[BaseModel] | None, type[BaseModel], tuple[int, ...],
     "models": (None, rm.ModelList, (401,), False),
     "model": (None, rm.ModelCard, (401, 404), False),
     "health": (None, rm.Health, (503,), False),
+    # the engine's own endpoints (serve/engine_api.py) and the loop's (serve/feedback.py)
+    "tokenize": (rm.TokenizeRequest, rm.TokenizeAnswer, _BODY + (503, 504), False),
+    "detokenize": (rm.DetokenizeRequest, rm.DetokenizeAnswer, _BODY + (503, 504), False),
+    "tokenizer_info": (None, rm.TokenizerInfo, (401, 503, 504), False),
+    "ready": (None, rm.Readiness, (503,), False),
+    "live": (None, rm.Liveness, (), False),
+    "slots": (None, rm.SlotUse, (401, 503, 504), False),
+    "feedback": (rm.FeedbackBody, rm.FeedbackAnswer, (400, 401, 413, 431), False),
 }
+# answers whose 503 is the endpoint's own body (readiness), not an error
+_OWN_503 = {"health": rm.Health, "ready": rm.Readiness}
 
 
 def _ref(model: type[BaseModel]) -> dict[str, str]:
@@ -58,11 +69,11 @@ def describe(name: str) -> dict[str, Any]:
     for status in errors:
         responses[status] = {"description": _ERRORS[status], "content": {
             "application/json": {"schema": _ref(rm.ErrorResponse)}}}
-    if name == "health":
+    if name in _OWN_503:
         responses[503] = {"description": "not ready: the first engine loading, a restart, an "
                           "engine that does not answer its probe (unresponsive) or one that "
                           "could not be restarted (failed)", "content": {
-            "application/json": {"schema": _ref(rm.Health)}}}
+            "application/json": {"schema": _ref(_OWN_503[name])}}}
     extra: dict[str, Any] = {}
     if request is not None:
         extra["requestBody"] = {"required": True, "content": {

@@ -168,6 +168,28 @@ class EmbeddingRequest(_Open):
     user: StrictStr | None = None
 
 
+class TokenizeRequest(_Open):
+    """`/tokenize`: vLLM's shape (lm-eval's RemoteTokenizer) or llama-server's."""
+
+    prompt: StrictStr | None = None
+    content: StrictStr | None = None  # llama-server's name for the text
+    add_special_tokens: StrictBool | None = None
+    add_special: StrictBool | None = None
+    parse_special: StrictBool | None = None
+
+
+class DetokenizeRequest(_Open):
+    tokens: list[Annotated[StrictInt, Field(ge=0)]]
+
+
+class FeedbackBody(_Closed):
+    """`/v1/feedback`: a user's rating of the answer with this `x-request-id`."""
+
+    request_id: str = Field(min_length=1, max_length=200, pattern=r"^[\x21-\x7e]+$")
+    rating: Literal["up", "down"]
+    reason: str | None = Field(None, max_length=2000)
+
+
 REQUEST_MODELS: dict[str, type[BaseModel]] = {"chat": ChatCompletionRequest,
                                               "completion": CompletionRequest,
                                               "embedding": EmbeddingRequest}
@@ -268,3 +290,56 @@ class Health(_Open):
     model: str | None = None
     version: str | None = None
     detail: str | None = None
+
+
+class TokenizeAnswer(_Open):
+    tokens: list[int]
+    count: int
+    max_model_len: int
+
+
+class DetokenizeAnswer(_Open):
+    prompt: str
+    content: str
+
+
+class TokenizerInfo(_Open):
+    """`/tokenizer_info` (what lm-eval's RemoteTokenizer reads): every key always sent."""
+
+    model: str
+    bos_token: str | None
+    eos_token: str | None
+    pad_token: str | None
+    chat_template: str | None
+    max_model_len: int
+
+
+class Readiness(_Open):
+    """`/health/ready`: ready or not, and why."""
+
+    ready: bool
+    status: str
+    detail: str | None = None
+    embeddings: dict[str, Any] | None = None  # the embedding engine's own readiness
+
+
+class Liveness(_Closed):
+    status: Literal["alive"]
+
+
+class SlotUse(_Open):
+    slots: int
+    busy: int
+    waiting: int
+    busy_after: int
+    engine_processing: int
+    engine_deferred: int
+    engine_tokens_predicted: int
+
+
+class FeedbackAnswer(_Closed):
+    request_id: str
+    rating: Literal["up", "down"]
+    counted: bool
+    sampled: bool
+    badcase: bool
