@@ -37,3 +37,16 @@ def test_the_stored_shape_keeps_the_flat_names_and_round_trips():
     dumped = json.loads(s.model_dump_json())
     assert dumped["decode_tps"] == 20.0 and dumped["quality_overall"] is None
     assert CandidateSummary.model_validate(dumped) == s
+
+
+def test_a_median_carries_the_interval_bench_stopped_on():
+    """A bench row with the order-statistic interval its repetition stopping judged gives decide
+    that interval; a row stored before it keeps [min, max] of its repeats."""
+    from edgepick.decide.adapters import _median_figure
+    from edgepick.records.bench import MetricStats
+
+    new = MetricStats(median=30.0, min=20.0, max=40.0, unit="tok/s", n=20,
+                      median_low=29.0, median_high=31.0)
+    old = MetricStats(median=30.0, min=20.0, max=40.0, unit="tok/s", n=5)
+    assert (_median_figure(new).low, _median_figure(new).high) == (29.0, 31.0)
+    assert (_median_figure(old).low, _median_figure(old).high) == (20.0, 40.0)

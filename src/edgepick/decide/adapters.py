@@ -221,10 +221,15 @@ def bench_adapter(payload: BenchResult | dict, get: Get) -> None:
 
 
 def _median_figure(stats: MetricStats | None) -> Figure | None:
-    """A median with min and max of its repeats: with n ≥ 5 repeats [min, max] covers the true
-    median with probability 1 − 2·0.5ⁿ (≥ 94%), a distribution-free interval."""
+    """A median with the order-statistic interval bench's repetition stopping judged
+    (bench/median_ci.py: valid however the repeats stopped); for rows stored before it, min and
+    max of the repeats: with n ≥ 5 repeats [min, max] covers the true median with probability
+    1 − 2·0.5ⁿ (≥ 94%), a distribution-free interval."""
     if stats is None:
         return None
+    if stats.median_low is not None and stats.median_high is not None:
+        return Figure(value=stats.median, low=stats.median_low, high=stats.median_high,
+                      n=stats.n, method="order")
     wide = stats.n >= 5
     return Figure(value=stats.median, low=stats.min if wide else None,
                   high=stats.max if wide else None, n=stats.n,
