@@ -162,7 +162,10 @@ async def sse_events(raw: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
     """Whole SSE events (`data: ...\\n\\n`), however the bytes were split on the wire."""
     buf = b""
     async for piece in raw:
-        buf += piece.replace(b"\r\n", b"\n")
+        buf += piece
+        # normalise only whole CRLFs: one split across two pieces ends this one with a bare CR
+        whole, cr = (buf[:-1], b"\r") if buf.endswith(b"\r") else (buf, b"")
+        buf = whole.replace(b"\r\n", b"\n") + cr
         while b"\n\n" in buf:
             ev, buf = buf.split(b"\n\n", 1)
             if ev.strip():
