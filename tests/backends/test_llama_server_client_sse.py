@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from edgepick.backends import llama_server_client as lsc
+from edgepick.errors import EdgepickError
 
 WIRE = b'data: {"a": 1}\r\n\r\ndata: {"b": 2}\r\n\r\ndata: [DONE]\r\n\r\n'
 EVENTS = [b'data: {"a": 1}\n\n', b'data: {"b": 2}\n\n', b"data: [DONE]\n\n"]
@@ -29,3 +32,20 @@ def test_events_are_whole_at_every_cut_of_the_wire():
 
 def test_bytes_one_at_a_time():
     assert _async_events([WIRE[i:i + 1] for i in range(len(WIRE))]) == EVENTS
+
+
+def test_the_blocking_reader_cuts_the_same_events():
+    for cut in range(1, len(WIRE)):
+        assert list(lsc.iter_sse_events(iter([WIRE[:cut], WIRE[cut:]]))) == EVENTS, cut
+
+
+def test_chunks_until_done_and_a_server_error_is_one_line():
+    wire = b': a comment\n\ndata: {"a": 1}\n\ndata: [DONE]\n\ndata: {"after": 1}\n\n'
+    assert list(lsc.iter_sse_chunks(iter([wire]), "here")) == [{"a": 1}]
+    with pytest.raises(EdgepickError, match=r"^here: server error: boom$"):
+        list(lsc.iter_sse_chunks(iter([b'data: {"error": "boom"}\n\n']), "here"))
+
+
+def test_an_event_of_several_data_lines_is_one_datum():
+    assert lsc.event_data(b'data: {"a":\ndata: 1}\n\n') == '{"a":\n1}'
+    assert lsc.event_data(b"event: ping\n\n") is None

@@ -10,8 +10,9 @@ everything else needs `Authorization: Bearer KEY` when the server was started wi
 from __future__ import annotations
 
 import asyncio
+import json
 import time
-from typing import AsyncIterator, Callable
+from typing import AsyncIterator, Callable, Iterable, Iterator
 
 import httpx
 
@@ -158,20 +159,68 @@ def check(r: httpx.Response) -> None:
 
 
 # -- server-sent events -------------------------------------------------------------------------
+class _Events:
+    """Cuts a byte stream into whole SSE events; the one splitter behind the async and the
+    sync readers below."""
+
+    def __init__(self) -> None:
+        self.buf = b""
+
+    def feed(self, piece: bytes) -> list[bytes]:
+        self.buf += piece
+        # a CRLF may itself be split across pieces: normalise only what is whole so far
+        whole, cr = (self.buf[:-1], b"\r") if self.buf.endswith(b"\r") else (self.buf, b"")
+        self.buf = whole.replace(b"\r\n", b"\n") + cr
+        out = []
+        while b"\n\n" in self.buf:
+            ev, self.buf = self.buf.split(b"\n\n", 1)
+            if ev.strip():
+                out.append(ev + b"\n\n")
+        return out
+
+    def rest(self) -> list[bytes]:
+        return [self.buf + b"\n\n"] if self.buf.strip() else []
+
+
 async def sse_events(raw: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
     """Whole SSE events (`data: ...\\n\\n`), however the bytes were split on the wire."""
-    buf = b""
+    events = _Events()
     async for piece in raw:
-        buf += piece
-        # normalise only whole CRLFs: one split across two pieces ends this one with a bare CR
-        whole, cr = (buf[:-1], b"\r") if buf.endswith(b"\r") else (buf, b"")
-        buf = whole.replace(b"\r\n", b"\n") + cr
-        while b"\n\n" in buf:
-            ev, buf = buf.split(b"\n\n", 1)
-            if ev.strip():
-                yield ev + b"\n\n"
-    if buf.strip():
-        yield buf + b"\n\n"
+        for ev in events.feed(piece):
+            yield ev
+    for ev in events.rest():
+        yield ev
+
+
+def iter_sse_events(raw: Iterable[bytes]) -> Iterator[bytes]:
+    """`sse_events` over a blocking stream (`httpx.Response.iter_bytes()`)."""
+    events = _Events()
+    for piece in raw:
+        yield from events.feed(piece)
+    yield from events.rest()
+
+
+def event_data(ev: bytes) -> str | None:
+    """An event's data (its `data:` lines joined by newlines, as the SSE format says), or None
+    for an event without any (a comment, a bare `event:` line)."""
+    lines = [ln[5:].removeprefix(" ") for ln in ev.decode("utf-8", "replace").split("\n")
+             if ln.startswith("data:")]
+    return "\n".join(lines) if lines else None
+
+
+def iter_sse_chunks(raw: Iterable[bytes], where: str) -> Iterator[dict]:
+    """The JSON chunks of an OpenAI-style stream, each as it arrives, until `data: [DONE]`;
+    a chunk carrying an `error` is raised as one line naming `where`."""
+    for ev in iter_sse_events(raw):
+        data = event_data(ev)
+        if data is None:
+            continue
+        if data.strip() == "[DONE]":
+            return
+        chunk = json.loads(data)
+        if isinstance(chunk, dict) and "error" in chunk:
+            raise EdgepickError(f"{where}: server error: {chunk['error']}")
+        yield chunk
 
 
 def _loop_time(deadline: float) -> float:

@@ -9,7 +9,6 @@ from the server's usage block; tokenizing needs the server's own /tokenize (llam
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from typing import ClassVar
@@ -182,16 +181,8 @@ class OpenAIHttpBackend(Backend):
                 if r.status_code >= 400:
                     r.read()
                     self._check(r)
-                for line in r.iter_lines():
-                    if not line.startswith("data:"):
-                        continue
-                    data = line[5:].strip()
-                    if data == "[DONE]":
-                        break
+                for chunk in lsc.iter_sse_chunks(r.iter_bytes(), f"{self.base}{path}"):
                     now = time.perf_counter() - t0
-                    chunk = json.loads(data)
-                    if "error" in chunk:
-                        raise EdgepickError(f"{self.base}{path}: server error: {chunk['error']}")
                     usage = chunk.get("usage") or usage
                     timings = chunk.get("timings") or timings
                     for choice in chunk.get("choices") or []:
