@@ -38,3 +38,21 @@ def test_no_configuration_for_the_whole_fleet_names_the_nearest_and_where_it_fai
     choice, why = fleet_choice(fleet)
     assert choice is None
     assert "nearest: a" in why and "jetson" in why
+
+
+def test_the_fleet_page_renders_in_both_languages(tmp_path):
+    from edgepick.cluster.fleet_report import write_fleet
+
+    fleet = [_outcome("pi5", {"a": 0.9, "b": None}, "a"), _outcome("jetson", {"a": 0.7}, "a")]
+    en, zh = fleet_markdown(fleet, "realtime_chat"), fleet_markdown(fleet, "realtime_chat", "zh")
+    assert en.startswith("# Fleet: 2 devices, scenario realtime_chat")
+    assert "| a | TTFT P50 | 100 ms | 100 ms |" in en and "| a | peak RSS | not measured |" in en
+    assert zh.startswith("# 设备群：2 台设备，场景 realtime_chat")
+    assert "| a | 首token延迟P50 | 100 ms | 100 ms |" in zh and "| a | 峰值内存（RSS） | 未测量 |" in zh
+    assert "| 候选 | 指标 | pi5 | jetson |" in zh and "## 各设备的推荐" in zh
+    assert "TTFT P50 |" not in zh and "not measured" not in zh
+    paths = write_fleet(fleet, "realtime_chat", tmp_path / "both")
+    assert [p.name for p in paths] == ["fleet.md", "fleet.zh.md", "fleet.json"]
+    assert paths[0].read_text(encoding="utf-8") == en and paths[1].read_text(encoding="utf-8") == zh
+    assert [p.name for p in write_fleet(fleet, "s", tmp_path / "en", "en")] == \
+        ["fleet.md", "fleet.json"]

@@ -154,7 +154,8 @@ def run_fleet(lp, executor: str = "ray", address: str | None = None,
             notes += [f"{w.tag}: {n}" if multi else n for n in st.notes]
         reports = [o.report for o in outcomes if o.report]
         if multi:
-            reports = write_fleet(outcomes, scenario.name, lp.output / "report") + reports
+            reports = write_fleet(outcomes, scenario.name, lp.output / "report",
+                                  plan.report.lang) + reports
             notes.insert(0, f"the decision shown is {tags[0]}'s; every device's, side by side, "
                             f"is in {reports[0]}")
             notes += [f"{o.tag}: recommendation {recommendation_text(o)}" for o in outcomes] \

@@ -10,7 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edgepick.markup import md_table
+from edgepick.report.writer import LANGS
+from edgepick.strings import texts
 from edgepick.units import mib
+
+# the page's languages, one file each: English keeps the name it always had
+FILES = {"en": "fleet.md", "zh": "fleet.zh.md"}
 
 
 @dataclass
@@ -26,8 +31,8 @@ class DeviceOutcome:
     notes: list[str] = field(default_factory=list)  # what the decide stage said
 
 
-def _fmt(v, spec: str = ".0f", unit: str = "") -> str:
-    return "not measured" if v is None else f"{v:{spec}}{unit}"
+def _fmt(v, t: dict, spec: str = ".0f", unit: str = "") -> str:
+    return t["not_measured"] if v is None else f"{v:{spec}}{unit}"
 
 
 def _remote(backend: str) -> bool:
@@ -88,59 +93,63 @@ def fleet_choice(outcomes: list[DeviceOutcome]) -> tuple[str | None, str]:
                   f"on {', '.join(blocked.get(near, []))}; use a per-device choice")
 
 
-def _row(outcomes, name: str, label: str, get) -> list[str]:
+def _row(outcomes, name: str, label: str, get, t: dict) -> list[str]:
     cells = []
     for o in outcomes:
         s = next((s for s in o.summaries if s.candidate == name), None)
-        cells.append("—" if s is None else get(o, s))
-    return [name, label, *cells]
+        cells.append("—" if s is None else get(o, s, t))
+    return [name, t[label], *cells]
 
 
+# (catalog key of the figure's label, its cell); the labels are fleet_report's in strings.yaml
 _METRICS = [
-    ("TTFT P50", lambda o, s: _fmt(s.ttft_p50_ms, ".0f", " ms")),
-    ("decode", lambda o, s: _fmt(s.decode_tps, ".1f", " tok/s")),
-    ("peak RSS", lambda o, s: mib(s.peak_rss_bytes, "not measured")),
-    ("unacceptable", lambda o, s: _fmt(s.unacceptable_rate and s.unacceptable_rate * 100,
-                                       ".1f", "%")),
-    ("network RTT", lambda o, s: _fmt((o.network.get(s.candidate) or {}).get("median"),
-                                      ".1f", " ms") if _remote(s.backend) else "—"),
-    ("verdict", lambda o, s: _verdict(o, s.candidate)),
+    ("ttft_p50", lambda o, s, t: _fmt(s.ttft_p50_ms, t, ".0f", " ms")),
+    ("decode", lambda o, s, t: _fmt(s.decode_tps, t, ".1f", " tok/s")),
+    ("peak_rss", lambda o, s, t: mib(s.peak_rss_bytes, t["not_measured"])),
+    ("unacceptable", lambda o, s, t: _fmt(s.unacceptable_rate and s.unacceptable_rate * 100,
+                                          t, ".1f", "%")),
+    ("network_rtt", lambda o, s, t: _fmt((o.network.get(s.candidate) or {}).get("median"),
+                                         t, ".1f", " ms") if _remote(s.backend) else "—"),
+    ("verdict", lambda o, s, t: _verdict(o, s.candidate)),
 ]
 
 
-def fleet_markdown(outcomes: list[DeviceOutcome], scenario: str) -> str:
+def fleet_markdown(outcomes: list[DeviceOutcome], scenario: str, lang: str = "en") -> str:
+    t = texts("fleet_report", lang)
     choice, why = fleet_choice(outcomes)
     tags = [o.tag for o in outcomes]
-    lines = [f"# Fleet: {len(outcomes)} devices, scenario {scenario}", "",
-             "## One configuration for the whole fleet", "", why, "",
-             "## Recommendation per device", ""]
+    lines = [f"# {t['title'].format(n=len(outcomes), scenario=scenario)}", "",
+             f"## {t['one_config']}", "", why, "", f"## {t['per_device']}", ""]
     per_device = []
     for o in outcomes:
         p = o.profile
-        src = "measured" if getattr(p, "measured", False) else "spec sheet"
+        src = t["measured"] if getattr(p, "measured", False) else t["spec_sheet"]
         per_device.append([o.tag, f"{p.model_budget_bytes / 2**30:.1f} GiB",
                            f"{p.bandwidth_gbps:.1f} GB/s ({src})", recommendation_text(o),
                            o.report.as_posix() if o.report else "—"])
-    lines += [md_table(["device", "RAM budget", "bandwidth", "recommendation", "report"],
-                       per_device)]
+    lines += [md_table([t["device"], t["budget"], t["bandwidth"], t["recommendation"],
+                        t["report"]], per_device)]
     names = list(dict.fromkeys(s.candidate for o in outcomes for s in o.summaries))
-    lines += ["", "## Each candidate across devices", "",
-              md_table(["candidate", "figure", *tags],
-                       [_row(outcomes, name, label, get)
+    lines += ["", f"## {t['across']}", "",
+              md_table([t["candidate"], t["figure"], *tags],
+                       [_row(outcomes, name, label, get, t)
                         for name in names for label, get in _METRICS])]
     if any(o.network for o in outcomes):
-        lines += ["", "Network RTT is a GET /v1/models timed from the node that ran the job, no "
-                  "inference; the endpoint's TTFT above includes one such round trip."]
+        lines += ["", t["network_note"]]
     failures = [f"- {o.tag}: {f}" for o in outcomes for f in o.failures]
     if failures:
-        lines += ["", "## Jobs that failed", "", *failures]
+        lines += ["", f"## {t['failed']}", "", *failures]
     return "\n".join(lines) + "\n"
 
 
-def write_fleet(outcomes: list[DeviceOutcome], scenario: str, out: Path) -> list[Path]:
+def write_fleet(outcomes: list[DeviceOutcome], scenario: str, out: Path,
+                lang: str = "both") -> list[Path]:
+    """The page in each of `lang`'s languages (the plan's report.lang), then fleet.json."""
     out.mkdir(parents=True, exist_ok=True)
-    md = out / "fleet.md"
-    md.write_text(fleet_markdown(outcomes, scenario), encoding="utf-8")
+    pages = []
+    for lg in LANGS[lang]:
+        pages.append(out / FILES[lg])
+        pages[-1].write_text(fleet_markdown(outcomes, scenario, lg), encoding="utf-8")
     choice, why = fleet_choice(outcomes)
     data = {"scenario": scenario, "fleet_choice": choice, "why": why, "devices": [
         {"device": o.tag, "profile": o.profile.model_dump(mode="json"),
@@ -150,4 +159,4 @@ def write_fleet(outcomes: list[DeviceOutcome], scenario: str, out: Path) -> list
          "decision": o.decision.model_dump(mode="json")} for o in outcomes]}
     js = out / "fleet.json"
     js.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
-    return [md, js]
+    return [*pages, js]
