@@ -83,6 +83,12 @@ def test_embedding_refusals_are_openai_shaped(server):
         err = r.json()["error"]
         assert err["param"] == param and isinstance(err["code"], str)
         assert r.headers["x-request-id"] == "emb-1"
+    # an input longer than the embedding engine's n_ctx: llama-server says 500, the client 400
+    r = httpx.post(server.v1 + "/embeddings", json={"input": "word " * 700}, timeout=60,
+                   headers={"Authorization": f"Bearer {KEY}"})
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["code"] == "context_length_exceeded"
+    assert r.json()["error"]["param"] == "input"
     r = httpx.post(server.v1 + "/embeddings", json={"input": "hi"}, timeout=30)
     assert r.status_code == 401 and r.json()["error"]["code"] == "invalid_api_key"
     ids = [m.id for m in client.models.list()]

@@ -332,6 +332,10 @@ def create_app(state: ServeState) -> FastAPI:
             resp = await embedder.forward("embedding", body, False, t0 + s.deadline)
             out = embedding_answer(resp.body or {}, embedder.spec.name, raw.get("dimensions"))
         except ServeError as err:
+            if isinstance(err, UpstreamError):
+                err = from_upstream(err)
+                if err.code == "context_length_exceeded":  # an input over the engine's n_ctx
+                    err.param = "input"
             return refused("embedding", err)
         m.requests.labels(ENDPOINTS["embedding"], "200").inc()
         m.embedding_seconds.observe(time.monotonic() - t0)

@@ -108,7 +108,7 @@ class UpstreamError(ServeError):
 # llama-server answers some malformed requests with 500 (an exception while reading the JSON):
 # those are the client's fault, and the client gets a 400 (issue 25)
 _CLIENT_FAULT_MARKERS = ("[json.exception.", "missing", "invalid", "unsupported", "must be",
-                         "expected", "not supported", "cannot be")
+                         "expected", "not supported", "cannot be", "too large to process")
 _TYPE_OF_STATUS = {400: "invalid_request_error", 401: "invalid_request_error",
                    404: "invalid_request_error", 413: "invalid_request_error",
                    429: "requests", 501: "not_supported_error"}
@@ -125,8 +125,9 @@ def from_upstream(err: UpstreamError) -> ServeError:
     message = err.message
     if status >= 500 and any(m in message.lower() for m in _CLIENT_FAULT_MARKERS):
         status = 400
-    if status == 400 and "context" in message.lower() and ("exceed" in message.lower()
-                                                             or "too long" in message.lower()):
+    low = message.lower()
+    if status == 400 and ("too large to process" in low or "context" in low and (
+            "exceed" in low or "too long" in low or "larger than" in low)):
         code = "context_length_exceeded"
     else:
         code = _CODE_OF_STATUS.get(status, "upstream_error")
