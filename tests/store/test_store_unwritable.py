@@ -33,15 +33,37 @@ def test_sqlite_refusing_the_file_is_one_line(tmp_path, monkeypatch):
 
 
 def test_a_read_only_folder_is_one_line(tmp_path):
-    ResultStore(tmp_path / "r.db").close()  # a valid store, then its folder made read-only
+    """A valid store whose folder takes no new file: SQLite cannot create the WAL journal
+    beside it, and says `unable to open database file`."""
+    ResultStore(tmp_path / "r.db").close()  # a valid store (closing removes its -wal, -shm)
     tmp_path.chmod(0o555)
     try:
         if os.access(tmp_path, os.W_OK):
-            pytest.skip("this user writes a read-only folder anyway (root)")
-        with pytest.raises(EdgepickError, match="cannot open the results store there"):
+            # root writes a read-only folder anyway (CI runs as root); the journal's name taken
+            # by a folder refuses it the same way, with the same sqlite error
+            (tmp_path / "r.db-wal").mkdir()
+        with pytest.raises(EdgepickError, match=r"r\.db: cannot open the results store there "
+                                                r"\(unable to open database file\)"):
             ResultStore(tmp_path / "r.db").begin_run("x")
     finally:
         tmp_path.chmod(0o755)
+
+
+def test_a_journal_sqlite_cannot_create_is_one_line_for_every_user(tmp_path):
+    ResultStore(tmp_path / "r.db").close()
+    (tmp_path / "r.db-wal").mkdir()
+    with pytest.raises(EdgepickError, match=r"r\.db: cannot open the results store there "
+                                            r"\(unable to open database file\)"):
+        ResultStore(tmp_path / "r.db")
+
+
+@pytest.mark.parametrize("path, why", [
+    ("/proc/edgepick-r.db", "unable to open database file"),  # procfs takes no file, even root's
+    ("/proc/edgepick/r.db", "its folder /proc/edgepick")])
+def test_a_store_on_a_filesystem_that_takes_no_files_is_one_line(path, why):
+    with pytest.raises(EdgepickError, match=f"^{path}: cannot open the results store there "
+                                            rf"\({why}"):
+        ResultStore(path)
 
 
 def test_the_cli_prints_the_line_and_no_traceback(tmp_path, tiny_model):
@@ -50,3 +72,15 @@ def test_the_cli_prints_the_line_and_no_traceback(tmp_path, tiny_model):
                         str(tmp_path / "file" / "r.db")], capture_output=True, text=True)
     assert p.returncode != 0
     assert "cannot open the results store there" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_the_cli_prints_one_line_for_a_folder_that_refuses_the_journal(tmp_path, tiny_model):
+    ResultStore(tmp_path / "r.db").close()
+    (tmp_path / "r.db-wal").mkdir()
+    p = subprocess.run([sys.executable, "-m", "edgepick", "fit", "-m", tiny_model, "--store",
+                        str(tmp_path / "r.db")], capture_output=True, text=True)
+    assert p.returncode != 0 and "Traceback" not in p.stderr
+    # fit says which device profile it used first; the failure is the one line after that
+    errors = [ln for ln in p.stderr.splitlines() if "results store" in ln]
+    assert len(errors) == 1 and p.stderr.strip().endswith(errors[0])
+    assert errors[0].startswith("error: ") and "(unable to open database file)" in errors[0]
