@@ -49,12 +49,19 @@ def bench_jobs(lp, dev: DeviceWork) -> list[Job]:
     b = plan.bench
     mem = None if b.mem_limit is None else (dev.profile.model_budget_bytes
                                             if b.mem_limit == "budget" else parse_size(b.mem_limit))
+    from edgepick.plan.bench_limits import bench_limits
+    from edgepick.plan.eval_gates import scenario_of
+
+    # the local bench stage's repetition rule (repeat a gated median until settled, at most
+    # bench.max_repeats), so a local run finds the fleet's rows enough and reuses them
+    limits = bench_limits(scenario_of(lp), list(b.prompt_lengths))
     jobs = []
     for c in dev.candidates:
         if c.skipped:
             continue
         req = BenchRequest(models=[c.ref], settings=plan.runtime, prompt_lengths=b.prompt_lengths,
                            gen_tokens=b.gen_tokens, warmup=b.warmup, repeats=b.repeats,
+                           max_repeats=b.max_repeats, limits=limits,
                            concurrency=b.concurrency, sustain_s=b.sustain_s, mem_limit=mem,
                            timeout_s=b.timeout_s)
         keys = [("bench", cfg.key) for cfg in expand(req) if cfg.key]
