@@ -5,7 +5,8 @@ flag and file field that takes a size goes through `parse_size` (`--mem-limit`,
 `quantize --budget`, device profiles, scenario limits), so one spelling means one number.
 
 The one set of formatters for rates and sizes in tables, reports and explanations (`pct`,
-`pct_ci`, `mib`, `human_bytes`); a figure nobody measured is written `missing`, never 0.
+`whole_pct`, `pct_ci`, `mib`, `human_bytes`); a figure nobody measured is written `missing`,
+never 0.
 """
 
 from __future__ import annotations
@@ -34,6 +35,11 @@ def parse_size(value: str | int | float) -> int:
 def pct(x: float | None, missing: str = "-") -> str:
     """0.123 → `12.3%`."""
     return missing if x is None else f"{x:.1%}"
+
+
+def whole_pct(x: float | None, missing: str = "-") -> str:
+    """0.123 → `12%`: a share or a limit, where a tenth of a percent says nothing."""
+    return missing if x is None else f"{x:.0%}"
 
 
 def pct_ci(x: float | None, low: float | None = None, high: float | None = None,

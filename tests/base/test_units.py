@@ -28,3 +28,12 @@ def test_budget_and_mem_limit_mean_the_same_bytes():
     assert parse_budget("4.9bpw") == ("bpw", 4.9) and parse_budget("1.15x") == ("ratio", 1.15)
     with pytest.raises(EdgepickError, match="unknown unit 'gx'"):
         parse_budget("2gx")
+
+
+def test_whole_and_tenth_percents():
+    from edgepick.units import pct, pct_ci, whole_pct
+
+    assert whole_pct(0.123) == "12%" and whole_pct(0.125) == f"{0.125:.0%}"
+    assert whole_pct(None) == "-" and whole_pct(None, "not measured") == "not measured"
+    assert whole_pct(1) == "100%" and pct(0.1234) == "12.3%"
+    assert pct_ci(0.5, None, None, missing="n/a") == "50.0%" and pct_ci(None, 0.1, 0.9) == "-"

@@ -9,6 +9,7 @@ from edgepick.cli.output import console, err_console, print_json
 from edgepick.errors import EdgepickError
 from edgepick.progress import ProgressEvent
 from edgepick.records.candidate import DEFAULTS
+from edgepick.units import whole_pct
 
 
 def register(app: typer.Typer) -> None:
@@ -110,7 +111,7 @@ def register(app: typer.Typer) -> None:
         contended = sum(r.contended for r in results if not r.cached)
         if contended:
             err_console.print(f"{contended} measurement(s) contended: other work used more than "
-                              f"{contended_share:.0%} of the CPUs (speed gates on them are "
+                              f"{whole_pct(contended_share)} of the CPUs (speed gates on them are "
                               "undetermined)")
         if any(r.status == "failed" for r in results):
             failed = sum(r.status == "failed" for r in results)

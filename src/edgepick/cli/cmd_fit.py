@@ -9,6 +9,7 @@ from edgepick.cli.options import STORE_HELP, int_list, merged, open_store, split
 from edgepick.cli.output import console, err_console, print_json
 from edgepick.errors import EdgepickError
 from edgepick.records.candidate import DEFAULTS
+from edgepick.units import whole_pct
 
 VERDICT_STYLE = {"fits": "green", "tight": "yellow", "no": "red"}
 
@@ -107,7 +108,7 @@ def _print_tables(rows, names: list[str], dev, margin: float) -> None:
 
     mib = lambda n: f"{n / 2**20:.1f}"  # noqa: E731
     mem = Table(title=f"memory on {dev.name}, MiB: budget {mib(dev.model_budget_bytes)}, "
-                      f"margin {margin:.0%}", box=box.SIMPLE_HEAD)
+                      f"margin {whole_pct(margin)}", box=box.SIMPLE_HEAD)
     speed = Table(title=f"decode speed, tok/s ({dev.bandwidth_gbps:g} GB/s)", box=box.SIMPLE_HEAD)
     for t, cols in ((mem, ("model", "quant", "ctx", "weights", "KV", "other", "reclaim", "need",
                            "verdict")),

@@ -12,6 +12,7 @@ import typer
 from rich.table import Table
 
 from edgepick.cli.output import console, human_bytes, print_json
+from edgepick.units import pct
 
 
 def _fmt(value: float | None, unit: str) -> str:
@@ -20,7 +21,7 @@ def _fmt(value: float | None, unit: str) -> str:
     if unit == "bytes":
         return human_bytes(value)
     if unit == "rate":
-        return f"{value:.1%}"
+        return pct(value)
     if unit == "count":
         return f"{value:.0f}"
     if unit == "/h":

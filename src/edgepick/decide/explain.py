@@ -11,7 +11,7 @@ from edgepick.decide.texts import (advice, constraint_advice, gate_label, gate_p
                                    reasons_text, t, unchecked_text)
 from edgepick.records.decision import CandidateSummary, Decision, Explanation, RankedCandidate
 from edgepick.strings import say
-from edgepick.units import mib, pct
+from edgepick.units import mib, pct, whole_pct
 
 
 class _Fmt:
@@ -83,11 +83,11 @@ def _hybrid_lines(d: Decision, by_name: dict[str, CandidateSummary], sc: Scenari
     cloud = [r.task for r in h.routes if r.route == "cloud"]
     ci = t("ci", lang, lo=f"{h.low:.0f}", hi=f"{h.high:.0f}") if h.low is not None else ""
     out = [t("hybrid", lang, sc=sc.name, c=h.candidate, e=", ".join(edge), k=", ".join(cloud),
-             r=s.reference_name or "reference", p=f"{h.cloud_share:.0%}",
+             r=s.reference_name or "reference", p=whole_pct(h.cloud_share),
              mix=say("labels", h.mix_source, lang), b=f"{h.badcases_per_1000:.0f}", ci=ci)]
     for r in h.routes:
         rci = t("ci", lang, lo=f"{r.low:.0f}", hi=f"{r.high:.0f}") if r.low is not None else ""
-        out.append(t("route", lang, t=r.task, r=r.route, s=f"{r.share or 0:.0%}", ci=rci,
+        out.append(t("route", lang, t=r.task, r=r.route, s=whole_pct(r.share or 0), ci=rci,
                      b="?" if r.badcases_per_1000 is None else f"{r.badcases_per_1000:.0f}"))
         if r.latency_ms is not None:
             note = "" if r.route == "edge" else f" ({t('budget_word', lang)})"
@@ -133,8 +133,9 @@ def _unserved_lines(d: Decision, by_name: dict[str, CandidateSummary], sc: Scena
         elif u.cloud_blocked == "edge_only_tasks":
             why = t("cloud_blocked", lang, b=t("blocked_private", lang))
         elif u.cloud_blocked == "max_cloud_share":
-            why = t("cloud_blocked", lang, b=t("blocked_share", lang, m=f"{sc.max_cloud_share:.0%}",
-                                                 p=f"{_cloud_share_needed(d):.0%}"))
+            why = t("cloud_blocked", lang,
+                    b=t("blocked_share", lang, m=whole_pct(sc.max_cloud_share),
+                        p=whole_pct(_cloud_share_needed(d))))
         elif u.cloud_no_better and u.extra:
             why = t("cloud_no_better", lang, r=ref, x=f"{u.extra[0]:+.0f}", lo=f"{u.extra[1]:+.0f}",
                     hi=f"{u.extra[2]:+.0f}")
@@ -145,7 +146,7 @@ def _unserved_lines(d: Decision, by_name: dict[str, CandidateSummary], sc: Scena
         remedies = [constraint_advice(constraint_of(g.metric), lang) for g in u.edge_fails[:1]]
         if not u.cloud_blocked:  # the task's own advice may well be "route it to the cloud"
             remedies.append(advice(u.task, lang))
-        out.append(t("unserved", lang, t=u.task, s=f"{u.share or 0:.0%}",
+        out.append(t("unserved", lang, t=u.task, s=whole_pct(u.share or 0),
                      e=_gates_text(u.edge_fails, lang), why=why,
                      adv=("；" if lang == "zh" else "; ").join(remedies)))
     return out
@@ -169,13 +170,13 @@ def _watch(w: CandidateSummary, ranked: RankedCandidate, sc: Scenario, budget: i
     if w.unacceptable_rate is not None and c.unacceptable_rate_max \
             and w.unacceptable_rate > 0.6 * c.unacceptable_rate_max:
         out.append(t("unacc", lang, v=f.pct(w.unacceptable_rate),
-                     l=f"{c.unacceptable_rate_max:.0%}"))
+                     l=whole_pct(c.unacceptable_rate_max)))
     if w.decay is not None and c.decay_max and w.decay > 0.6 * c.decay_max:
-        out.append(t("decay", lang, v=f.pct(w.decay), l=f"{c.decay_max:.0%}"))
+        out.append(t("decay", lang, v=f.pct(w.decay), l=whole_pct(c.decay_max)))
     limit = c.memory_limit(budget)
     mem = measured_memory(w)
     if mem and limit and mem > 0.8 * limit:
-        out.append(t("mem", lang, v=f.mib(mem), p=f"{mem / limit:.0%}",
+        out.append(t("mem", lang, v=f.mib(mem), p=whole_pct(mem / limit),
                      l=f.mib(limit)))
     if w.ttft_p99_ms and c.ttft_p99_ms_max and w.ttft_p99_ms > 0.8 * c.ttft_p99_ms_max:
         out.append(t("p99", lang, v=f"{w.ttft_p99_ms:.0f} ms", l=f"{c.ttft_p99_ms_max:.0f} ms"))
@@ -219,7 +220,7 @@ def explain(d: Decision, by_name: dict[str, CandidateSummary], sc: Scenario,
     top = alive[0]
     w = by_name[top.candidate]
     weights = sc.weights.normalised()
-    wtext = ", ".join(f"{label(k, lang)} {v:.0%}" for k, v in weights.items())
+    wtext = ", ".join(f"{label(k, lang)} {whole_pct(v)}" for k, v in weights.items())
     if len(alive) == 1:
         ex.why.append(t("only", lang, w=top.candidate, sc=sc.name, s=f"{top.score:.3f}",
                         wt=wtext))
@@ -237,7 +238,7 @@ def explain(d: Decision, by_name: dict[str, CandidateSummary], sc: Scenario,
                 diffs.append((wt * (a - b), layer, a, b, wt))
         for d, layer, a, b, wt in sorted(diffs, reverse=True):
             text = t("layer", lang, layer=label(layer, lang), a=f"{a:.2f}", b=f"{b:.2f}",
-                     wt=f"{wt:.0%}", facts=_layer_facts(layer, w, r, f))
+                     wt=whole_pct(wt), facts=_layer_facts(layer, w, r, f))
             if d > 0:
                 ex.why.append(text)
             elif d < 0:

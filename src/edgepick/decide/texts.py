@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from edgepick.records.decision import Violation
 from edgepick.strings import catalog, entry, in_lang, say
+from edgepick.units import whole_pct
 
 
 def t(key: str, lang: str = "en", **kw: object) -> str:
@@ -69,7 +70,7 @@ def gate_phrase(g, lang: str) -> str:
         return t("unmeasured", lang, m=m)
     n = t("settle", lang, k=g.items_to_settle) if g.items_to_settle else t("nosettle", lang)
     if g.contended_share is not None:  # a speed gate failed on a busy host (issue 28)
-        n = t("contended", lang, share=f"{g.contended_share:.0%}")
+        n = t("contended", lang, share=whole_pct(g.contended_share))
     limit = gate_text(Gate(metric=g.metric, value=g.limit))
     return t("undetermined", lang, m=m, v=gate_text(g), l=limit, n=n)
 

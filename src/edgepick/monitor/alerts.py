@@ -17,6 +17,7 @@ import yaml
 
 from edgepick.monitor.live import LATENCY_TOLERANCE
 from edgepick.records.deploy import DeployConfig
+from edgepick.units import pct
 
 UNACCEPTABLE = 'edgepick_sampled_outputs_total{verdict="unacceptable"}'
 SERVER_ERRORS = 'edgepick_requests_total{status=~"5.."}'
@@ -78,12 +79,12 @@ def rules(deploy: DeployConfig, st: AlertSettings | None = None) -> dict:
 
     for q, metric, base in ((0.99, "ttft_p99_ms", b.ttft_p99_ms), (0.5, "ttft_p50_ms", b.ttft_p50_ms)):
         lim, src = bound(metric, base, LATENCY_TOLERANCE)
-        pct = int(q * 100)
+        centile = int(q * 100)
         if lim is None:
-            st.skipped.append(f"TTFT P{pct}: no gate limit and no baseline")
+            st.skipped.append(f"TTFT P{centile}: no gate limit and no baseline")
             continue
-        add(f"EdgepickTTFTP{pct}High", f"{_q(q, 'edgepick_ttft_seconds', w)} > {lim / 1000:g}",
-            f"TTFT P{pct} over {w} above {lim:.0f} ms ({src})")
+        add(f"EdgepickTTFTP{centile}High", f"{_q(q, 'edgepick_ttft_seconds', w)} > {lim / 1000:g}",
+            f"TTFT P{centile} over {w} above {lim:.0f} ms ({src})")
     lim, src = _limit(deploy, "decode_tps")
     if lim is None and b.decode_tps:
         lim, src = b.decode_tps / LATENCY_TOLERANCE, \
@@ -111,7 +112,7 @@ def rules(deploy: DeployConfig, st: AlertSettings | None = None) -> dict:
         add("EdgepickSampledUnacceptableHigh",
             f"({_ratio(UNACCEPTABLE, 'edgepick_sampled_outputs_total', qw)} > {lim:g}) "
             f"and on() ({enough})",
-            f"sampled unacceptable rate over {qw} above {lim:.1%} ({src}); the traffic may "
+            f"sampled unacceptable rate over {qw} above {pct(lim)} ({src}); the traffic may "
             "have drifted from the evaluation set", hold="0s")
     else:
         st.skipped.append("unacceptable rate: no gate limit and no baseline")
@@ -123,13 +124,13 @@ def rules(deploy: DeployConfig, st: AlertSettings | None = None) -> dict:
         add("EdgepickSampledFormatErrorsHigh",
             f"({_ratio('edgepick_sampled_format_errors_total', 'edgepick_sampled_outputs_total', qw)}"
             f" > {top:g}) and on() ({enough})",
-            f"sampled format-error rate over {qw} above {top:.1%} ({src})", hold="0s")
+            f"sampled format-error rate over {qw} above {pct(top)} ({src})", hold="0s")
     add("EdgepickErrorRateHigh",
-        f"{_ratio(SERVER_ERRORS, 'edgepick_requests_total', w)} > {st.max_error_rate:g}", f"5xx answers over {w} above {st.max_error_rate:.1%}")
+        f"{_ratio(SERVER_ERRORS, 'edgepick_requests_total', w)} > {st.max_error_rate:g}", f"5xx answers over {w} above {pct(st.max_error_rate)}")
     add("EdgepickRejectionRateHigh",
         f"{_ratio('edgepick_rejections_total', 'edgepick_requests_total', w)}"
         f" > {st.max_rejection_rate:g}",
-        f"requests refused (429, resources) over {w} above {st.max_rejection_rate:.1%}")
+        f"requests refused (429, resources) over {w} above {pct(st.max_rejection_rate)}")
     add("EdgepickNotReady", "edgepick_ready == 0", "no engine ready: /health answers 503",
         hold="1m")
     add("EdgepickEngineOOMKilled", "increase(edgepick_engine_oom_kills_total[1h]) > 0",

@@ -8,7 +8,7 @@ from edgepick.records.decision import Decision
 from edgepick.report.i18n import tr
 from edgepick.report.model import ReportModel
 from edgepick.report.tool_section import tool_table
-from edgepick.units import mib
+from edgepick.units import mib, whole_pct
 
 
 def decision_lines(d: Decision, ex, lang: str, rec: str | None = None) -> list[str]:
@@ -25,7 +25,7 @@ def scenario_lines(sc: Scenario, lang: str) -> list[str]:
     cons = {k: v for k, v in sc.constraints.model_dump().items() if v is not None}
     weights = sc.weights.normalised()
     return [f"- {tr('constraints', lang)}: " + ", ".join(f"`{k} = {v}`" for k, v in cons.items()),
-            f"- {tr('weights', lang)}: " + ", ".join(f"{tr(k, lang)} {v:.0%}"
+            f"- {tr('weights', lang)}: " + ", ".join(f"{tr(k, lang)} {whole_pct(v)}"
                                                     for k, v in weights.items())]
 
 

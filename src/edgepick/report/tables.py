@@ -7,7 +7,7 @@ from edgepick.decide.gates import measured_memory
 from edgepick.decide.texts import reasons_text
 from edgepick.records.decision import CandidateSummary, Decision
 from edgepick.report.i18n import tr
-from edgepick.units import mib, pct, pct_ci
+from edgepick.units import mib, pct, pct_ci, whole_pct
 
 
 def _f(v: float | None, nm: str, fmt: str, unit: str = "") -> str:
@@ -118,12 +118,12 @@ def routes_table(decision: Decision, lang: str) -> tuple[list[str], list[list[st
     h = decision.hybrid
     if h is None:
         return header, []
-    rows = [[r.task, r.route, f"{r.share or 0:.0%}",
+    rows = [[r.task, r.route, whole_pct(r.share or 0),
              "-" if r.badcases_per_1000 is None else f"{r.badcases_per_1000:.0f}"
              + (f" [{r.low:.0f}, {r.high:.0f}]" if r.low is not None else ""),
              "-" if r.latency_ms is None else f"{r.latency_ms:.0f}"]
             for r in h.routes]
-    rows.append([tr("overall", lang), f"cloud {h.cloud_share:.0%}", "100%",
+    rows.append([tr("overall", lang), f"cloud {whole_pct(h.cloud_share)}", "100%",
                  f"{h.badcases_per_1000:.0f}" + (f" [{h.low:.0f}, {h.high:.0f}]"
                                                   if h.low is not None else ""),
                  "" if h.cost_per_1000 is None
@@ -165,8 +165,7 @@ def task_table(summaries: list[CandidateSummary], lang: str) -> tuple[list[str],
     for s in summaries:
         for task, q in sorted(s.tasks.items()):
             ci = f" [{q.ci95[0] * 100:.1f}, {q.ci95[1] * 100:.1f}]" if q.ci95 else ""
-            score = pct(q.score, nm) + (f" [{q.score_ci95[0]:.1%}, {q.score_ci95[1]:.1%}]"
-                                         if q.score_ci95 and q.score is not None else "")
+            score = pct_ci(q.score, *(q.score_ci95 or (None, None)), missing=nm)
             extra = _f(q.badcases_per_1000, nm, "{:+.0f}")
             if q.badcases_per_1000_ci95 and q.badcases_per_1000 is not None:
                 lo, hi = q.badcases_per_1000_ci95

@@ -7,6 +7,7 @@ from __future__ import annotations
 from edgepick.evaluate.intervals import wilson
 from edgepick.records.decision import CandidateSummary
 from edgepick.strings import texts
+from edgepick.units import pct, whole_pct
 
 COLUMNS = ("tool_choice_accuracy", "argument_accuracy", "schema_valid_rate", "no_call_precision",
            "guard_repaired_rate", "guard_refused_rate")
@@ -17,7 +18,7 @@ def _cell(metrics: dict, name: str) -> str:
     if rate is None or not n:
         return "-"
     lo, hi = wilson(round(rate * n), int(n))
-    return f"{rate:.1%} [{lo:.0%}, {hi:.0%}]"
+    return f"{pct(rate)} [{whole_pct(lo)}, {whole_pct(hi)}]"
 
 
 def tool_table(summaries: list[CandidateSummary],

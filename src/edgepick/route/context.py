@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 from edgepick.errors import EdgepickError
+from edgepick.units import whole_pct
 
 DEFAULT_BUDGET_SHARE = 0.7  # seed 004 §4.2 (70%), seed 003 §7.3 (60% for agents)
 TASK_OPEN = "=== Task context ==="
@@ -120,8 +121,8 @@ class ContextBuilder:
         if base > self.budget:
             raise ContextOverflow(
                 f"context: the system instruction and the latest turn alone take {base} tokens, "
-                f"over the budget of {self.budget} ({self.budget_share:.0%} of a {self.window}-"
-                "token window); shorten the input")
+                f"over the budget of {self.budget} ({whole_pct(self.budget_share)} of a "
+                f"{self.window}-token window); shorten the input")
         res = self._by_priority(system, history, snippets, summary, user_msg, base)
         res.full_tokens = total
         return res
