@@ -129,6 +129,7 @@ def test_a_phone_over_http_is_measured_from_a_node_with_its_round_trip_apart(hea
     rtt = phone["network"]["tiny@phone"]
     assert rtt["what"] == "GET /v1/models" and rtt["n"] == 7 and 0 < rtt["median"]
     assert "network RTT" in (tmp_path / "out" / "report" / "fleet.md").read_text()
+    assert not (tmp_path / "out" / "report" / "fleet.zh.md").exists()  # report.lang: en
 
 
 ONE_DEVICE = """

@@ -12,7 +12,7 @@ from pathlib import Path
 from edgepick.markup import md_table
 from edgepick.report.writer import LANGS
 from edgepick.strings import texts
-from edgepick.units import mib
+from edgepick.units import mib, pct
 
 # the page's languages, one file each: English keeps the name it always had
 FILES = {"en": "fleet.md", "zh": "fleet.zh.md"}
@@ -106,8 +106,7 @@ _METRICS = [
     ("ttft_p50", lambda o, s, t: _fmt(s.ttft_p50_ms, t, ".0f", " ms")),
     ("decode", lambda o, s, t: _fmt(s.decode_tps, t, ".1f", " tok/s")),
     ("peak_rss", lambda o, s, t: mib(s.peak_rss_bytes, t["not_measured"])),
-    ("unacceptable", lambda o, s, t: _fmt(s.unacceptable_rate and s.unacceptable_rate * 100,
-                                          t, ".1f", "%")),
+    ("unacceptable", lambda o, s, t: pct(s.unacceptable_rate, t["not_measured"])),
     ("network_rtt", lambda o, s, t: _fmt((o.network.get(s.candidate) or {}).get("median"),
                                          t, ".1f", " ms") if _remote(s.backend) else "—"),
     ("verdict", lambda o, s, t: _verdict(o, s.candidate)),
