@@ -51,6 +51,8 @@ def test_the_fleet_page_renders_in_both_languages(tmp_path):
     assert "| a | 首token延迟P50 | 100 ms | 100 ms |" in zh and "| a | 峰值内存（RSS） | 未测量 |" in zh
     assert "| 候选 | 指标 | pi5 | jetson |" in zh and "## 各设备的推荐" in zh
     assert "TTFT P50 |" not in zh and "not measured" not in zh
+    assert "| a | 结论 | **推荐（已证实）**，得分 0.90 | **推荐（已证实）**，得分 0.70 |" in zh
+    assert "| pi5 | 6.0 GiB | 17.1 GB/s (规格表) | a (已证实) | — |" in zh
     paths = write_fleet(fleet, "realtime_chat", tmp_path / "both")
     assert [p.name for p in paths] == ["fleet.md", "fleet.zh.md", "fleet.json"]
     assert paths[0].read_text(encoding="utf-8") == en and paths[1].read_text(encoding="utf-8") == zh

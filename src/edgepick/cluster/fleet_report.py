@@ -11,7 +11,7 @@ from pathlib import Path
 
 from edgepick.markup import md_table
 from edgepick.report.writer import LANGS
-from edgepick.strings import texts
+from edgepick.strings import say, texts
 from edgepick.units import mib, pct
 
 # the page's languages, one file each: English keeps the name it always had
@@ -43,24 +43,26 @@ def _remote(backend: str) -> bool:
     return not supports(backend, IN_PROCESS)
 
 
-def _verdict(outcome: DeviceOutcome, name: str) -> str:
+def _verdict(outcome: DeviceOutcome, name: str, t: dict, lang: str) -> str:
     d = outcome.decision
     r = next((r for r in d.ranking if r.candidate == name), None)
     if r is None:
-        return "not run here"
+        return t["not_run"]
     if d.recommendation == name:
-        lead = f"**recommended ({d.status})**"
+        lead = f"**{t['recommended'].format(status=say('report', d.status, lang))}**"
     elif r.eliminated:
         why = r.violations[0].text if r.violations else (r.reasons[0] if r.reasons else "")
-        return f"eliminated ({why})" if why else "eliminated"
+        return t["eliminated_why"].format(why=why) if why else t["eliminated"]
     else:
-        lead = f"survives ({r.status})"
-    return f"{lead}, score {r.score:.2f}" if r.score is not None else lead
+        lead = t["survives"].format(status=say("report", r.status, lang))
+    return t["with_score"].format(lead=lead, s=r.score) if r.score is not None else lead
 
 
-def recommendation_text(o: DeviceOutcome) -> str:
+def recommendation_text(o: DeviceOutcome, lang: str = "en") -> str:
     d = o.decision
-    return f"{d.recommendation} ({d.status})" if d.recommendation else "none"
+    if not d.recommendation:
+        return say("fleet_report", "no_recommendation", lang)
+    return f"{d.recommendation} ({say('report', d.status, lang)})"
 
 
 def fleet_choice(outcomes: list[DeviceOutcome]) -> tuple[str | None, str]:
@@ -93,23 +95,24 @@ def fleet_choice(outcomes: list[DeviceOutcome]) -> tuple[str | None, str]:
                   f"on {', '.join(blocked.get(near, []))}; use a per-device choice")
 
 
-def _row(outcomes, name: str, label: str, get, t: dict) -> list[str]:
+def _row(outcomes, name: str, label: str, get, t: dict, lang: str) -> list[str]:
     cells = []
     for o in outcomes:
         s = next((s for s in o.summaries if s.candidate == name), None)
-        cells.append("—" if s is None else get(o, s, t))
+        cells.append("—" if s is None else get(o, s, t, lang))
     return [name, t[label], *cells]
 
 
-# (catalog key of the figure's label, its cell); the labels are fleet_report's in strings.yaml
+# (catalog key of the figure's label, its cell from (outcome, summary, texts, lang)); the
+# labels are fleet_report's in strings.yaml
 _METRICS = [
-    ("ttft_p50", lambda o, s, t: _fmt(s.ttft_p50_ms, t, ".0f", " ms")),
-    ("decode", lambda o, s, t: _fmt(s.decode_tps, t, ".1f", " tok/s")),
-    ("peak_rss", lambda o, s, t: mib(s.peak_rss_bytes, t["not_measured"])),
-    ("unacceptable", lambda o, s, t: pct(s.unacceptable_rate, t["not_measured"])),
-    ("network_rtt", lambda o, s, t: _fmt((o.network.get(s.candidate) or {}).get("median"),
-                                         t, ".1f", " ms") if _remote(s.backend) else "—"),
-    ("verdict", lambda o, s, t: _verdict(o, s.candidate)),
+    ("ttft_p50", lambda o, s, t, lg: _fmt(s.ttft_p50_ms, t, ".0f", " ms")),
+    ("decode", lambda o, s, t, lg: _fmt(s.decode_tps, t, ".1f", " tok/s")),
+    ("peak_rss", lambda o, s, t, lg: mib(s.peak_rss_bytes, t["not_measured"])),
+    ("unacceptable", lambda o, s, t, lg: pct(s.unacceptable_rate, t["not_measured"])),
+    ("network_rtt", lambda o, s, t, lg: _fmt((o.network.get(s.candidate) or {}).get("median"),
+                                             t, ".1f", " ms") if _remote(s.backend) else "—"),
+    ("verdict", lambda o, s, t, lg: _verdict(o, s.candidate, t, lg)),
 ]
 
 
@@ -124,14 +127,14 @@ def fleet_markdown(outcomes: list[DeviceOutcome], scenario: str, lang: str = "en
         p = o.profile
         src = t["measured"] if getattr(p, "measured", False) else t["spec_sheet"]
         per_device.append([o.tag, f"{p.model_budget_bytes / 2**30:.1f} GiB",
-                           f"{p.bandwidth_gbps:.1f} GB/s ({src})", recommendation_text(o),
+                           f"{p.bandwidth_gbps:.1f} GB/s ({src})", recommendation_text(o, lang),
                            o.report.as_posix() if o.report else "—"])
     lines += [md_table([t["device"], t["budget"], t["bandwidth"], t["recommendation"],
                         t["report"]], per_device)]
     names = list(dict.fromkeys(s.candidate for o in outcomes for s in o.summaries))
     lines += ["", f"## {t['across']}", "",
               md_table([t["candidate"], t["figure"], *tags],
-                       [_row(outcomes, name, label, get, t)
+                       [_row(outcomes, name, label, get, t, lang)
                         for name in names for label, get in _METRICS])]
     if any(o.network for o in outcomes):
         lines += ["", t["network_note"]]
