@@ -53,6 +53,7 @@ def test_the_fleet_page_renders_in_both_languages(tmp_path):
     assert "TTFT P50 |" not in zh and "not measured" not in zh
     assert "| a | 结论 | **推荐（已证实）**，得分 0.90 | **推荐（已证实）**，得分 0.70 |" in zh
     assert "| pi5 | 6.0 GiB | 17.1 GB/s (规格表) | a (已证实) | — |" in zh
+    assert "a 在全部 2 台设备上通过所有硬约束" in zh and fleet_choice(fleet, "zh")[0] == "a"
     paths = write_fleet(fleet, "realtime_chat", tmp_path / "both")
     assert [p.name for p in paths] == ["fleet.md", "fleet.zh.md", "fleet.json"]
     assert paths[0].read_text(encoding="utf-8") == en and paths[1].read_text(encoding="utf-8") == zh

@@ -65,10 +65,12 @@ def recommendation_text(o: DeviceOutcome, lang: str = "en") -> str:
     return f"{d.recommendation} ({say('report', d.status, lang)})"
 
 
-def fleet_choice(outcomes: list[DeviceOutcome]) -> tuple[str | None, str]:
-    """The candidate that survives on every device with the best worst-device score, and why."""
+def fleet_choice(outcomes: list[DeviceOutcome], lang: str = "en") -> tuple[str | None, str]:
+    """The candidate that survives on every device with the best worst-device score, and why
+    (in `lang`)."""
+    t = texts("fleet_report", lang)
     if not outcomes:
-        return None, "no device was measured"
+        return None, t["no_device"]
     worst: dict[str, float] = {}
     blocked: dict[str, list[str]] = {}
     names = [s.candidate for s in outcomes[0].summaries]
@@ -82,17 +84,14 @@ def fleet_choice(outcomes: list[DeviceOutcome]) -> tuple[str | None, str]:
     fit_all = {n: s for n, s in worst.items() if n not in blocked}
     if fit_all:
         best = max(fit_all, key=fit_all.get)
-        return best, (f"{best} passes every hard constraint on all {len(outcomes)} devices; "
-                      f"its lowest device score is {fit_all[best]:.2f}, the best such floor")
+        return best, t["fleet_best"].format(best=best, n=len(outcomes), s=fit_all[best])
     if not names:
-        return None, "no candidate was measured"
+        return None, t["no_candidate"]
     recs = {(o.decision.recommendation, o.decision.status) for o in outcomes}
     if len(recs) == 1 and (rec := next(iter(recs)))[0]:
-        return None, (f"no configuration passes every hard constraint on all devices; each "
-                      f"device's recommendation is {rec[0]} ({rec[1]}), see its report")
+        return None, t["fleet_same"].format(rec=rec[0], status=say("report", rec[1], lang))
     near = min(names, key=lambda n: len(blocked.get(n, [])))
-    return None, (f"no single configuration serves the whole fleet; nearest: {near}, which fails "
-                  f"on {', '.join(blocked.get(near, []))}; use a per-device choice")
+    return None, t["fleet_nearest"].format(near=near, where=", ".join(blocked.get(near, [])))
 
 
 def _row(outcomes, name: str, label: str, get, t: dict, lang: str) -> list[str]:
@@ -118,7 +117,7 @@ _METRICS = [
 
 def fleet_markdown(outcomes: list[DeviceOutcome], scenario: str, lang: str = "en") -> str:
     t = texts("fleet_report", lang)
-    choice, why = fleet_choice(outcomes)
+    choice, why = fleet_choice(outcomes, lang)
     tags = [o.tag for o in outcomes]
     lines = [f"# {t['title'].format(n=len(outcomes), scenario=scenario)}", "",
              f"## {t['one_config']}", "", why, "", f"## {t['per_device']}", ""]
