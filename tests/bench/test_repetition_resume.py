@@ -150,3 +150,14 @@ def test_a_run_says_which_point_ran_the_maximum_undetermined(monkeypatch):
     assert res.repetitions.stopped == "max"
     assert len(st.notes) == 1 and "ran the most repetitions (7" in st.notes[0]
     assert "decode_tps_min still undetermined" in st.notes[0]
+
+
+def test_a_plan_below_five_repeats_is_a_smoke_run_unless_it_sets_a_maximum():
+    """repeats < 5 without max_repeats: the fixed count (no interval settles before five);
+    the default plan's 5 repeats may go on to 20; an explicit maximum always wins."""
+    from edgepick.plan.model import BenchSection
+
+    assert BenchSection(repeats=1).repeat_cap == 1
+    assert BenchSection(repeats=5).repeat_cap == 20
+    assert BenchSection(repeats=1, max_repeats=12).repeat_cap == 12
+    assert BenchSection(repeats=5, max_repeats=5).repeat_cap == 5

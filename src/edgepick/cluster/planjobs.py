@@ -61,7 +61,7 @@ def bench_jobs(lp, dev: DeviceWork) -> list[Job]:
             continue
         req = BenchRequest(models=[c.ref], settings=plan.runtime, prompt_lengths=b.prompt_lengths,
                            gen_tokens=b.gen_tokens, warmup=b.warmup, repeats=b.repeats,
-                           max_repeats=b.max_repeats, limits=limits,
+                           max_repeats=b.repeat_cap, limits=limits,
                            concurrency=b.concurrency, sustain_s=b.sustain_s, mem_limit=mem,
                            timeout_s=b.timeout_s)
         keys = [("bench", cfg.key) for cfg in expand(req) if cfg.key]

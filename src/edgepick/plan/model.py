@@ -34,6 +34,9 @@ class QuantizeEntry(_Strict):
     reference: str | None = None  # fidelity reference; default: the source itself
 
 
+DEFAULT_MAX_REPEATS = 20
+
+
 class BenchSection(_Strict):
     enabled: bool = True
     prompt_lengths: list[int] = Field(default_factory=lambda: [128, 512])
@@ -41,8 +44,16 @@ class BenchSection(_Strict):
     warmup: int = Field(1, ge=0)
     repeats: int = Field(5, ge=1)  # with a scenario limit on a median: the minimum
     # A point the scenario gates on (TTFT P50, decode speed, end to end) repeats until each
-    # limit is settled, at most this often (docs/bench.md "When repetitions stop"; issue 27)
-    max_repeats: int = Field(20, ge=1)
+    # limit is settled, at most this often (docs/bench.md "When repetitions stop"; issue 27).
+    # Unset: 20, or `repeats` itself when a plan asks fewer than five (a smoke run: no interval
+    # of the median settles anything before five, so more repetitions would only cost time).
+    max_repeats: int | None = Field(None, ge=1)
+
+    @property
+    def repeat_cap(self) -> int:
+        if self.max_repeats is not None:
+            return self.max_repeats
+        return DEFAULT_MAX_REPEATS if self.repeats >= 5 else self.repeats
     concurrency: list[int] = Field(default_factory=lambda: [1])
     sustain_s: float = Field(0.0, ge=0)
     # Cap each worker's memory: "budget" = the device's model budget, a size, or none.

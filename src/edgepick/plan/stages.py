@@ -14,7 +14,7 @@ from typing import Callable
 from edgepick.progress import ProgressEvent, Tick
 from edgepick.records.candidate import Candidate
 from edgepick.records.model_ref import ModelRef
-from edgepick.units import mib
+from edgepick.units import mib, whole_pct
 
 
 @dataclass
@@ -76,7 +76,7 @@ def fit_stage(st: RunState, tick: Tick) -> None:
                          f"{mib(est.budget_bytes)} budget of {st.device.name}")
             st.notes.append(f"fit: {c.name} skipped — {c.skipped}")
         elif est.verdict == "tight":
-            st.notes.append(f"fit: {c.name} fits only without the {plan.fit.margin:.0%} margin")
+            st.notes.append(f"fit: {c.name} fits only without the {whole_pct(plan.fit.margin)} margin")
 
 
 def quantize_stage(st: RunState, tick: Tick) -> None:
@@ -137,7 +137,7 @@ def bench_stage(st: RunState, tick: Tick) -> None:
     for (lengths, gen), group in groups.items():
         req = BenchRequest(models=[c.ref for c in group], settings=plan.runtime,
                            prompt_lengths=list(lengths), gen_tokens=gen, warmup=b.warmup,
-                           repeats=b.repeats, max_repeats=b.max_repeats,
+                           repeats=b.repeats, max_repeats=b.repeat_cap,
                            limits=bench_limits(gated, list(lengths)),
                            concurrency=b.concurrency, sustain_s=b.sustain_s,
                            mem_limit=mem, timeout_s=b.timeout_s, power=b.power,
@@ -177,7 +177,7 @@ def _bench_group(st: RunState, results, names: dict) -> None:
                             f"failed: {res.error}")
         elif res.contended and not res.cached:
             st.notes.append(f"bench: {names.get(res.model, res.model)} {res.config} contended "
-                            f"(other work {res.host_load.other_cpu_share:.0%} of the CPUs)")
+                            f"(other work {whole_pct(res.host_load.other_cpu_share)} of the CPUs)")
         rep = res.repetitions
         if res.status == "ok" and not res.cached and rep is not None and rep.stopped == "max":
             still = ", ".join(j.gate for j in rep.limits if j.verdict == "undetermined")
