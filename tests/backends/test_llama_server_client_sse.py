@@ -49,3 +49,20 @@ def test_chunks_until_done_and_a_server_error_is_one_line():
 def test_an_event_of_several_data_lines_is_one_datum():
     assert lsc.event_data(b'data: {"a":\ndata: 1}\n\n') == '{"a":\n1}'
     assert lsc.event_data(b"event: ping\n\n") is None
+
+
+def test_event_json_and_the_closing_event():
+    assert lsc.event_json(b'data: {"a": 1}\n\n') == {"a": 1}
+    assert lsc.event_json(b"data: [DONE]\n\n") is None  # the end, not a chunk
+    assert lsc.event_json(b"data: not json\n\n") is None
+    assert lsc.event_json(b": a comment\n\n") is None
+    assert lsc.is_done(b"data: [DONE]\n\n") and lsc.is_done(b"data:[DONE] \n\n")
+    assert not lsc.is_done(b'data: {"a": 1}\n\n') and not lsc.is_done(b": [DONE]\n\n")
+
+
+def test_the_splitter_fed_piece_by_piece_gives_each_piece_its_whole_events():
+    # serve's relay feeds it this way, to forward a piece's events in one write
+    events = lsc.SseSplitter()
+    assert events.feed(WIRE[:10]) == []
+    assert events.feed(WIRE[10:]) == EVENTS
+    assert events.rest() == []

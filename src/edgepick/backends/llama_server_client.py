@@ -159,9 +159,10 @@ def check(r: httpx.Response) -> None:
 
 
 # -- server-sent events -------------------------------------------------------------------------
-class _Events:
+class SseSplitter:
     """Cuts a byte stream into whole SSE events; the one splitter behind the async and the
-    sync readers below."""
+    sync readers below, and behind serve's relay, which feeds it piece by piece so it can
+    forward each piece's whole events together."""
 
     def __init__(self) -> None:
         self.buf = b""
@@ -184,7 +185,7 @@ class _Events:
 
 async def sse_events(raw: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
     """Whole SSE events (`data: ...\\n\\n`), however the bytes were split on the wire."""
-    events = _Events()
+    events = SseSplitter()
     async for piece in raw:
         for ev in events.feed(piece):
             yield ev
@@ -194,7 +195,7 @@ async def sse_events(raw: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
 
 def iter_sse_events(raw: Iterable[bytes]) -> Iterator[bytes]:
     """`sse_events` over a blocking stream (`httpx.Response.iter_bytes()`)."""
-    events = _Events()
+    events = SseSplitter()
     for piece in raw:
         yield from events.feed(piece)
     yield from events.rest()
@@ -206,6 +207,24 @@ def event_data(ev: bytes) -> str | None:
     lines = [ln[5:].removeprefix(" ") for ln in ev.decode("utf-8", "replace").split("\n")
              if ln.startswith("data:")]
     return "\n".join(lines) if lines else None
+
+
+def event_json(ev: bytes) -> object | None:
+    """An event's data parsed as JSON, or None for an event without data, the closing
+    `[DONE]` or data that is not JSON (relayed as it is, never an error here)."""
+    data = event_data(ev)
+    if data is None or is_done(ev):
+        return None
+    try:
+        return json.loads(data)
+    except ValueError:
+        return None
+
+
+def is_done(ev: bytes) -> bool:
+    """Is this the closing `data: [DONE]` event of an OpenAI-style stream?"""
+    data = event_data(ev)
+    return data is not None and data.strip() == "[DONE]"
 
 
 def iter_sse_chunks(raw: Iterable[bytes], where: str) -> Iterator[dict]:

@@ -7,7 +7,6 @@ answer from the edge (seed 000 §6.3: offline is the normal case on a device).
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import time
 from typing import AsyncIterator
@@ -155,14 +154,8 @@ def _checked_body(resp: httpx.Response) -> dict:
 
 
 def _valid_event(ev: bytes) -> bool:
-    data = [ln[5:].strip() for ln in ev.decode("utf-8", "replace").splitlines()
-            if ln.startswith("data:")]
-    if not data:
-        return False
-    if data[0] == "[DONE]":
+    """Is the first event one the relay can pass on: the closing [DONE] or a chunk with choices?"""
+    if lsc.is_done(ev):
         return True
-    try:
-        obj = json.loads(data[0])
-    except ValueError:
-        return False
+    obj = lsc.event_json(ev)
     return isinstance(obj, dict) and isinstance(obj.get("choices"), list)

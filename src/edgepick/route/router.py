@@ -16,6 +16,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import AsyncIterator, Callable
 
+from edgepick.backends import llama_server_client as lsc
 from edgepick.records.deploy import DeployConfig
 from edgepick.route.answers import (answer_logprobs, answer_text, ask_logprobs, replay_stream,
                                     strip_logprobs)
@@ -311,6 +312,13 @@ async def _as_client_wants(resp: ServedResponse, request: RouteRequest) -> Serve
     return resp
 
 
+def _is_error_event(piece: bytes) -> bool:
+    """Does this piece of a stream open with an error event (the engine's or edgepick's)?"""
+    ev = next(lsc.iter_sse_events([piece]), b"")
+    obj = lsc.event_json(ev)
+    return isinstance(obj, dict) and "error" in obj
+
+
 async def _peeked(resp: ServedResponse) -> ServedResponse:
     """Read a stream's first event before committing: an engine lost before its first token
     becomes an error the router can still route around."""
@@ -319,7 +327,7 @@ async def _peeked(resp: ServedResponse) -> ServedResponse:
         first = await anext(resp.chunks)
     except StopAsyncIteration:
         first = b""
-    if first.startswith(b"data: {\"error\""):
+    if _is_error_event(first):
         await resp.aclose()
         raise EngineUnavailable("engine lost before its first token", retry_after=2)
     rest = resp.chunks

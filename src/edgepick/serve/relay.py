@@ -10,6 +10,7 @@ from typing import AsyncIterator, Callable
 
 import anyio
 
+from edgepick.backends import llama_server_client as lsc
 from edgepick.serve.errors import for_status, sse_event
 from edgepick.serve.router_api import ServedResponse
 
@@ -86,7 +87,7 @@ async def relay_stream(resp: ServedResponse, t0: float, keep_text: bool,
     """The SSE events as they come, timing each event that carries text. Closing the iterator
     (client gone) closes the response, which frees the slot and cancels the generation."""
     out = Outcome()
-    buf = b""
+    events = lsc.SseSplitter()
     last = None
     finished = False
 
@@ -101,23 +102,14 @@ async def relay_stream(resp: ServedResponse, t0: float, keep_text: bool,
     try:
         assert resp.chunks is not None
         async for chunk in resp.chunks:
-            buf += chunk
             ended = False
             sent: list[bytes] = []
-            while b"\n\n" in buf:
-                raw, buf = buf.split(b"\n\n", 1)
-                line = raw.strip()
-                ended = ended or line.endswith(b"data: [DONE]")
-                if not line.startswith(b"data:") or line.endswith(b"[DONE]"):
-                    sent.append(raw + b"\n\n")
-                    continue
-                try:
-                    event = json.loads(line[5:])
-                except ValueError:
-                    sent.append(raw + b"\n\n")
-                    continue
-                if not isinstance(event, dict):
-                    sent.append(raw + b"\n\n")
+            # each piece's whole events go out together, as they came (one write per piece)
+            for ev in events.feed(chunk):
+                ended = ended or lsc.is_done(ev)
+                event = lsc.event_json(ev)
+                if not isinstance(event, dict):  # a comment, [DONE], not JSON: as it came
+                    sent.append(ev)
                     continue
                 now = time.monotonic()
                 if "error" in event:
@@ -140,7 +132,7 @@ async def relay_stream(resp: ServedResponse, t0: float, keep_text: bool,
                 if usage:
                     out.prompt_tokens = int(usage.get("prompt_tokens") or 0)
                     out.completion_tokens = int(usage.get("completion_tokens") or 0)
-                shown = _client_event(event, raw, include_usage)
+                shown = _client_event(event, ev.removesuffix(b"\n\n"), include_usage)
                 if shown is not None:
                     sent.append(shown + b"\n\n")
             if ended:  # counted before the client sees the end, so a scrape right after has it
