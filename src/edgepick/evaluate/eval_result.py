@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from edgepick.errors import EdgepickError, InputError
 from edgepick.evaluate.gap import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, badcase_list, gaps_by,
@@ -15,6 +15,7 @@ from edgepick.evaluate.reference_free import note as reference_free_note
 from edgepick.evaluate.reference_free import stand_in
 from edgepick.evaluate.scorers import ItemScore, get_scorer
 from edgepick.evaluate.unacceptable import reasons
+from edgepick.progress import ProgressEvent, Tick, silent
 from edgepick.records.candidate import Candidate
 from edgepick.records.evaluation import (BootstrapSettings, CandidateEval, EvalResult, ItemOutcome,
                                          SampleOutcome)
@@ -159,17 +160,42 @@ def key_extra(sampling: dict | None, k: int, sequential: "Sequential | None") ->
     return extra or None
 
 
+class _Overall:
+    """One count over every model's generations from `collect_outputs`' per-call counts. With
+    fixed N each call holds every item, so a model's count starts at its place in the queue
+    plus what the store already had; sequential looks only add what each call generated."""
+
+    def __init__(self, progress: Tick, per_model: int, total: int, fixed: bool) -> None:
+        self.progress, self.per_model, self.total, self.fixed = progress, per_model, total, fixed
+        self.done, self.model = 0, -1
+
+    def call(self) -> Tick:
+        """The callback for one `collect_outputs` call (one model, one look)."""
+        self.model += 1
+        seen: list[int] = []
+
+        def tick(ev: ProgressEvent) -> None:
+            if not seen and self.fixed:
+                self.done = self.model * self.per_model + ev.done
+            elif seen:
+                self.done += ev.done - seen[-1]
+            seen.append(ev.done)
+            self.progress(ProgressEvent(self.done, self.total, ev.what))
+        return tick
+
+
 def run_eval(items: list[EvalItem], reference: Candidate, candidates: list[Candidate],
              store: ResultStore, *, data_path: str, data_sha: str, problems: list[InputError] | None = None,
              budgets: dict[str, int] | None = None, resamples: int = BOOTSTRAP_RESAMPLES,
              seed: int = BOOTSTRAP_SEED,
-             on_start: Callable[[str, int], None] | None = None,
-             on_item: Callable[[], None] | None = None,
+             progress: Tick | None = None,
              sampling: dict | None = None, samples: int = 1,
              sequential: "Sequential | None" = None) -> EvalResult | None:
     """Every model on every item (fixed N), or in looks that stop what is settled
     (`sequential`, evaluate/looks.py). With `sampling`, `samples` outputs per item. None only
-    when a time budget ran out before the reference answered one item."""
+    when a time budget ran out before the reference answered one item. `progress` counts
+    generations over every model: len(items) per model with fixed N, at most that when
+    sequential."""
     budgets = dict(DEFAULT_MAX_TOKENS, **(budgets or {}))
     n_free = sum(it.reference_free for it in items)
     if items and n_free == len(items):
@@ -182,6 +208,8 @@ def run_eval(items: list[EvalItem], reference: Candidate, candidates: list[Candi
         free_note += " (fixed N: sequential looks need scores)"
     k = samples if sampling else 1
     gen = dict(sampling=sampling, samples=k)
+    counter = _Overall(progress or silent, len(items), len(items) * (1 + len(candidates)),
+                       fixed=sequential is None)
     info = None
     if sequential is None:
         ref_ix = list(range(len(items)))
@@ -189,7 +217,7 @@ def run_eval(items: list[EvalItem], reference: Candidate, candidates: list[Candi
         outs = []
         counts = []
         for model in [reference, *candidates]:
-            out, made, reused = collect_outputs(model, items, store, budgets, on_start, on_item,
+            out, made, reused = collect_outputs(model, items, store, budgets, counter.call(),
                                                 **gen)
             outs.append(dict(enumerate(out)))
             counts.append((made, reused))
@@ -205,7 +233,7 @@ def run_eval(items: list[EvalItem], reference: Candidate, candidates: list[Candi
                 return {}
             t0 = now()
             out, made, reused = collect_outputs(model, [items[i] for i in ix], store, budgets,
-                                                on_start, on_item, deadline=deadline, **gen)
+                                                counter.call(), deadline=deadline, **gen)
             c = counts_by.setdefault(id(model), [0, 0, 0.0])
             c[0] += made
             c[1] += reused

@@ -10,10 +10,10 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from typing import Callable
 
 from edgepick.errors import EdgepickError
 from edgepick.evaluate.items import EvalItem
+from edgepick.progress import ProgressEvent, Tick, silent
 from edgepick.records.candidate import Candidate
 from edgepick.store.identity import content_key
 from edgepick.store.results import ResultStore
@@ -70,15 +70,15 @@ def _generate(backend, prompt, max_tokens: int, chat: bool, sampling: dict | Non
 
 def collect_outputs(candidate: Candidate, items: list[EvalItem], store: ResultStore,
                     budgets: dict[str, int],
-                    on_start: Callable[[str, int], None] | None = None,
-                    on_item: Callable[[], None] | None = None, *,
+                    progress: Tick | None = None, *,
                     sampling: dict | None = None, samples: int = 1,
                     deadline: float | None = None) -> tuple[list[dict | None], int, int]:
     """(one output dict per item, how many generations ran now, how many came from the store).
     With `sampling` each item gets `samples` outputs, each stored under its own seed; the item's
     dict then holds them under "samples" (each with its "seed"), so a killed run resumes.
     With a `deadline` (on `now()`) no generation starts after it: the items it leaves
-    without every output come back as None."""
+    without every output come back as None. `progress` hears this call's own count: the items
+    already whole in the store first, then one more as each of the others is generated."""
     from edgepick.backends import get_backend
 
     ckey = content_key(candidate)
@@ -88,8 +88,9 @@ def collect_outputs(candidate: Candidate, items: list[EvalItem], store: ResultSt
     got: list[list[dict | None]] = [[store.get(OUTPUT_KIND, k) for k in ks] for ks in keys]
     missing = [(i, j) for i, g in enumerate(got) for j, o in enumerate(g) if o is None]
     reused = {(i, j) for i, g in enumerate(got) for j, o in enumerate(g) if o is not None}
-    if on_start:
-        on_start(candidate.name, len({i for i, _ in missing}))
+    tick = progress or silent
+    done = len(items) - len({i for i, _ in missing})
+    tick(ProgressEvent(done, len(items), candidate.name))
     if missing:
         backend = get_backend(candidate.backend)
         prompter = None
@@ -124,8 +125,9 @@ def collect_outputs(candidate: Candidate, items: list[EvalItem], store: ResultSt
                         rec["tool_prompt"] = prompter.mode
                     store.put(OUTPUT_KIND, keys[i][j], rec, label=f"{candidate.name}:{it.id}")
                     got[i][j] = rec
-                if on_item and i != last:
-                    on_item()
+                if i != last:
+                    done += 1
+                    tick(ProgressEvent(done, len(items), candidate.name))
                 last = i
         finally:
             backend.unload()

@@ -58,19 +58,6 @@ def run(req: EvalRequest, store, progress: Tick = silent) -> EvalResult | None:
     sets = load_sets(specs_of(req.data, req.limit))
     items = spread(sets.items, req.max_items)
     total = len(items) * (1 + len(req.candidates))  # sequential: the most it can take
-    state = {"done": 0, "who": "", "model": -1}
-
-    def on_start(name: str, missing: int) -> None:  # once per model (and look); only missing run
-        state["model"] += 1
-        state["who"] = name
-        if not req.sequential:
-            state["done"] = state["model"] * len(items) + len(items) - missing
-        progress(ProgressEvent(state["done"], total, name))
-
-    def on_item() -> None:
-        state["done"] += 1
-        progress(ProgressEvent(state["done"], total, state["who"]))
-
     seq = None
     if req.sequential:
         from edgepick.evaluate.looks import Sequential
@@ -83,7 +70,7 @@ def run(req: EvalRequest, store, progress: Tick = silent) -> EvalResult | None:
     # sets.sha: the files and which of their items were used (a --limit slice differs).
     result = run_eval(items, req.reference, req.candidates, store, data_path=sets.label,
                       data_sha=sets.sha, problems=sets.problems, budgets=req.max_tokens or None,
-                      on_start=on_start, on_item=on_item, sampling=req.sampling,
+                      progress=progress, sampling=req.sampling,
                       samples=req.samples, sequential=seq)
     progress(ProgressEvent(total, total, "done"))
     return result
