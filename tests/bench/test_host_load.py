@@ -45,3 +45,9 @@ def test_wait_quiet_gives_up_at_its_bound():
     got = wait_quiet(3, read=lambda: snap(next(t), next(t) * 2.0, 0), pause=lambda: None)
     assert got["quiet"] is False and got["waited_s"] >= 3
     assert is_contended(got["load"])
+
+
+def test_the_description_keeps_its_whole_percents():
+    # through units.whole_pct (issue 23 item 5): the text is as it was with the inline :.0%
+    load = {"other_cpu_share": 0.125, "steal_share": 0.049, "run_queue": 1.5, "cpus": 4}
+    assert describe(load) == "other work 12% of 4 CPUs, steal 5%, run queue 1.5"

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import psutil
 
+from edgepick.units import whole_pct
+
 CONTENDED_SHARE = 0.25  # other work above a quarter of all CPUs: on 2 cores, half a core busy
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -107,9 +109,9 @@ def is_contended(load: dict | None, share: float = CONTENDED_SHARE) -> bool:
 def describe(load: dict | None) -> str:
     if not load:
         return "host load not read"
-    text = f"other work {load['other_cpu_share']:.0%} of {load['cpus']} CPUs"
+    text = f"other work {whole_pct(load['other_cpu_share'])} of {load['cpus']} CPUs"
     if load.get("steal_share"):
-        text += f", steal {load['steal_share']:.0%}"
+        text += f", steal {whole_pct(load['steal_share'])}"
     if load.get("run_queue") is not None:
         text += f", run queue {load['run_queue']:g}"
     return text

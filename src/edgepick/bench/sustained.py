@@ -7,6 +7,7 @@ import numpy as np
 
 from edgepick.power.energy import EnergyCurve
 from edgepick.records.bench import SustainReport, TimelinePoint
+from edgepick.units import whole_pct
 
 SPEED_DROP = 0.10  # a window 10% slower than the first ...
 TEMP_RISE_C = 3.0  # ... after the hottest sensor rose this much: thermal throttling
@@ -56,12 +57,12 @@ def throttle_onset(points: list[TimelinePoint]) -> tuple[float | None, str | Non
         if (slower and temp0 is not None and hottest_so_far is not None
                 and hottest_so_far - temp0 >= TEMP_RISE_C):
             drop = 1 - p.decode_tps / base.decode_tps
-            return p.t_s, (f"decode {drop:.0%} slower after the hottest sensor rose "
+            return p.t_s, (f"decode {whole_pct(drop)} slower after the hottest sensor rose "
                            f"{hottest_so_far - temp0:.1f} °C")
         if (base.cpu_freq_share and p.cpu_freq_share is not None
                 and p.cpu_freq_share < (1 - FREQ_DROP) * base.cpu_freq_share):
-            return p.t_s, (f"CPU frequency at {p.cpu_freq_share:.0%} of its maximum "
-                           f"(first window {base.cpu_freq_share:.0%})")
+            return p.t_s, (f"CPU frequency at {whole_pct(p.cpu_freq_share)} of its maximum "
+                           f"(first window {whole_pct(base.cpu_freq_share)})")
     return None, None
 
 

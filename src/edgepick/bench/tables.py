@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.table import Table
 
 from edgepick.records.bench import BenchResult
-from edgepick.units import mib
+from edgepick.units import mib, whole_pct
 
 CSV_STATS = ("median", "min", "max", "p99")
 CSV_METRICS = ("ttft_ms", "prefill_tps", "decode_tps", "itl_ms", "e2e_ms", "load_ms",
@@ -42,7 +42,7 @@ def results_table(results: list[BenchResult]) -> Table:
             note = f"decay {r.sustain.decay_pct:.1f}%" + (" FLAG >30%" if r.sustain.flagged else "")
         if r.contended and r.host_load is not None:
             share = (r.host_load.other_cpu_share or 0) + (r.host_load.steal_share or 0)
-            note = (note + "; " if note else "") + f"[yellow]contended[/] (others {share:.0%} CPU)"
+            note = (note + "; " if note else "") + f"[yellow]contended[/] (others {whole_pct(share)} CPU)"
         itl = "-" if "itl_ms" not in r.metrics else \
             f"{r.metric('itl_ms'):.1f}/{_f(r.metric('itl_ms', 'p99'))}"
         status = "[green]ok[/]" if r.status == "ok" else "[red]failed[/]"

@@ -5,6 +5,7 @@ time saved, each gate's stopping look, and the candidates left out altogether.""
 from __future__ import annotations
 
 from edgepick.records.evaluation import EvalResult
+from edgepick.units import whole_pct
 
 
 def savings(result: EvalResult) -> dict:
@@ -58,7 +59,7 @@ def savings_lines(result: EvalResult) -> list[str]:
     s = savings(result)
     k = result.samples
     lines = [f"sequential: {s['generations']} generations instead of {s['fixed_generations']} "
-             f"for fixed N ({s['share']:.0%}) over {seq.looks} looks; the reference answered "
+             f"for fixed N ({whole_pct(s['share'])}) over {seq.looks} looks; the reference answered "
              f"{seq.reference_items} of {seq.fixed_items} items; {time_text(s)}"]
     for c in seq.candidates:
         gens = f", {c.generations} of {c.fixed_items * k} generations" if k > 1 else ""

@@ -17,6 +17,7 @@ from pathlib import Path
 from edgepick.errors import EdgepickError
 from edgepick.plan.loader import LoadedPlan
 from edgepick.records.deploy import DeployConfig
+from edgepick.units import whole_pct
 
 
 @dataclass
@@ -83,8 +84,8 @@ def with_traffic(lp: LoadedPlan, traffic: Path, weight: float | None,
         mix.original_items = sum(d["limit"] for d in data[:-1])
         total = mix.traffic_items + mix.original_items
         mix.notes.append(f"traffic: {mix.traffic_items} sampled item(s) mixed with "
-                         f"{mix.original_items} of the plan's own ({mix.traffic_items / total:.0%}"
-                         f" traffic, asked {mix.weight:.0%})")
+                         f"{mix.original_items} of the plan's own ({whole_pct(mix.traffic_items / total)}"
+                         f" traffic, asked {whole_pct(mix.weight)})")
     plan = lp.plan.model_copy(deep=True)
     plan.eval.data = data
     plan.eval.limit = None
