@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
-from edgepick.errors import EdgepickError
+from edgepick.errors import EdgepickError, pydantic_problem
 
 app = typer.Typer(
     name="edgepick",
@@ -81,10 +81,10 @@ def main(argv: list[str] | None = None) -> None:
         # A value the CLI passed on but a request record refuses (e.g. --threads 0): one line
         # per field, never a traceback.
         for e in exc.errors():
-            where = ".".join(str(p) for p in e["loc"]) or exc.title
-            err_console.print(f"[bold red]error:[/] {escape(where)}: {escape(e['msg'])} "
-                              f"(got {escape(repr(e.get('input')))})", highlight=False,
-                              soft_wrap=True)
+            field, problem = pydantic_problem(e)
+            err_console.print(f"[bold red]error:[/] {escape(field or exc.title)}: "
+                              f"{escape(problem)} (got {escape(repr(e.get('input')))})",
+                              highlight=False, soft_wrap=True)
         sys.exit(2)
     except KeyboardInterrupt:
         err_console.print("interrupted; results stored so far are kept")

@@ -15,6 +15,7 @@ from edgepick.cli.options import STORE_HELP, merged, one_model, open_store
 from edgepick.cli.output import console, err_console, print_json
 from edgepick.progress import ProgressEvent, silent
 from edgepick.records.candidate import DEFAULTS
+from edgepick.units import pct
 
 # both commands compare one candidate with a reference
 CandidateOpt = Annotated[Optional[list[str]],
@@ -146,8 +147,8 @@ def register(app: typer.Typer) -> None:
                     + f"; chat template text same for "
                       f"{sum(it.same_prompt_text for it in res.items)}/{res.n}")
             verdict = "[green]pass[/]" if res.passed else "[bold red]FAIL[/]"
-            console.print(f"identical: {res.n_identical}/{res.n} = {100 * res.identical_share:.1f}% "
-                          f"(threshold {100 * res.threshold:.1f}%) {verdict}; mean first "
+            console.print(f"identical: {res.n_identical}/{res.n} = {pct(res.identical_share)} "
+                          f"(threshold {pct(res.threshold)}) {verdict}; mean first "
                           f"diverging token {mean}")
         if not res.passed:
             raise typer.Exit(code=1)

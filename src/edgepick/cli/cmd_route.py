@@ -12,6 +12,7 @@ from rich.table import Table
 
 from edgepick.cli.options import STORE_HELP, open_store
 from edgepick.cli.output import console, err_console, print_json
+from edgepick.units import pct
 
 route_app = typer.Typer(help="Edge–cloud routing: evaluate a cascade on your own data.",
                         no_args_is_help=True)
@@ -36,13 +37,13 @@ def _print(res) -> None:
         console.print(line, highlight=False)
     t = Table("cloud share", "quality", "escalate below", title="quality vs cloud share")
     for r in curve_rows(res):
-        t.add_row(f"{100 * r['cloud_share']:.1f}%", f"{r['quality']:.3f}",
+        t.add_row(pct(r['cloud_share']), f"{r['quality']:.3f}",
                   "-" if r["threshold"] is None else f"{r['threshold']:.4f}")
     console.print(t)
     c = Table("cloud share", "vs", "cascade", "other", "diff", "95% CI", "verdict",
               title="cascade vs other routers at equal cloud share (paired bootstrap)")
     for x in res.comparisons:
-        c.add_row(f"{100 * x.cloud_share:.1f}%", x.other, f"{x.cascade:.3f}",
+        c.add_row(pct(x.cloud_share), x.other, f"{x.cascade:.3f}",
                   f"{x.other_quality:.3f}", f"{x.diff:+.3f}",
                   f"[{x.ci95[0]:+.3f}, {x.ci95[1]:+.3f}]", x.verdict)
     console.print(c)
