@@ -16,7 +16,10 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
+from edgepick.cli import help_format
 from edgepick.errors import EdgepickError, pydantic_problem
+
+help_format.install()
 
 app = typer.Typer(
     name="edgepick",
@@ -24,6 +27,10 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    # Plain help (click's layout): one column of flags that wraps at any width, where rich's
+    # five-column table left 17 columns for the text at 80 (docs/cli.md is made from the same).
+    rich_markup_mode=None,
+    context_settings={"max_content_width": 200},  # a wide terminal keeps a summary on one line
 )
 err_console = Console(stderr=True)
 
@@ -53,14 +60,33 @@ def reflow(text: str | None) -> str | None:
     return "\n\n".join(out)
 
 
+SUMMARY_MAX = 140
+
+
+def summary(text: str | None) -> str | None:
+    """A command's line in its group's list: the help's first paragraph, whole (click would cut
+    it at a width-dependent count of characters, mid-word); a long one, its first sentence or
+    clause, so that the list stays a list."""
+    if not text:
+        return text
+    line = text.split("\n\n", 1)[0]
+    for stop in (". ", "; "):
+        if len(line) > SUMMARY_MAX and stop in line:
+            line = line.split(stop, 1)[0] + "."
+    return line
+
+
 def _reflow_help(t: typer.Typer) -> None:
     t.info.help = reflow(t.info.help)
     for info in t.registered_commands:
         info.help = reflow(info.help or inspect.getdoc(info.callback))
+        info.short_help = info.short_help or summary(info.help)
     for group in t.registered_groups:
         group.help = reflow(group.help)
         if group.typer_instance is not None:
             _reflow_help(group.typer_instance)
+            group.short_help = group.short_help or summary(
+                group.help or group.typer_instance.info.help)
 
 
 _register_commands()

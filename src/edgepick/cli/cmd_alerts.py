@@ -26,7 +26,9 @@ def register(app: typer.Typer) -> None:
                                         help="sampled outputs needed before a quality alert"),
         force: bool = typer.Option(False, "--force", help="replace an existing --out file"),
     ) -> None:
-        """TTFT P50/P99 and decode P5 via histogram_quantile, engine memory, sampled
+        """Write Prometheus alerting rules from a deploy.yaml's gates (check them with promtool).
+
+        TTFT P50/P99 and decode P5 via histogram_quantile, engine memory, sampled
         unacceptable and format-error rates, 5xx and rejection rates, not-ready and OOM."""
         from edgepick.errors import EdgepickError
         from edgepick.monitor.alerts import AlertSettings, rules_yaml

@@ -59,8 +59,11 @@ def register(app: typer.Typer) -> None:
         json_out: bool = typer.Option(False, "--json", help="print the results as JSON"),
         csv_path: str = typer.Option(None, "--csv", help="also write the results flat to CSV"),
     ) -> None:
-        """Measure TTFT, prefill and decode speed, ITL, memory; sweep prompt length, threads,
-        concurrency; sustained speed decay. Definitions: docs/metrics.md."""
+        """Measure TTFT, decode speed and memory; sweep prompt length, threads, concurrency;
+        sustained speed decay.
+
+        Also prefill speed and inter-token latency (ITL); joules per token where a power counter
+        exists. Definitions: docs/metrics.md."""
         from edgepick.bench.runner import run
         from edgepick.bench.session import power_source
         from edgepick.power import PowerConfig

@@ -8,7 +8,7 @@ import os
 import typer
 
 from edgepick.cli.options import RUN_HELP, STORE_HELP
-from edgepick.cli.decision_print import print_decision, runs_line
+from edgepick.cli.decision_print import print_decision, print_none_next_steps, runs_line
 from edgepick.cli.output import console, print_json
 
 # `edgepick run`'s longer option texts, one table (typer reflows them to the terminal)
@@ -74,7 +74,10 @@ def register(app: typer.Typer) -> None:
                deploy: str = typer.Option(None, "--deploy",
                                           help="write the recommendation as a deploy.yaml here "
                                                "(docs/deploy.md)")) -> None:
-        """Eliminate, score, rank and explain the stored candidates for a scenario."""
+        """Rank the stored candidates for a scenario: the recommendation, its status and why.
+
+        Eliminate, score, rank and explain; --deploy writes the deploy.yaml that `edgepick serve`
+        runs."""
         from pathlib import Path
 
         rec = _decide(store, run_ids, scenario, device, deploy=Path(deploy) if deploy else None,
@@ -135,7 +138,9 @@ def register(app: typer.Typer) -> None:
                                                  help=PLAN_RUN_HELP["traffic_weight"]),
             deployed: str = typer.Option(None, "--deployed",
                                          help=PLAN_RUN_HELP["deployed"])) -> None:
-        """Run a whole plan: fit → quantize → bench → eval → fidelity → decide → report."""
+        """Run a whole plan: a decision, its report and, when something passes, a deploy.yaml.
+
+        The stages: fit → quantize → bench → eval → fidelity → decide → report."""
         from pathlib import Path
 
         from edgepick.plan.loader import load_plan
@@ -189,3 +194,5 @@ def register(app: typer.Typer) -> None:
             console.print(f"report: {p}")
         if getattr(result, "deploy", None):
             console.print(f"deploy: {result.deploy}", highlight=False)
+        elif result.decision.recommendation is None:
+            print_none_next_steps(result.decision, getattr(result, "summaries", []))

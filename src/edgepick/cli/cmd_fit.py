@@ -43,7 +43,10 @@ def register(app: typer.Typer) -> None:
         store: str = typer.Option(None, "--store", help=STORE_HELP),
         json_out: bool = typer.Option(False, "--json", help="print a JSON list"),
     ) -> None:
-        """Memory the model needs (anonymous memory + the file pages it reads; repacked
+        """Predict whether models fit a device before running them: memory against the budget
+        (fits / tight / no), speed bounds.
+
+        Memory the model needs (anonymous memory + the file pages it reads; repacked
         originals shown as reclaimable) against the device budget, and decode speed bounds; an
         engine that cannot run the model's architecture is refused in one line; estimates of
         the files themselves are stored for `decide`."""

@@ -49,7 +49,10 @@ def register(app: typer.Typer) -> None:
         api_key: Optional[str] = typer.Option(None, "--api-key",
                                               help="the server's key (env EDGEPICK_API_KEY)"),
     ) -> int:
-        """TTFT P50/P99, decode tok/s P5, engine memory and its peak, availability, restarts,
+        """Live figures of a running `edgepick serve` against its deploy.yaml's gates; --check
+        exits 1 when one fails (for CI and cron).
+
+        TTFT P50/P99, decode tok/s P5, engine memory and its peak, availability, restarts,
         crashes, OOM kills, error, rejection and user-feedback rates, and the unacceptable,
         badcase and format-error rates of sampled outputs (per task too), each against the
         deploy baseline; with --against, whether the traffic still looks like the evaluation

@@ -16,7 +16,9 @@ def register(app: typer.Typer) -> None:
                                     help="also decode small synthetic models with the engine "
                                          "(20-30 s) to calibrate the decode-speed estimate"),
     ) -> None:
-        """Measure this machine now: cores, RAM, memory read bandwidth, compute, CPU features,
+        """Measure this machine (cores, RAM, bandwidth, compute) and cache it for --device local.
+
+        Measure this machine now: cores, RAM, memory read bandwidth, compute, CPU features,
         sensors; with --engine, how fast the engine decodes here. Cached per machine and engine
         version for `--device local` (fit, check, plans)."""
         from edgepick.devices import local

@@ -44,7 +44,10 @@ def register(app: typer.Typer) -> None:
         json_out: bool = typer.Option(False, "--json", help="print the decision and the "
                                       "changes as JSON"),
     ) -> None:
-        """Run the plan's candidates on the sampled traffic (alone or mixed at a weight) and write
+        """Select again on sampled traffic: a new decision, and a new deploy.yaml beside the
+        deployed one.
+
+        Run the plan's candidates on the sampled traffic (alone or mixed at a weight) and write
         a decision naming what changed from the deployed one; its deploy.yaml is written beside
         DEPLOY.yaml under a new name."""
         from edgepick.cli.output import print_json

@@ -83,8 +83,10 @@ def register(app: typer.Typer) -> None:
                                            help="write route.en.md/html, the chart and JSON here"),
         json_out: bool = typer.Option(False, "--json", help="print the result as JSON"),
     ) -> None:
-        """Quality vs cloud share of an edge→cloud cascade on an eval set, with calibration,
-        router comparison and the edge/cloud consistency rate."""
+        """Quality against cloud share of an edge→cloud cascade on an eval set: the curve and
+        its calibrated threshold.
+
+        With the router comparison and the edge/cloud consistency rate."""
         from edgepick.cli.cmd_eval import demo_eval_path
         from edgepick.cli.cmd_fidelity import _progress
         from edgepick.errors import EdgepickError

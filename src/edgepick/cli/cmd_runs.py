@@ -15,8 +15,9 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def runs(store: str = typer.Option(None, "--store", help=STORE_HELP),
              json_out: bool = typer.Option(False, "--json", help="print JSON")) -> None:
-        """List the runs in a results store: id, time, command and what each stored or reused;
-        give an id to `decide --run` or `report --run`."""
+        """List the runs in a results store, for `decide --run` and `report --run`.
+
+        Each run's id, time, command and what it stored or reused."""
         from edgepick.store import ResultStore
 
         with ResultStore(store or None, must_exist=True) as rs:

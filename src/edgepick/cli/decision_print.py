@@ -31,3 +31,31 @@ def print_decision(decision) -> None:
             console.print(f"[bold]{title}:[/]")
             for line in lines:
                 console.print(f"  - {line}", highlight=False)
+
+
+def nearest(decision, summaries) -> tuple[str, str, list[str]] | None:
+    """The candidate closest to passing when none passes: the fewest broken gates, then the
+    ranking's order; (name, model file, what it fails). None when it is not a local file."""
+    ranked = [r for r in decision.ranking if r.eliminated]
+    if not ranked:
+        return None
+    best = min(ranked, key=lambda r: len(r.violations) or len(r.reasons) or 99)
+    s = next((x for x in summaries if x.candidate == best.candidate), None)
+    if s is None or "://" in (s.model or ""):
+        return None
+    return best.candidate, s.model, [v.text for v in best.violations][:3] or best.reasons[:3]
+
+
+def print_none_next_steps(decision, summaries) -> None:
+    """What to do when the status is none: no deploy.yaml was written (docs/serve.md)."""
+    console.print("[bold]next:[/] nothing passes every gate, so no deploy.yaml was written "
+                  "(docs/serve.md, \"When the recommendation is none\"):", highlight=False)
+    near = nearest(decision, summaries)
+    if near is not None:
+        name, path, fails = near
+        console.print(f"  - to try the nearest candidate, {name}, anyway — [bold]not "
+                      f"recommended[/], it fails: {'; '.join(fails) or 'its gates'}",
+                      highlight=False)
+        console.print(f"      edgepick serve -m {path}", highlight=False, soft_wrap=True)
+    console.print("  - or change what \"why\" names (a larger model, a real cloud reference "
+                  "with eval.reference, another scenario) and run again", highlight=False)
