@@ -1,7 +1,8 @@
 """Any OpenAI-compatible server (llama-server, MLC, vLLM, …) measured from the outside.
 
-The model is named by a URL, `http://host:port/v1#model-name` (the fragment picks the served
-model; without it the first one listed by /v1/models is used). Generation always streams (SSE)
+The model is named by a URL, `http(s)://host:port/v1#model-name` (the fragment picks the served
+model; without it the first one listed by /v1/models is used); a key-protected endpoint names
+the environment variable holding its key (`ModelRef.api_key_env`), sent as a Bearer token. Generation always streams (SSE)
 so each chunk's arrival time is known; TTFT is the arrival of the first chunk that carries
 generated text, never the empty chunk that only announces the assistant role. Token counts come
 from the server's usage block; tokenizing needs the server's own /tokenize (llama-server has it).
@@ -9,6 +10,7 @@ from the server's usage block; tokenizing needs the server's own /tokenize (llam
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import ClassVar
@@ -51,7 +53,9 @@ class OpenAIHttpBackend(Backend):
                                 "endpoint, http://host:port/v1#model-name")
         self.base, self.model = candidate.ref.url, candidate.ref.served_name
         self.root = lsc.root_of(self.base)
-        self._client = httpx.Client(timeout=httpx.Timeout(self.timeout_s, connect=10.0))
+        # httpx verifies https against certifi's CAs, or SSL_CERT_FILE / SSL_CERT_DIR when set
+        self._client = httpx.Client(timeout=httpx.Timeout(self.timeout_s, connect=10.0),
+                                    headers=auth_headers(candidate.ref))
         t0 = time.perf_counter()
         served = [m.get("id") for m in self._get_json(f"{self.base}/models").get("data", [])]
         if self.model is None:
@@ -222,7 +226,27 @@ class OpenAIHttpBackend(Backend):
 
     @staticmethod
     def _check(r) -> None:
+        if r.status_code in (401, 403):
+            try:
+                lsc.check(r)
+            except EdgepickError as exc:
+                raise EdgepickError(f"{exc} — a key-protected endpoint: name the variable holding "
+                                    "its key (--reference-key-env / --model-key-env NAME, or "
+                                    "api_key_env in a plan)") from None
         lsc.check(r)
+
+
+def auth_headers(ref) -> dict[str, str]:
+    """`Authorization: Bearer <key>` from the variable the endpoint names; the key lives only in
+    this client's headers, never in a record, the store, a report or a message."""
+    name = getattr(ref, "api_key_env", None)
+    if not name:
+        return {}
+    key = os.environ.get(name, "").strip()
+    if not key:
+        raise EdgepickError(f"{ref.spec}: the API key variable {name} is not set (export "
+                            f"{name}=... before running)")
+    return {"Authorization": f"Bearer {key}"}
 
 
 def _chunk_logprobs(lp) -> list[float]:

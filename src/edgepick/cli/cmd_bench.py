@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import typer
 
 from edgepick.cli.options import STORE_HELP, int_list, open_store, split_list
@@ -19,6 +21,9 @@ def register(app: typer.Typer) -> None:
                                         "(tiny, smollm2, …) or http://host:port/v1#model; repeat"),
         backend: str = typer.Option(None, "--backend", help="llama_cpp | openai_http "
                                     "(default: openai_http for URLs, else llama_cpp)"),
+        model_key_env: Optional[str] = typer.Option(
+            None, "--model-key-env", metavar="VAR",
+            help="environment variable holding the endpoints' API key (never stored)"),
         threads: list[str] = typer.Option([str(DEFAULTS.threads)], "--threads",
                                           help="thread counts to sweep, e.g. 1,2"),
         ctx: int = typer.Option(DEFAULTS.n_ctx, "--ctx", help="context size in tokens"),
@@ -84,7 +89,8 @@ def register(app: typer.Typer) -> None:
             limit = parse_size(mem_limit) if mem_limit else None
         except ValueError as exc:
             raise EdgepickError(f"--mem-limit: {exc}") from None
-        refs = [resolve_ref(m, backend=backend) for m in split_list(model)]
+        refs = [resolve_ref(m, backend=backend, api_key_env=model_key_env if "://" in m else None)
+                for m in split_list(model)]
         settings = RuntimeSettings(n_ctx=ctx, n_batch=batch, n_ubatch=ubatch, kv_type=kv_type,
                                    flash_attn=flash_attn, seed=seed)
         req = BenchRequest(

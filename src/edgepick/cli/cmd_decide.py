@@ -137,7 +137,11 @@ def register(app: typer.Typer) -> None:
             traffic_weight: float = typer.Option(None, "--traffic-weight",
                                                  help=PLAN_RUN_HELP["traffic_weight"]),
             deployed: str = typer.Option(None, "--deployed",
-                                         help=PLAN_RUN_HELP["deployed"])) -> None:
+                                         help=PLAN_RUN_HELP["deployed"]),
+            reference_key_env: str = typer.Option(
+                None, "--reference-key-env", metavar="VAR",
+                help="environment variable holding the reference endpoint's API key "
+                     "[default: the plan's eval.reference_api_key_env]")) -> None:
         """Run a whole plan: a decision, its report and, when something passes, a deploy.yaml.
 
         The stages: fit → quantize → bench → eval → fidelity → decide → report."""
@@ -158,6 +162,8 @@ def register(app: typer.Typer) -> None:
             if budget_s is None:
                 raise EdgepickError("--budget: expected a duration such as 5m, 90s or 1h")
         lp = load_plan(plan)
+        if reference_key_env:
+            lp.use_reference_key_env(reference_key_env)
         if store:
             lp.plan.store = os.path.abspath(store)
         if traffic or traffic_weight is not None or deployed:

@@ -103,6 +103,13 @@ def register(app: typer.Typer) -> None:
         model: List[str] = typer.Option(..., "--model", "-m",
                                         help="candidate: GGUF path, bundled name, or http://host:port/v1#name"),
         reference: str = typer.Option(..., "--reference", "-r", help="reference model, same forms"),
+        reference_key_env: Optional[str] = typer.Option(
+            None, "--reference-key-env", metavar="VAR",
+            help="environment variable holding the reference endpoint's API key (sent as a "
+                 "Bearer token; never stored)"),
+        model_key_env: Optional[str] = typer.Option(
+            None, "--model-key-env", metavar="VAR",
+            help="environment variable holding the API key of the endpoint candidates"),
         data: Optional[List[str]] = typer.Option(
             None, "--data", "-d", help="eval set JSONL, or a bundled set: demo (default), "
                                        "demo-tools; repeat to evaluate several sets as one"),
@@ -123,8 +130,10 @@ def register(app: typer.Typer) -> None:
 
         paths = [bundled_set_path(d) or d for d in (data or ["demo"])]
         settings = RuntimeSettings(threads=threads, n_ctx=ctx)
-        ref = Candidate(ref=resolve_ref(reference), settings=settings)
-        cands = [Candidate(ref=resolve_ref(m), settings=settings) for m in split_list(model)]
+        ref = Candidate(ref=resolve_ref(reference, api_key_env=reference_key_env),
+                        settings=settings)
+        cands = [Candidate(ref=resolve_ref(m, api_key_env=model_key_env if "://" in m else None),
+                           settings=settings) for m in split_list(model)]
         distinct_names([ref, *cands])
         progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                             TimeElapsedColumn(), console=err_console, transient=json_out)

@@ -57,6 +57,9 @@ def register(app: typer.Typer) -> None:
         edge: str = typer.Option(..., "--edge", "-e",
                                  help="edge model: GGUF, bundled name or http://host:port/v1#name"),
         cloud: str = typer.Option(..., "--cloud", "-c", help="cloud model, same forms"),
+        cloud_key_env: Optional[str] = typer.Option(
+            None, "--cloud-key-env", metavar="VAR",
+            help="environment variable holding the cloud endpoint's API key (never stored)"),
         data: Optional[str] = typer.Option(None, "--data", "-d",
                                            help="eval set JSONL (default: the bundled demo set)"),
         limit: Optional[int] = typer.Option(None, "--limit", min=1, help="first N valid items"),
@@ -113,7 +116,8 @@ def register(app: typer.Typer) -> None:
             raise EdgepickError(f"{path}: no valid items to evaluate")
         items = items[:limit] if limit else items
         req = stage.RouteEvalRequest(
-            items=items, data=path, edge=resolve_ref(edge), cloud=resolve_ref(cloud),
+            items=items, data=path, edge=resolve_ref(edge),
+            cloud=resolve_ref(cloud, api_key_env=cloud_key_env),
             settings=RuntimeSettings(threads=threads, n_ctx=ctx),
             confidence=ConfidenceSettings(method=method, k=first_k),
             target_share=target_share, target_quality=target_quality, shares=_shares(shares),

@@ -109,6 +109,7 @@ def eval_adapter(payload: EvalResult | dict, get: Get) -> None:
         s.figures.update({k: v for k, v in figs.items() if v is not None})
         s.settings = ce.candidate.settings.model_dump(mode="json")
         s.reference, s.reference_name = ref.candidate.model, ref.name or ref.candidate.label
+        s.reference_api_key_env = ref.candidate.ref.api_key_env
 
 
 def output_lengths(ce: CandidateEval | dict, task: str | None) -> dict[str, float]:

@@ -23,7 +23,8 @@ def _cloud(s: CandidateSummary) -> CloudEndpoint | None:
     if not ref.startswith(("http://", "https://")):
         return None
     base, _, name = ref.partition("#")
-    return CloudEndpoint(url=base.rstrip("/"), model=name or None)
+    key_env = {"api_key_env": s.reference_api_key_env} if s.reference_api_key_env else {}
+    return CloudEndpoint(url=base.rstrip("/"), model=name or None, **key_env)
 
 
 def _routes(d: Decision, s: CandidateSummary, sc: Scenario) -> list[TaskRoute]:

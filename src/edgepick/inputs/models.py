@@ -1,7 +1,7 @@
 """A model as the user named it → a `ModelRef`, resolved once where input enters.
 
 A path (relative to the plan's folder when given), a bundled name, or
-`http(s)://host:port/v1#model-name`. A GGUF named for the onnxruntime-genai engine is converted
+`http(s)://host:port/v1#model-name` (with the name of the variable holding its API key). A GGUF named for the onnxruntime-genai engine is converted
 here (cached), because an engine accepts only its own format and never converts.
 """
 
@@ -40,11 +40,15 @@ def _own_format(path: str, backend: str) -> str:
 
 
 def resolve_ref(spec: str, *, backend: str | None = None, label: str | None = None,
-                base_dir: str | Path | None = None) -> ModelRef:
+                base_dir: str | Path | None = None, api_key_env: str | None = None) -> ModelRef:
     """Resolve what a user typed. The engine defaults by kind: `openai_http` for endpoints,
-    otherwise the engine of the file on disk (`engine_of`)."""
+    otherwise the engine of the file on disk (`engine_of`). `api_key_env` names the variable
+    holding an endpoint's key; only an endpoint takes one."""
     if "://" in spec:
-        return ModelRef.endpoint(spec, backend=backend, label=label)
+        return ModelRef.endpoint(spec, backend=backend, label=label, api_key_env=api_key_env)
+    if api_key_env:
+        raise EdgepickError(f"{spec}: an API key variable ({api_key_env}) goes with an endpoint, "
+                            "http(s)://host:port/v1#model-name, not a file or bundled model")
     candidate = Path(spec).expanduser()
     if base_dir is not None and not candidate.is_absolute():
         candidate = Path(base_dir) / candidate

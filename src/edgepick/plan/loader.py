@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from edgepick.errors import InputError, pydantic_problem
+from edgepick.errors import EdgepickError, InputError, pydantic_problem
 from edgepick.plan.model import Plan
 from edgepick.inputs import resolve_ref
 from edgepick.records.model_ref import ModelRef
@@ -34,8 +34,28 @@ class LoadedPlan:
         """A model the plan names, resolved once (the checks resolve every one first)."""
         key = (spec, backend, label)
         if key not in self._refs:
-            self._refs[key] = resolve_ref(spec, backend=backend, label=label, base_dir=self.base)
+            self._refs[key] = resolve_ref(spec, backend=backend, label=label, base_dir=self.base,
+                                          api_key_env=self.key_env(spec))
         return self._refs[key]
+
+    def use_reference_key_env(self, name: str) -> None:
+        """`run --reference-key-env NAME`: the reference endpoint's key variable, over the plan's."""
+        ref = self.plan.eval.reference
+        if not ref or "://" not in ref:
+            raise EdgepickError(f"--reference-key-env goes with an endpoint reference; the plan's "
+                                f"eval.reference is {ref or 'not set'}")
+        self.plan.eval.reference_api_key_env = name
+        self._refs = {k: v for k, v in self._refs.items() if k[0] != ref}
+
+    def key_env(self, spec: str) -> str | None:
+        """The variable holding an endpoint's API key, as the plan names it for that endpoint:
+        `eval.reference_api_key_env` for the reference, a candidate's own `api_key_env`."""
+        if "://" not in spec:
+            return None
+        if spec == self.plan.eval.reference and self.plan.eval.reference_api_key_env:
+            return self.plan.eval.reference_api_key_env
+        return next((c.api_key_env for c in self.plan.candidates
+                     if c.model == spec and c.api_key_env), None)
 
     @property
     def output(self) -> Path:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from edgepick.cluster.config import ClusterSection
 from edgepick.convert.plan_section import ConvertEntry
@@ -17,11 +17,19 @@ class _Strict(BaseModel):
 
 class CandidateEntry(_Strict):
     model: str  # GGUF path, bundled name (smollm2, gemma3-270m, ...) or http(s)://host/v1#name
+    # an endpoint's API key is read from this environment variable (the key is never stored)
+    api_key_env: str | None = None
     label: str | None = None
     backend: str | None = None  # default: llama_cpp for files, openai_http for URLs
     # Same-tokenizer reference for fidelity (KLD, perplexity ratio); none = fidelity skipped.
     reference: str | None = None
     device: str | None = None  # measured on this one of the plan's devices only (a phone's server)
+
+    @model_validator(mode="after")
+    def _key_for_an_endpoint(self):
+        if self.api_key_env and "://" not in self.model:
+            raise ValueError("api_key_env goes with an endpoint model (http(s)://host/v1#name)")
+        return self
 
 
 class QuantizeEntry(_Strict):
@@ -80,6 +88,9 @@ class EvalSection(_Strict):
     # {set, limit}: one evaluation over all their items (docs/plan.md).
     data: str | list[str | DataSpec] = "demo"
     reference: str | None = None  # GGUF, bundled name or endpoint; required when enabled
+    # the environment variable holding the reference endpoint's API key (`run
+    # --reference-key-env` sets it; deploy.yaml's cloud.api_key_env is filled from it)
+    reference_api_key_env: str | None = None
     limit: int | None = Field(None, ge=1)  # per set without its own: spread over tasks; none = all
     max_tokens: dict[str, int] = Field(default_factory=dict)  # per-task generation budgets
     # Looks that stop each candidate once its gates are settled (docs/evaluate.md, issue 27);
@@ -88,6 +99,13 @@ class EvalSection(_Strict):
     sequential: bool = True
     max_items: int | None = Field(None, ge=1)
     look_items: int = Field(4, ge=1)
+
+    @model_validator(mode="after")
+    def _key_for_an_endpoint(self):
+        if self.reference_api_key_env and "://" not in (self.reference or ""):
+            raise ValueError("reference_api_key_env goes with an endpoint reference "
+                             "(http(s)://host/v1#name)")
+        return self
 
 
 class FidelitySection(_Strict):

@@ -129,6 +129,7 @@ class CandidateSummary(BaseModel):
     settings: dict | None = None  # the runtime settings the candidate was measured with
     reference: str | None = None  # the eval reference (model path or endpoint URL)
     reference_name: str | None = None
+    reference_api_key_env: str | None = None  # the variable holding an endpoint reference's key
     # fidelity against the reference model
     kld_mean: float | None = None
     kld_p99: float | None = None

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_serializer
 
 from edgepick.errors import EdgepickError
 
@@ -44,14 +44,26 @@ class ModelRef(BaseModel):
     served_name: str | None = None  # the model's name at the endpoint
     backend: str
     label: str
+    # An endpoint's API key is read from this environment variable when the engine connects:
+    # the variable's name is kept (and stored), the key never is (docs/evaluate.md).
+    api_key_env: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_unset_key(self, handler):
+        # left out when unset, so that stored payloads and keys stay as they were
+        data = handler(self)
+        if data.get("api_key_env") is None:
+            data.pop("api_key_env", None)
+        return data
 
     @classmethod
-    def endpoint(cls, spec: str, *, backend: str | None = None,
-                 label: str | None = None) -> "ModelRef":
+    def endpoint(cls, spec: str, *, backend: str | None = None, label: str | None = None,
+                 api_key_env: str | None = None) -> "ModelRef":
         """`http(s)://host:port/v1#model-name`; the engine defaults to `openai_http`."""
         base, name = parse_endpoint(spec)
         return cls(kind="endpoint", spec=spec, url=base, served_name=name,
-                   backend=backend or "openai_http", label=label or name or base)
+                   backend=backend or "openai_http", label=label or name or base,
+                   api_key_env=api_key_env or None)
 
     @classmethod
     def of(cls, locator: str, *, backend: str | None = None) -> "ModelRef":
