@@ -40,12 +40,29 @@ def _flag_type(name: str) -> Any:
     return next((a for a in typing.get_args(ann) if a is not type(None)), ann)
 
 
+def _shown(name: str, field) -> str | bool:
+    """The setting's own default as --help shows it (the flag's None means "not given")."""
+    value = field.default
+    if value is None or not isinstance(value, (int, float, str)) or isinstance(value, bool):
+        return False
+    if name in SIZES and isinstance(value, int) and value % 1024 == 0:
+        kib = value // 1024
+        return f"{kib // 1024}MiB" if kib % 1024 == 0 else f"{kib}KiB"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _runtime_default(field: str) -> str:
+    from edgepick.records.candidate import DEFAULTS
+
+    return f"the deploy.yaml's, else {getattr(DEFAULTS, field)}"
+
+
 def _setting_params() -> list[inspect.Parameter]:
     out = []
     for name, flag in SETTING_FLAGS.items():
         field = ServeSettings.model_fields[name]
         option = typer.Option(None, flag or "--" + name.replace("_", "-"),
-                              help=field.description or "")
+                              help=field.description or "", show_default=_shown(name, field))
         out.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option,
                                      annotation=Optional[_flag_type(name)]))
     return out
@@ -58,14 +75,20 @@ def serve(
                                              "model (NAME or NAME@VERSION with --registry)"),
     config: Optional[Path] = typer.Option(None, help="YAML file of these settings "
                                           "(flags > EDGEPICK_SERVE_* env > file)"),
-    ctx: Optional[int] = typer.Option(None, "--ctx", help="context per slot (runtime)"),
-    threads: Optional[int] = typer.Option(None, "--threads", help="engine threads (runtime)"),
+    ctx: Optional[int] = typer.Option(None, "--ctx", help="context per slot (runtime)",
+                                          show_default=_runtime_default("n_ctx")),
+    threads: Optional[int] = typer.Option(None, "--threads", help="engine threads (runtime)",
+                                          show_default=_runtime_default("threads")),
     kv_type: Optional[str] = typer.Option(None, "--kv-type", help="KV cache type: f16, "
-                                          "q8_0, q4_0 (runtime)"),
-    batch: Optional[int] = typer.Option(None, "--batch", help="prompt batch size (runtime)"),
+                                          "q8_0, q4_0 (runtime)",
+                                          show_default=_runtime_default("kv_type")),
+    batch: Optional[int] = typer.Option(None, "--batch", help="prompt batch size (runtime)",
+                                          show_default=_runtime_default("n_batch")),
     **flags: Any,
 ) -> None:
-    """Serve a model as an OpenAI-compatible API (/v1/chat/completions, /v1/completions,
+    """Serve a deploy.yaml or a model as an OpenAI-compatible API on 127.0.0.1:8080.
+
+    Serve a model as an OpenAI-compatible API (/v1/chat/completions, /v1/completions,
     /v1/embeddings, /v1/models, /health, /metrics) on supervised llama-server engines, with
     bounded admission, deadlines, liveness probes, a memory watchdog, a model registry and hot
     swap by policy."""
