@@ -10,6 +10,7 @@ from __future__ import annotations
 import codecs
 import os
 import time
+from contextlib import contextmanager
 from typing import ClassVar
 
 import numpy as np
@@ -30,6 +31,40 @@ FALLBACK_TEMPLATE = (
     "{% else %}Assistant: {{ m['content'] }}\n{% endif %}{% endfor %}"
     "{% if add_generation_prompt %}Assistant:{% endif %}"
 )
+
+
+def _host_has_amx() -> bool:
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
+            return any(line.startswith("flags") and " amx_tile" in line for line in fh)
+    except OSError:
+        return False
+
+
+@contextmanager
+def _without_amx_repack():
+    """ggml's AMX matmul (an "extra buffer type" of the repacked weights) segfaults on hosts
+    that advertise AMX inside a VM (seen in ggml_backend_amx_mul_mat on any Q4_0/Q8_0/K-quant
+    prompt of 2+ tokens; llama-perplexity and llama-server crash the same way without
+    --no-repack). Where the CPU reports amx_tile, models load without extra buffer types:
+    the same results, plain CPU kernels. EDGEPICK_REPACK=1 keeps them."""
+    import llama_cpp.llama_cpp as low
+
+    if not _host_has_amx() or os.environ.get("EDGEPICK_REPACK") == "1":
+        yield
+        return
+    orig = low.llama_model_default_params
+
+    def params():
+        p = orig()
+        p.use_extra_bufts = False
+        return p
+
+    low.llama_model_default_params = params
+    try:
+        yield
+    finally:
+        low.llama_model_default_params = orig
 
 
 def engine_version() -> str:
@@ -95,14 +130,15 @@ class LlamaCppBackend(Backend):
         own = LlamaCppSettings.of(s)
         t0 = time.perf_counter()
         try:
-            self.llm = llama_cpp.Llama(
-                model_path=path, n_ctx=s.n_ctx, n_batch=s.n_batch, n_ubatch=s.n_ubatch,
-                n_threads=s.threads, n_threads_batch=s.threads, seed=s.seed,
-                type_k=KV_TYPES[own.kv_type], type_v=KV_TYPES[own.kv_type],
-                flash_attn=own.flash_attn, swa_full=own.swa_full, use_mmap=own.mmap,
-                logits_all=options.need_logits,
-                verbose=False,
-            )
+            with _without_amx_repack():
+                self.llm = llama_cpp.Llama(
+                    model_path=path, n_ctx=s.n_ctx, n_batch=s.n_batch, n_ubatch=s.n_ubatch,
+                    n_threads=s.threads, n_threads_batch=s.threads, seed=s.seed,
+                    type_k=KV_TYPES[own.kv_type], type_v=KV_TYPES[own.kv_type],
+                    flash_attn=own.flash_attn, swa_full=own.swa_full, use_mmap=own.mmap,
+                    logits_all=options.need_logits,
+                    verbose=False,
+                )
         except (ValueError, RuntimeError) as exc:
             raise EdgepickError(f"{path}: llama.cpp could not load the model ({exc})") from None
         if options.n_seq > 1:
