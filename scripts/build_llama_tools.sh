@@ -9,8 +9,10 @@ case "$PIP" in /*) ;; */*) PIP="$PWD/$PIP" ;; esac  # the script changes directo
 ROOT="${EDGEPICK_CACHE:-$HOME/.cache/edgepick}/llama.cpp-$VERSION"
 BIN="$ROOT/bin"
 TOOLS="llama-bench llama-perplexity llama-quantize llama-imatrix llama-server"
+FLAGS="$(bash "$(dirname "$0")/llama_cflags.sh")"  # the engine's flags (no AMX on x86-64)
 have_all=1
 for t in $TOOLS; do [ -x "$BIN/$t" ] || have_all=0; done
+[ "$(cat "$BIN/.cflags" 2>/dev/null)" = "flags:$FLAGS" ] || have_all=0  # built with other flags
 if [ "$have_all" = 1 ]; then echo "llama.cpp tools present in $BIN"; exit 0; fi
 mkdir -p "$ROOT"
 cd "$ROOT"
@@ -21,8 +23,10 @@ fi
 cmake -S src/vendor/llama.cpp -B build -DCMAKE_BUILD_TYPE=Release \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=ON \
   -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF \
-  -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF -DBUILD_SHARED_LIBS=OFF >/dev/null
+  -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF -DBUILD_SHARED_LIBS=OFF \
+  -DCMAKE_C_FLAGS="$FLAGS" -DCMAKE_CXX_FLAGS="$FLAGS" >/dev/null
 cmake --build build -j "$(nproc)" --target $TOOLS >build.log 2>&1 || { tail -40 build.log; exit 1; }
 mkdir -p "$BIN"
 for t in $TOOLS; do cp "build/bin/$t" "$BIN/"; done
+echo "flags:$FLAGS" > "$BIN/.cflags"
 echo "llama.cpp tools built in $BIN"
