@@ -71,10 +71,11 @@ def test_two_devices_two_candidates_through_ray_then_a_rerun_measures_nothing(he
         for device, run_id in runs.items():  # each device's rows are its own run's
             kinds = [r.kind for r in select(store, [run_id]).rows]
             assert (kinds.count("bench"), kinds.count("eval"), kinds.count("fidelity")) == \
-                (2, 2, 1), device
+                (2, 1, 1), device
     jobs = _jobs(store_path)
-    # 2 devices × 2 candidates × (bench, eval) + 2 fidelity + the reference under each device
-    assert len(jobs) == 2 * 2 * 2 + 2 + 2
+    # per device: a bench per candidate, one eval of both, one fidelity; the reference's
+    # outputs once, written under each device
+    assert len(jobs) == 2 * (2 + 1 + 1) + 2
     fleet = json.loads((out / "report" / "fleet.json").read_text())
     assert [d["device"] for d in fleet["devices"]] == DEVICES
     for d in fleet["devices"]:
@@ -134,36 +135,79 @@ def test_a_phone_over_http_is_measured_from_a_node_with_its_round_trip_apart(hea
 
 ONE_DEVICE = """
 name: one
-device: raspberry-pi-5
+device: raspberry-pi-5          # its power budget (12 W) and memory budget gate the decision
 output: out
 candidates:
   - model: tiny
     label: tiny-f16
+  - model: {tiny3}
+    label: tiny3
 runtime: {threads: 1, n_ctx: 256}
-bench: {prompt_lengths: [32], gen_tokens: 8, warmup: 0, repeats: 1}
-eval: {data: demo, reference: tiny, limit: 2}  # sequential looks, on the fleet as locally
+bench: {prompt_lengths: [16], gen_tokens: 4, warmup: 0, repeats: 1}
+eval:
+  data: demo
+  reference: tiny
+  limit: 4
+  max_tokens: {classification: 6, extraction: 8, qa: 6, math: 6, summary: 8, generation: 8}
 fidelity: {enabled: false}
 report: {enabled: false}
+scenario:
+  name: realtime_chat
+  overrides:
+    context_from: prompts.jsonl                 # P50/P95/P99 counted with each tokenizer
+    sampling: {temperature: 0.8, samples: 2}
+    edge_only_tasks: [extraction]
 """
 
+PROMPTS = [{"prompt": "word " * n} for n in (3, 9, 20, 40, 60)]
 
-def test_one_device_through_ray_stores_the_rows_and_keys_a_local_run_reuses(head, tmp_path):
+
+def _gates(rec) -> list[tuple]:
+    """Every gate of the decision, by candidate: (candidate, metric, prompt length read at)."""
+    return sorted((r.candidate, g.metric, g.at_tokens) for r in rec.decision.ranking
+                  for g in [*r.gates, *(g for gs in r.task_gates.values() for g in gs)])
+
+
+def _stored(store_path) -> dict:
+    with ResultStore(store_path) as store:
+        return {kind: {k: p for k, p in store.items(kind)}
+                for kind in ("bench", "eval_output", "eval", "fidelity")}
+
+
+def test_one_plan_through_local_and_ray_stores_the_same_rows_outputs_and_gates(head, tmp_path):
+    """One builder of requests (plan/requests.py): a product scenario (context percentiles,
+    sampling with 2 samples, an edge-only task, the Pi's power budget) run by the local executor
+    and by Ray stores the same row keys, the same sampled outputs, and gates the same lengths."""
+    from edgepick.assets.bundled import tiny_f16
+    from edgepick.cluster.fleet import run_fleet
     from edgepick.plan.loader import load_plan
     from edgepick.plan.runner import run_plan
 
-    plan = tmp_path / "one.yaml"
-    plan.write_text(ONE_DEVICE)
-    main(["run", str(plan), "--executor", "ray"])
-    store_path = tmp_path / "out" / "results.sqlite"
+    results, stores = {}, {}
+    for executor in ("local", "ray"):
+        d = tmp_path / executor
+        d.mkdir()
+        (d / "prompts.jsonl").write_text("".join(json.dumps(p) + "\n" for p in PROMPTS))
+        (d / "one.yaml").write_text(ONE_DEVICE.replace("{tiny3}", str(tiny_f16(n_blocks=3))))
+        lp = load_plan(d / "one.yaml")
+        results[executor] = run_plan(lp) if executor == "local" else run_fleet(lp, "ray")
+        stores[executor] = _stored(d / "out" / "results.sqlite")
+    local, ray = stores["local"], stores["ray"]
+    for kind in local:
+        assert set(local[kind]) == set(ray[kind]), kind
+    assert len(local["bench"]) > 1  # the plan's length and the counted percentiles
+    assert local["eval_output"] and all(p.get("seed") is not None
+                                        for p in local["eval_output"].values())
+    for k, p in local["eval_output"].items():  # the same sampled answers, seed for seed
+        assert (p["text"], p["seed"]) == (ray["eval_output"][k]["text"], ray["eval_output"][k]["seed"])
+    (lev,), (rev,) = local["eval"].values(), ray["eval"].values()
+    assert (lev["samples"], lev["sampling"]) == (rev["samples"], rev["sampling"]) == \
+        (2, {"temperature": 0.8})
+    lg, rg = (_gates(results[e]) for e in ("local", "ray"))
+    assert lg == rg and any(at is not None and at != 16 for _, _, at in lg)
 
-    def rows():
-        with ResultStore(store_path) as store:
-            return {kind: {k: p.get("created") for k, p in store.items(kind)}
-                    for kind in ("bench", "eval_output", "eval")}
-
-    before = rows()
-    assert len(before["bench"]) == 1 and len(before["eval"]) == 1
-    run_plan(load_plan(plan))  # the plain local runner, same store: finds everything measured
-    after = rows()
-    assert after["bench"] == before["bench"] and after["eval_output"] == before["eval_output"]
-    assert set(after["eval"]) == set(before["eval"])
+    run_plan(load_plan(tmp_path / "ray" / "one.yaml"))  # the local runner on the farm's store
+    again = _stored(tmp_path / "ray" / "out" / "results.sqlite")
+    for kind in ("bench", "eval_output"):  # found everything measured: nothing rewritten
+        assert {k: p.get("created") for k, p in again[kind].items()} == \
+            {k: p.get("created") for k, p in ray[kind].items()}, kind

@@ -16,7 +16,7 @@ from edgepick.plan.bench_lengths import bench_lengths
 from edgepick.plan.context_from import (context_path, gated_scenario, nearest_rank,
                                         read_prompts)
 from edgepick.plan.loader import load_plan
-from edgepick.plan.stages import _context_from
+from edgepick.plan.requests import _context_from
 from edgepick.records.candidate import Candidate
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -72,6 +72,11 @@ class Config:
         return supports(self.candidate.backend, IN_PROCESS)
 
 
+def request_keys(req: BenchRequest) -> list[str]:
+    """The keys the bench stores `req`'s configurations under (kind "bench"), one each."""
+    return [cfg.key for cfg in expand(req) if cfg.key]
+
+
 def expand(req: BenchRequest) -> list[Config]:
     if any(p < 1 for p in req.prompt_lengths) or not req.prompt_lengths:
         raise EdgepickError("--prompt-lengths: expected positive token counts, e.g. 128,512")

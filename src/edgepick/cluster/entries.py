@@ -54,12 +54,15 @@ class OutputsJobRequest:
     candidate: Candidate
     items: list  # EvalItem
     budgets: dict[str, int]
+    sampling: dict | None = None
+    samples: int = 1
 
 
 @dataclass
 class EvalJobRequest:
     eval: object  # evaluate.stage.EvalRequest
-    data: Shipped
+    sets: list[Shipped]  # each eval set the request names, in its order
+    label: str  # the sets as the driver names them (the record's `data`)
 
 
 @dataclass
@@ -105,17 +108,24 @@ def outputs(req: OutputsJobRequest, store) -> None:
     """One model's eval outputs (the reference's, once for every device)."""
     from edgepick.evaluate.outputs import collect_outputs
 
-    collect_outputs(req.candidate, req.items, store, req.budgets)
+    collect_outputs(req.candidate, req.items, store, req.budgets, sampling=req.sampling,
+                    samples=req.samples)
 
 
 def evaluate(req: EvalJobRequest, store) -> None:
     from edgepick.evaluate.eval_result import EVAL_KIND
+    from edgepick.evaluate.eval_sets import specs_of
     from edgepick.evaluate.stage import run
 
+    ev = req.eval
     with tempfile.TemporaryDirectory(prefix="edgepick-eval-") as tmp:
-        res = run(req.eval.model_copy(update={"data": req.data.here(tmp)}), store)
-    # The record names the driver's file, whichever copy was read (the same bytes).
-    store.put(EVAL_KIND, res.key, dict(res.model_dump(mode="json"), data=req.data.path))
+        specs = [s.model_copy(update={"set": f.here(tmp)})
+                 for s, f in zip(specs_of(ev.data, ev.limit), req.sets)]
+        res = run(ev.model_copy(update={"data": specs}), store)
+    if res is None:
+        return
+    # The record names the driver's files, whichever copies were read (the same bytes).
+    store.put(EVAL_KIND, res.key, dict(res.model_dump(mode="json"), data=req.label))
 
 
 def fidelity(req: FidelityJobRequest, store) -> None:

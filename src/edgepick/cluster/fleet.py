@@ -19,8 +19,8 @@ from edgepick.cluster.entries import NETWORK_KIND
 from edgepick.cluster.fleet_report import (DeviceOutcome, fleet_choice, recommendation_text,
                                            write_fleet)
 from edgepick.cluster.jobs import scoped_key
-from edgepick.cluster.planjobs import (DeviceWork, bench_jobs, eval_inputs, eval_jobs,
-                                       fidelity_jobs, reference_job)
+from edgepick.cluster.planjobs import (DeviceWork, bench_jobs, eval_job, fidelity_jobs,
+                                       reference_job)
 from edgepick.cli.output import err_console
 from edgepick.cluster.progress import DeviceBoard
 from edgepick.errors import EdgepickError
@@ -62,7 +62,7 @@ def _live_tags(executor: str) -> set[str]:
 
 
 def _prepare(lp, store, profiles: dict, runs: dict, multi: bool,
-             live: set[str]) -> list[tuple[DeviceWork, object]]:
+             live: set[str]) -> list[DeviceWork]:
     """Fit (and build) per device, each under its own run: what cannot fit a device is not
     measured there; a build is made once, by the first device that can hold it. A device that
     an endpoint names and no node carries (a phone) runs no Python: only its endpoints."""
@@ -84,8 +84,7 @@ def _prepare(lp, store, profiles: dict, runs: dict, multi: bool,
         fit_stage(st, silent)
         if lp.plan.quantize:
             quantize_stage(st, silent)
-        works.append((DeviceWork(tag, tag if multi else None, profile, mine,
-                                 _predicted_bytes(store)), st))
+        works.append(DeviceWork(tag, tag if multi else None, st, _predicted_bytes(store)))
     return works
 
 
@@ -101,7 +100,6 @@ def run_fleet(lp, executor: str = "ray", address: str | None = None,
               console: Console | None = None):
     """The plan over its devices (or its one device) through `executor`; a `RunResult` whose
     decision is the first device's, with every device's report and the fleet's."""
-    from edgepick.decide.scenarios import load_scenario, preset_names
     from edgepick.plan.runner import RunResult
     from edgepick.store import ResultStore
 
@@ -109,9 +107,6 @@ def run_fleet(lp, executor: str = "ray", address: str | None = None,
     console = console or err_console
     multi = bool(plan.devices)
     tags = list(plan.devices) or [plan.device]
-    sc_name = plan.scenario.name if plan.scenario.name in preset_names() \
-        else lp.resolve(plan.scenario.name)
-    scenario = load_scenario(sc_name, plan.scenario.overrides)
     options = {} if executor == "local" else {"max_retries": plan.cluster.max_retries,
                                               "node_timeout_s": plan.cluster.node_timeout_s}
     if executor == "local":  # before any work: this machine cannot stand in for a Pi
@@ -133,28 +128,32 @@ def run_fleet(lp, executor: str = "ray", address: str | None = None,
                                      dict(plan.model_dump(mode="json"), device=tag))
                 for tag in tags}
         works = _prepare(lp, store, profiles, runs, multi, _live_tags(executor))
-        jobs, per = [], {w.tag: {} for w, _ in works}
+        scope_runs = {w.scope: runs[w.tag] for w in works}
+        per: dict[str, list] = {w.tag: [] for w in works}
+        results: dict = {}
         ref_job = None
-        if plan.eval.enabled:
-            inputs = eval_inputs(lp)
-            ref_job = reference_job(inputs, tuple(w.scope for w, _ in works))
-            jobs.append(ref_job)
-        for w, _ in works:
-            per[w.tag] = {"bench": bench_jobs(lp, w) if plan.bench.enabled else [],
-                          "eval": eval_jobs(lp, w, inputs, ref_job) if ref_job else [],
-                          "fidelity": fidelity_jobs(lp, w) if plan.fidelity.enabled else []}
-            jobs += [j for kind in ("bench", "eval", "fidelity") for j in per[w.tag][kind]]
-        scope_runs = {w.scope: runs[w.tag] for w, _ in works}
-        with DeviceBoard(jobs, console) as board:
-            results = run_jobs(jobs, store, ex, board.event, scope_runs)
+        with DeviceBoard([], console) as board:
+            # the bench first: the eval leaves out what its figures already rule out, as locally
+            for w in works:
+                store.run_id = runs[w.tag]
+                per[w.tag] += (bench_jobs(w) if plan.bench.enabled else []) \
+                    + (fidelity_jobs(w) if plan.fidelity.enabled else [])
+            results.update(_dispatch(board, [j for js in per.values() for j in js], store, ex,
+                                     scope_runs))
+            if plan.eval.enabled:
+                ref_job, evals = _eval_jobs(works, runs, store, multi)
+                for tag, job in evals.items():
+                    per[tag].append(job)
+                results.update(_dispatch(board, [*([ref_job] if ref_job else []),
+                                                 *evals.values()], store, ex, scope_runs))
         outcomes = []
-        for w, st in works:
+        for w in works:
             store.run_id = runs[w.tag]
-            outcomes.append(_outcome(lp, store, w, per[w.tag], results, ref_job, scenario, multi))
-            notes += [f"{w.tag}: {n}" if multi else n for n in st.notes]
+            outcomes.append(_outcome(w, per[w.tag], results, ref_job, multi))
+            notes += [f"{w.tag}: {n}" if multi else n for n in w.state.notes]
         reports = [o.report for o in outcomes if o.report]
         if multi:
-            reports = write_fleet(outcomes, scenario.name, lp.output / "report",
+            reports = write_fleet(outcomes, lp.scenario.name, lp.output / "report",
                                   plan.report.lang) + reports
             notes.insert(0, f"the decision shown is {tags[0]}'s; every device's, side by side, "
                             f"is in {reports[0]}")
@@ -170,15 +169,37 @@ def run_fleet(lp, executor: str = "ray", address: str | None = None,
                      notes=notes, store=lp.store_path, run_id=runs[tags[0]], deploy=first.deploy)
 
 
-def _outcome(lp, store, w: DeviceWork, jobs: dict, results, ref_job, scenario,
-             multi: bool) -> DeviceOutcome:
-    from edgepick.decide.stage import DecideRequest
-    from edgepick.decide.stage import run as run_stage
+def _dispatch(board: DeviceBoard, jobs: list, store, ex, scope_runs: dict) -> dict:
+    board.add(jobs)
+    return run_jobs(jobs, store, ex, board.event, scope_runs)
 
-    plan = lp.plan
-    names = {c.ref.locator: c.name for c in w.candidates}
+
+def _eval_jobs(works: list[DeviceWork], runs: dict, store, multi: bool):
+    """(the reference's job or None, device tag -> its eval job). Each device's EvalRequest is
+    built after its bench is stored, under its own run, as the local eval stage builds it."""
+    from edgepick.plan.requests import eval_request
+
+    reqs = {}
+    for w in works:
+        store.run_id = runs[w.tag]
+        if (req := eval_request(w.state)) is not None:
+            reqs[w.tag] = (w, req)
+    if not reqs:
+        return None, {}
+    first = next(iter(reqs.values()))[1]
+    ref_job = None
+    if multi and not first.reference.ref.is_endpoint:
+        ref_job = reference_job(first, tuple(w.scope for w in works))
+    return ref_job, {tag: eval_job(w, req, ref_job) for tag, (w, req) in reqs.items()}
+
+
+def _outcome(w: DeviceWork, jobs: list, results: dict, ref_job, multi: bool) -> DeviceOutcome:
+    from edgepick.decide.stage import run as run_stage
+    from edgepick.plan.requests import decide_request
+
+    store = w.state.store
     failures, network, job_failed = [], {}, {}
-    for j in [*jobs["bench"], *jobs["eval"], *jobs["fidelity"]]:
+    for j in jobs:
         res = results.get(j.id)
         if res is not None and not res.ok:
             failures.append(f"{j.label}: {res.error}")
@@ -189,16 +210,7 @@ def _outcome(lp, store, w: DeviceWork, jobs: dict, results, ref_job, scenario,
                 network[j.candidate] = row
     if ref_job is not None and (r := results.get(ref_job.id)) is not None and not r.ok:
         failures.append(f"{ref_job.label}: {r.error}")
-    report = lp.output / "report" / w.tag if multi else lp.output / "report"
-    req = DecideRequest(
-        scenario=scenario, budget=w.profile.model_budget_bytes, device=w.tag,
-        runs=[store.run_id], models=list(names), names=names,
-        skipped={c.name: c.skipped for c in w.candidates}, failures=job_failed,
-        store_as=f"{plan.name}@{w.tag}" if multi else plan.name,
-        deploy=lp.output / "deploy" / f"{w.tag}.yaml" if multi else lp.output / "deploy.yaml",
-        run_id=str(store.run_id), report=report if plan.report.enabled else None,
-        lang=plan.report.lang)
-    rec = run_stage(req, store)
+    rec = run_stage(decide_request(w.state, store.run_id, w.scope, job_failed), store)
     return DeviceOutcome(w.tag, w.profile, rec.summaries, rec.decision, network, failures,
                          Path(rec.reports[0]) if rec.reports else None,
                          deploy=Path(rec.deploy) if rec.deploy else None, notes=rec.notes)

@@ -38,6 +38,7 @@ class Job:
     entry: str  # "module:function", called as fn(request, store) on the worker
     request: Any
     keys: tuple[tuple[str, str], ...]  # (kind, key) the job stores; all stored and ok = done
+    returns: tuple[str, ...] = ()  # kinds it also brings back, keys not known before (outputs)
     scopes: tuple[str | None, ...] = (None,)  # device scopes its rows are written under
     cpus: float = 1.0
     memory: int | None = None  # bytes Ray should reserve on the node (the fit estimate)
@@ -91,7 +92,7 @@ def execute(job: Job, seed: list[Row] | None = None, after: JobResult | None = N
                              error=f"needs {after.job_id}, which failed: {after.error}")
         wanted = set(job.seed_keys) | set(job.keys)
         seed = [*(seed or []), *(r for r in after.rows if (r[0], r[1]) in wanted)]
-    kinds = {k for k, _ in job.keys}
+    kinds = {k for k, _ in job.keys} | set(job.returns)
     with tempfile.TemporaryDirectory(prefix="edgepick-job-") as tmp:
         store = ResultStore(Path(tmp) / "scratch.sqlite")
         try:

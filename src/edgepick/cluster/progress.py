@@ -18,11 +18,17 @@ ANY_NODE = "(any node)"
 
 class DeviceBoard:
     def __init__(self, jobs, console: Console | None = None) -> None:
-        self.where = {j.id: (j.device or ANY_NODE) for j in jobs}
+        self.where: dict[str, str] = {}
         self.state: dict[str, str] = {}
-        self.devices = list(dict.fromkeys(self.where.values()))
+        self.devices: list[str] = []
         self.console = console or err_console
         self._live: Live | None = None
+        self.add(jobs)
+
+    def add(self, jobs) -> None:
+        """Jobs of a later stage (the eval waits for the bench), shown from now on."""
+        self.where.update({j.id: (j.device or ANY_NODE) for j in jobs})
+        self.devices = list(dict.fromkeys([*self.devices, *self.where.values()]))
 
     def counts(self) -> dict[str, Counter]:
         out = {d: Counter() for d in self.devices}

@@ -12,8 +12,8 @@ import sys
 from importlib.resources import files
 from typing import Literal
 
-from pydantic import (BaseModel, ConfigDict, Field, ValidationError, create_model,
-                      model_validator)
+from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
+                      create_model, model_validator)
 
 from edgepick.decide.gate_spec import aliases, builtin_gates, gate_table
 from edgepick.errors import EdgepickError, InputError, input_error
@@ -199,6 +199,13 @@ class Scenario(_Strict):
     max_cloud_share: float | None = Field(None, ge=0, le=1)  # of requests, under the task mix
     edge_only_tasks: list[str] = Field(default_factory=list)  # private: never to the cloud
     cloud: CloudSide = Field(default_factory=CloudSide)
+    # The file it was read from (a preset's own file): `context_from` is relative to it. Not
+    # data: no dump, key or stored decision holds it.
+    _source: str | None = PrivateAttr(None)
+
+    @property
+    def source(self) -> str | None:
+        return self._source
 
     def cloud_allowed(self, task: str) -> str | None:
         """Why `task` may not go to the cloud (None: it may)."""
@@ -270,4 +277,6 @@ def load_scenario(name_or_path: str, overrides: dict | None = None) -> Scenario:
     data, source = scenario_source(name_or_path)
     if overrides:
         data = deep_merge(data, overrides)
-    return validate_scenario(data, source)
+    sc = validate_scenario(data, source)
+    sc._source = source
+    return sc

@@ -146,10 +146,21 @@ def result_key(items: list[EvalItem], reference: Candidate, candidates: list[Can
     return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:32]
 
 
+def eval_key(items: list[EvalItem], reference: Candidate, candidates: list[Candidate],
+             budgets: dict[str, int] | None, sampling: dict | None, samples: int,
+             sequential: "Sequential | None", resamples: int = BOOTSTRAP_RESAMPLES,
+             seed: int = BOOTSTRAP_SEED) -> str:
+    """The key `run_eval` stores its EvalResult under, from its own arguments (a set with
+    reference-free items runs fixed N: no looks in the key)."""
+    if sequential is not None and any(it.reference_free for it in items):
+        sequential = None
+    return result_key(items, reference, candidates, dict(DEFAULT_MAX_TOKENS, **(budgets or {})),
+                      resamples, seed, key_extra(sampling, samples if sampling else 1, sequential))
+
+
 def key_extra(sampling: dict | None, k: int, sequential: "Sequential | None") -> dict | None:
     """What besides items, models and budgets an eval's key holds: sampling and the sequential
-    settings (None for a fixed-N greedy run, so the keys stored before them hold). The Ray
-    fleet computes an eval job's key with it too (cluster/planjobs.py)."""
+    settings (None for a fixed-N greedy run, so the keys stored before them hold)."""
     extra = {}
     if sampling:
         extra["sampling"] = dict(sampling, samples=k)
@@ -272,8 +283,8 @@ def run_eval(items: list[EvalItem], reference: Candidate, candidates: list[Candi
         for ce in (ref_eval, *cand_evals):  # mix reads the plan (decide/hybrid.py: task_mix)
             for task, g in ce.per_task.items():
                 g.metrics["planned_items"] = float(info.planned_per_task.get(task, g.n))
-    key = result_key(items, reference, candidates, budgets, resamples, seed,
-                     key_extra(sampling, k, sequential))
+    key = eval_key(items, reference, candidates, budgets, sampling, samples, sequential,
+                   resamples, seed)
     result = EvalResult(data=data_path, data_sha256=data_sha, n_items=len(items),
                         n_invalid_lines=len({(p.path, p.line) for p in problems or []}),
                         problems=[str(p) for p in problems or []], reference=ref_eval,

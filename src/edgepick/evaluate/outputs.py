@@ -56,6 +56,15 @@ def sample_seeds(base: int, samples: int) -> list[int]:
     return [base + j for j in range(samples)]
 
 
+def output_keys(candidate: Candidate, items: list[EvalItem], budgets: dict[str, int],
+                sampling: dict | None = None, samples: int = 1) -> list[list[str]]:
+    """The keys `collect_outputs` stores each item's outputs under, one per sample."""
+    ckey = content_key(candidate)
+    seeds = sample_seeds(candidate.settings.seed, samples if sampling else 1)
+    return [[output_key(ckey, it, budget(it, budgets), sd, sampling) for sd in seeds]
+            for it in items]
+
+
 def _generate(backend, prompt, max_tokens: int, chat: bool, sampling: dict | None, seed: int):
     if sampling is None:
         return backend.generate(prompt, max_tokens, chat=chat)
@@ -81,10 +90,8 @@ def collect_outputs(candidate: Candidate, items: list[EvalItem], store: ResultSt
     already whole in the store first, then one more as each of the others is generated."""
     from edgepick.backends import get_backend
 
-    ckey = content_key(candidate)
     seeds = sample_seeds(candidate.settings.seed, samples if sampling else 1)
-    keys = [[output_key(ckey, it, budget(it, budgets), sd, sampling) for sd in seeds]
-            for it in items]
+    keys = output_keys(candidate, items, budgets, sampling, samples)
     got: list[list[dict | None]] = [[store.get(OUTPUT_KIND, k) for k in ks] for ks in keys]
     missing = [(i, j) for i, g in enumerate(got) for j, o in enumerate(g) if o is None]
     reused = {(i, j) for i, g in enumerate(got) for j, o in enumerate(g) if o is not None}

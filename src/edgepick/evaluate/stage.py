@@ -46,31 +46,48 @@ def distinct_names(cands: list[Candidate]) -> None:
             c.label = f"{c.name}#{seen[c.name]}"
 
 
-def run(req: EvalRequest, store, progress: Tick = silent) -> EvalResult | None:
-    """Outputs are stored one by one (an interrupted eval resumes), then scored; the result is
-    stored under kind "eval". Bad lines of the data file are skipped and listed in the result.
-    None only when `budget_s` ran out before the first item (nothing measured or stored)."""
-    from edgepick.evaluate.eval_sets import load_sets, specs_of
-    from edgepick.evaluate.eval_result import run_eval
-
-    from edgepick.evaluate.eval_sets import spread
+def request_items(req: EvalRequest):
+    """(the sets as loaded, the items the request evaluates: each set's limit, then the cap
+    over all sets)."""
+    from edgepick.evaluate.eval_sets import load_sets, specs_of, spread
 
     sets = load_sets(specs_of(req.data, req.limit))
-    items = spread(sets.items, req.max_items)
-    total = len(items) * (1 + len(req.candidates))  # sequential: the most it can take
-    seq = None
-    if req.sequential:
-        from edgepick.evaluate.looks import Sequential
-        from edgepick.evaluate.outputs import now
+    return sets, spread(sets.items, req.max_items)
 
-        seq = Sequential(gates=req.gates, look_items=req.look_items, budget_s=req.budget_s,
-                         not_evaluated=req.not_evaluated,
-                         deadline=None if req.budget_s is None
-                         else now() + req.budget_s)
+
+def _sequential(req: EvalRequest):
+    if not req.sequential:
+        return None
+    from edgepick.evaluate.looks import Sequential
+    from edgepick.evaluate.outputs import now
+
+    return Sequential(gates=req.gates, look_items=req.look_items, budget_s=req.budget_s,
+                      not_evaluated=req.not_evaluated,
+                      deadline=None if req.budget_s is None else now() + req.budget_s)
+
+
+def store_key(req: EvalRequest) -> str:
+    """The key `run(req)` stores its EvalResult under (kind "eval")."""
+    from edgepick.evaluate.eval_result import eval_key
+
+    _, items = request_items(req)
+    return eval_key(items, req.reference, req.candidates, req.max_tokens, req.sampling,
+                    req.samples, _sequential(req))
+
+
+def run(req: EvalRequest, store, progress: Tick = silent) -> EvalResult | None:
+    """Outputs are stored one by one (an interrupted eval resumes), then scored; the result is
+    stored under kind "eval" (`store_key`). Bad lines of the data file are skipped and listed
+    in the result. None only when `budget_s` ran out before the first item (nothing measured
+    or stored)."""
+    from edgepick.evaluate.eval_result import run_eval
+
+    sets, items = request_items(req)
+    total = len(items) * (1 + len(req.candidates))  # sequential: the most it can take
     # sets.sha: the files and which of their items were used (a --limit slice differs).
     result = run_eval(items, req.reference, req.candidates, store, data_path=sets.label,
                       data_sha=sets.sha, problems=sets.problems, budgets=req.max_tokens or None,
                       progress=progress, sampling=req.sampling,
-                      samples=req.samples, sequential=seq)
+                      samples=req.samples, sequential=_sequential(req))
     progress(ProgressEvent(total, total, "done"))
     return result

@@ -15,23 +15,15 @@ _EXPECTED = "expected a JSON object with 'prompt' (a string) or 'messages' (a ch
 
 
 def context_path(lp) -> str:
-    """The prompts file, relative to the file that named it: the plan (its overrides, or a
-    preset scenario), else the scenario file's own folder."""
-    from edgepick.decide.scenarios import preset_names
-
-    sc = lp.plan.scenario
-    given = (sc.overrides or {}).get("context_from")
-    if given is None and sc.name not in preset_names():
-        given = scenario_of_file(lp.resolve(sc.name))
-        if given is not None and not os.path.isabs(given):
-            return str(Path(lp.resolve(sc.name)).parent / given)
-    return lp.resolve(given)
-
-
-def scenario_of_file(path: str) -> str | None:
-    from edgepick.decide.scenarios import scenario_source
-
-    return scenario_source(path)[0].get("context_from")
+    """The prompts file, relative to the file that named it: the plan (its overrides), else
+    the scenario's own file."""
+    given = (lp.plan.scenario.overrides or {}).get("context_from")
+    if given is not None:
+        return lp.resolve(given)
+    path = lp.scenario.context_from
+    if os.path.isabs(path) or lp.scenario.source is None:
+        return lp.resolve(path)
+    return str(Path(lp.scenario.source).parent / path)
 
 
 def read_prompts(path: str | Path) -> list[str | list[dict]]:

@@ -8,15 +8,6 @@ from __future__ import annotations
 # gate rules the candidate out of the edge whatever its quality.
 
 
-def scenario_of(lp):
-    from edgepick.decide.scenarios import load_scenario, preset_names
-
-    plan = lp.plan
-    name = plan.scenario.name if plan.scenario.name in preset_names() \
-        else lp.resolve(plan.scenario.name)
-    return load_scenario(name, plan.scenario.overrides)
-
-
 def eval_gates(scenario) -> list:
     """One EvalGate per quality limit the scenario sets, in the gate table's order. A quality
     gate under task weights is a weighted mix of per-task intervals the looks do not model: it

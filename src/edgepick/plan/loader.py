@@ -25,6 +25,7 @@ class LoadedPlan:
     path: Path
     base: Path  # relative paths in the plan are relative to the plan's folder
     _refs: dict = field(default_factory=dict, repr=False)
+    _scenario: tuple | None = field(default=None, repr=False)  # (plan section, Scenario)
 
     def resolve(self, p: str) -> str:
         """A file path as given, made absolute against the plan's folder."""
@@ -56,6 +57,25 @@ class LoadedPlan:
             return self.plan.eval.reference_api_key_env
         return next((c.api_key_env for c in self.plan.candidates
                      if c.model == spec and c.api_key_env), None)
+
+    def scenario_location(self) -> str:
+        """The scenario as the loader reads it: a preset's name, else its file made absolute."""
+        from edgepick.decide.scenarios import preset_names
+
+        name = self.plan.scenario.name
+        return name if name in preset_names() else self.resolve(name)
+
+    @property
+    def scenario(self):
+        """The plan's Scenario (the preset or file with the plan's overrides), read once; it
+        remembers its file (`Scenario.source`), against which its own `context_from` resolves."""
+        section = self.plan.scenario.model_dump_json()  # a caller may edit the plan after loading
+        if self._scenario is None or self._scenario[0] != section:
+            from edgepick.decide.scenarios import load_scenario
+
+            self._scenario = (section, load_scenario(self.scenario_location(),
+                                                     self.plan.scenario.overrides))
+        return self._scenario[1]
 
     @property
     def output(self) -> Path:

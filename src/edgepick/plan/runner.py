@@ -79,15 +79,11 @@ def run_plan(lp: LoadedPlan, console: Console | None = None,
     from edgepick.evaluate.outputs import now
 
     started = now()
-    from edgepick.decide.scenarios import load_scenario, preset_names
     from edgepick.devices.catalog import load_device
     from edgepick.store import ResultStore
 
     plan = lp.plan
     console = console or Console(stderr=True)
-    sc_name = plan.scenario.name if plan.scenario.name in preset_names() \
-        else lp.resolve(plan.scenario.name)
-    scenario = load_scenario(sc_name, plan.scenario.overrides)
     if plan.device == "local":  # the cached probe; the engine is never re-probed here
         from edgepick.devices.local import describe, local_device
 
@@ -133,8 +129,7 @@ def run_plan(lp: LoadedPlan, console: Console | None = None,
                 fn(st, tick)
                 prog.advance(overall)
             prog.update(overall, description="decide")
-            rec = _decide(lp, st, scenario, device, run_id,
-                          lambda ev: prog.update(overall, description=ev.what))
+            rec = _decide(st, run_id, lambda ev: prog.update(overall, description=ev.what))
             prog.advance(overall, 2)
     finally:
         store.close()
@@ -144,24 +139,13 @@ def run_plan(lp: LoadedPlan, console: Console | None = None,
                      run_id=run_id, deploy=Path(rec.deploy) if rec.deploy else None)
 
 
-def _decide(lp: LoadedPlan, st: RunState, scenario, device, run_id: int, progress):
+def _decide(st: RunState, run_id: int, progress):
     """The decide stage over this run's rows: decision stored, `<output>/deploy.yaml` (none:
     nothing to deploy, said in notes) and the report."""
-    from edgepick.decide.stage import DecideRequest
     from edgepick.decide.stage import run as run_stage
-    from edgepick.plan.context_from import gated_scenario
+    from edgepick.plan.requests import decide_request
 
-    plan = lp.plan
-    scenario = gated_scenario(scenario, st.context, st.notes)
-    req = DecideRequest(
-        scenario=scenario, budget=device.model_budget_bytes, device=device.name, runs=[run_id],
-        power_budget_w=device.power_budget_w,
-        models=[c.ref.locator for c in st.candidates],
-        names={c.ref.locator: c.name for c in st.candidates},
-        skipped={c.name: c.skipped for c in st.candidates}, store_as=plan.name,
-        deploy=lp.output / "deploy.yaml", run_id=str(run_id),
-        report=lp.output / "report" if plan.report.enabled else None, lang=plan.report.lang)
-    return run_stage(req, st.store, progress)
+    return run_stage(decide_request(st, run_id), st.store, progress)
 
 
 def _data_sha(lp: LoadedPlan) -> str | None:

@@ -104,15 +104,15 @@ def _check_device(device: str, lp, fail) -> None:
 
 
 def _check_scenario(lp, fail) -> None:
-    from edgepick.decide.scenarios import load_scenario, preset_names
+    from edgepick.decide.scenarios import preset_names
 
     sc = lp.plan.scenario
-    name = sc.name if sc.name in preset_names() else lp.resolve(sc.name)
+    name = lp.scenario_location()
     if sc.name not in preset_names() and not os.path.isfile(name):
         fail(("scenario", "name"), f"unknown scenario '{sc.name}' "
                                    f"(presets: {', '.join(preset_names())}, or a YAML file)")
     try:
-        load_scenario(name, sc.overrides)
+        lp.scenario  # noqa: B018 - read once here, kept for the run
     except InputError as exc:
         if exc.field:
             fail(("scenario", "overrides", *exc.field.split(".")), exc.problem)

@@ -1,6 +1,7 @@
-"""Each pipeline stage as a thin call of the stage's own entry point, `run(request, store,
-progress)`, over the run's state. The stages own their store kinds and keys, so a rerun measures
-nothing twice; this module only turns the plan into requests and records what to skip.
+"""The local executor: each pipeline stage as a call, on this machine, of the stage's own entry
+point `run(request, store, progress)` on the requests plan/requests.py builds (the Ray fleet
+sends the same requests to its nodes). The stages own their store kinds and keys, so a rerun
+measures nothing twice; this module runs the requests and records what to skip.
 
 A stage whose module is not installed is skipped with a note ("stage not available"); nothing is
 made up in its place.
@@ -8,51 +9,13 @@ made up in its place.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Callable
 
+from edgepick.plan.state import RunCandidate, RunState
 from edgepick.progress import ProgressEvent, Tick
-from edgepick.records.candidate import Candidate
-from edgepick.records.model_ref import ModelRef
 from edgepick.units import mib, whole_pct
 
-
-@dataclass
-class RunCandidate:
-    name: str
-    ref: ModelRef  # for a planned build, the file it will be written to
-    reference: ModelRef | None = None  # same-tokenizer reference for fidelity
-    source: ModelRef | None = None  # planned build: quantize `source` to `qtype`
-    qtype: str | None = None
-    imatrix: str | None = None
-    skipped: str | None = None  # why it is not measured (does not fit, build failed)
-    build: object | None = None  # planned engine conversion (convert/plan_section.py)
-
-
-@dataclass
-class RunState:
-    lp: object  # LoadedPlan
-    store: object  # ResultStore, with this run begun
-    device: object  # DeviceProfile
-    candidates: list[RunCandidate] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    # candidate name -> its ContextTokens counted from the scenario's context_from (its gates' lengths)
-    context: dict = field(default_factory=dict)
-    deadline: float | None = None  # `run --budget`: evaluate.outputs.now() at which to stop
-
-    def remaining_s(self) -> float | None:
-        if self.deadline is None:
-            return None
-        from edgepick.evaluate.outputs import now
-
-        return max(1e-3, self.deadline - now())
-
-    def active(self, local_only: bool = False) -> list[RunCandidate]:
-        return [c for c in self.candidates if not c.skipped
-                and (not local_only or not c.ref.is_endpoint)]
-
-    def candidate(self, c: RunCandidate) -> Candidate:
-        return Candidate(ref=c.ref, label=c.name, settings=self.lp.plan.runtime)
+__all__ = ["STAGES", "RunCandidate", "RunState"]
 
 
 def fit_stage(st: RunState, tick: Tick) -> None:
@@ -105,69 +68,14 @@ def convert_stage(st: RunState, tick: Tick) -> None:
 
 def bench_stage(st: RunState, tick: Tick) -> None:
     from edgepick.bench.runner import run
-    from edgepick.bench.sweeps import BenchRequest
-    from edgepick.units import parse_size
+    from edgepick.plan.requests import bench_requests
 
-    plan = st.lp.plan
-    b = plan.bench
-    active = st.active()
-    if not active:
+    requests = bench_requests(st)
+    if not requests:
         return tick(ProgressEvent(0, 0, "done"))
-    mem = None if b.mem_limit is None else (st.device.model_budget_bytes if b.mem_limit == "budget"
-                                             else parse_size(b.mem_limit))
-    from edgepick.plan.bench_lengths import bench_lengths
-    from edgepick.plan.eval_gates import scenario_of
-
-    scenario = scenario_of(st.lp)
-    counted = _context_from(st, active, scenario)
-    groups: dict[tuple, list] = {}  # candidates counted alike bench together
-    for c in active:
-        lengths, gen, notes = bench_lengths(b.prompt_lengths, b.gen_tokens, plan.runtime.n_ctx,
-                                            scenario, counted.get(c.name))
-        st.notes += [n for n in notes if n not in st.notes]
-        groups.setdefault((tuple(lengths), gen), []).append(c)
-    from edgepick.bench.session import power_source
-
-    st.notes.append(f"bench power: {power_source(b.power)[1]}")
-    names = {c.ref.spec: c.name for c in active}
-    from edgepick.plan.bench_limits import bench_limits
-    from edgepick.plan.context_from import gated_scenario
-
-    gated = gated_scenario(scenario, counted, [])  # where decide reads each limit
-    for (lengths, gen), group in groups.items():
-        req = BenchRequest(models=[c.ref for c in group], settings=plan.runtime,
-                           prompt_lengths=list(lengths), gen_tokens=gen, warmup=b.warmup,
-                           repeats=b.repeats, max_repeats=b.repeat_cap,
-                           limits=bench_limits(gated, list(lengths)),
-                           concurrency=b.concurrency, sustain_s=b.sustain_s,
-                           mem_limit=mem, timeout_s=b.timeout_s, power=b.power,
-                           quiet_wait_s=b.quiet_wait_s, contended_share=b.contended_share,
-                           memory_growth_max=b.memory_growth_max)
+    names = {c.ref.spec: c.name for c in st.active()}
+    for req in requests:
         _bench_group(st, run(req, st.store, tick), names)
-
-
-def _context_from(st: RunState, active, scenario) -> dict:
-    """Candidate name -> ContextTokens counted from the scenario's context_from with that
-    candidate's tokenizer (empty: context_tokens given, or no context_from)."""
-    if scenario.context_tokens is not None or not scenario.context_from:
-        return st.context
-    from edgepick.errors import EdgepickError
-    from edgepick.plan.context_from import candidate_context, context_path, read_prompts
-
-    path = context_path(st.lp)
-    prompts = read_prompts(path)
-    for c in active:
-        if c.name in st.context:
-            continue
-        try:
-            st.context[c.name], note = candidate_context(st.candidate(c), prompts,
-                                                         scenario.context_from)
-        except EdgepickError as exc:
-            st.notes.append(f"bench: {c.name} context_from not counted ({exc}); "
-                            "benched at the plan's own lengths")
-            continue
-        st.notes.append(note)
-    return st.context
 
 
 def _bench_group(st: RunState, results, names: dict) -> None:
@@ -187,33 +95,12 @@ def _bench_group(st: RunState, results, names: dict) -> None:
 
 
 def eval_stage(st: RunState, tick: Tick) -> None:
-    from edgepick.evaluate.stage import EvalRequest, run
+    from edgepick.evaluate.stage import run
+    from edgepick.plan.requests import eval_request
 
-    plan = st.lp.plan
-    active = st.active()
-    if not active:
+    req = eval_request(st)
+    if req is None:
         return tick(ProgressEvent(0, 0, "done"))
-    ref = Candidate(ref=st.lp.ref(plan.eval.reference), settings=plan.runtime)
-    from edgepick.plan.eval_gates import eval_gates, sampling_of, scenario_of, unroutable_failures
-
-    scenario = scenario_of(st.lp)
-    failing: dict[str, str] = {}
-    if plan.eval.sequential:
-        failing = unroutable_failures(st, active, scenario)
-        for c in active:
-            if c.name in failing:
-                st.notes.append(f"eval: {c.name} not evaluated — fails {failing[c.name]}, "
-                                "which no routing avoids")
-        active = [c for c in active if c.name not in failing]
-        if not active:
-            return tick(ProgressEvent(0, 0, "done"))
-    sampling, samples = sampling_of(scenario)
-    req = EvalRequest(data=st.lp.eval_specs(), reference=ref,
-                      candidates=[st.candidate(c) for c in active], limit=plan.eval.limit,
-                      max_tokens=plan.eval.max_tokens, sampling=sampling, samples=samples,
-                      sequential=plan.eval.sequential, gates=eval_gates(scenario),
-                      look_items=plan.eval.look_items, max_items=plan.eval.max_items,
-                      budget_s=st.remaining_s(), not_evaluated=failing)
     result = run(req, st.store, tick)
     if result is None:
         st.notes.append("eval: the time budget ran out before the first item; quality unmeasured")
@@ -227,21 +114,18 @@ def eval_stage(st: RunState, tick: Tick) -> None:
 
 
 def fidelity_stage(st: RunState, tick: Tick) -> None:
-    from edgepick.evaluate.fidelity_stage import FidelityRequest, run
+    from edgepick.evaluate.fidelity_stage import run
+    from edgepick.plan.requests import fidelity_requests
 
-    f = st.lp.plan.fidelity
-    todo = [c for c in st.active(local_only=True)
-            if c.reference and c.reference.path != c.ref.path]  # the reference itself: KLD 0
     if not any(c.reference for c in st.active(local_only=True)):
         st.notes.append("fidelity: no candidate names a same-tokenizer reference; skipped")
-    for i, c in enumerate(todo):
+    todo = fidelity_requests(st)
+    for i, (c, req) in enumerate(todo):
         def step(ev: ProgressEvent, _i=i) -> None:
             tick(ProgressEvent(_i, len(todo), f"{ev.what} {ev.done}/{ev.total}"))
 
         tick(ProgressEvent(i, len(todo), c.name))
-        run(FidelityRequest(reference=c.reference, candidate=c.ref, text=st.lp.fidelity_text(),
-                            ctx=f.ctx, max_chunks=f.max_chunks,
-                            threads=st.lp.plan.runtime.threads, label=c.name), st.store, step)
+        run(req, st.store, step)
     tick(ProgressEvent(len(todo), len(todo), "done"))
 
 

@@ -1,0 +1,50 @@
+"""A run's state for one device: the plan, the store, the device and the candidates, with what
+each stage found (skipped candidates, counted context lengths, notes)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from edgepick.plan.loader import LoadedPlan
+from edgepick.records.candidate import Candidate
+from edgepick.records.device import DeviceProfile
+from edgepick.records.model_ref import ModelRef
+from edgepick.store import ResultStore
+
+
+@dataclass
+class RunCandidate:
+    name: str
+    ref: ModelRef  # for a planned build, the file it will be written to
+    reference: ModelRef | None = None  # same-tokenizer reference for fidelity
+    source: ModelRef | None = None  # planned build: quantize `source` to `qtype`
+    qtype: str | None = None
+    imatrix: str | None = None
+    skipped: str | None = None  # why it is not measured (does not fit, build failed)
+    build: object | None = None  # planned engine conversion (convert/plan_section.py)
+
+
+@dataclass
+class RunState:
+    lp: LoadedPlan
+    store: ResultStore  # with this device's run begun
+    device: DeviceProfile
+    candidates: list[RunCandidate] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    # candidate name -> its ContextTokens counted from the scenario's context_from (its gates' lengths)
+    context: dict = field(default_factory=dict)
+    deadline: float | None = None  # `run --budget`: evaluate.outputs.now() at which to stop
+
+    def remaining_s(self) -> float | None:
+        if self.deadline is None:
+            return None
+        from edgepick.evaluate.outputs import now
+
+        return max(1e-3, self.deadline - now())
+
+    def active(self, local_only: bool = False) -> list[RunCandidate]:
+        return [c for c in self.candidates if not c.skipped
+                and (not local_only or not c.ref.is_endpoint)]
+
+    def candidate(self, c: RunCandidate) -> Candidate:
+        return Candidate(ref=c.ref, label=c.name, settings=self.lp.plan.runtime)
