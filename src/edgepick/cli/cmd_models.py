@@ -136,5 +136,73 @@ def rollback(name: str = typer.Argument(..., help="NAME"), registry: RegistryOpt
     console.print(f"{name}: {before} → {after} (active)")
 
 
+def _probe_table(result) -> Table:
+    t = Table("check", "value", "limit", "verdict", "detail",
+              title=f"probe against {result.against} ({result.tokens} tokens scored, "
+                    f"{result.seconds:.1f} s)")
+    for c in result.checks:
+        t.add_row(c.name, f"{c.value:.4g}", f"{c.limit:.4g}", "pass" if c.passed else "FAIL",
+                  c.detail)
+    return t
+
+
+@models_app.command("update")
+def update(name: str = typer.Argument(..., help="NAME of the model in the registry"),
+           package: Optional[Path] = typer.Argument(None, help="the update package (or --from URL)"),
+           url: Optional[str] = typer.Option(None, "--from", help="fetch the package over "
+                                             "HTTP(S), resuming a cut-off download"),
+           sha256: Optional[str] = typer.Option(None, "--sha256",
+                                                help="the package's expected SHA-256 (with --from)"),
+           version: Optional[str] = typer.Option(None, "--version", help="label of the new "
+                                                 "version (default: its SHA-256's first 12 digits)"),
+           deploy: Optional[Path] = typer.Option(None, "--deploy", help="deploy.yaml: its "
+                                                 "update: limits and format checks on its items"),
+           threads: int = typer.Option(2, "--threads", help="inference threads for the probe"),
+           registry: RegistryOpt = None, server: ServerOpt = None,
+           api_key: ApiKeyOpt = None) -> None:
+    """Apply an update package into a new version, probe it against the active version (KLD,
+    top-1 and, with --deploy, format checks), and activate it only if the probe holds; the probe
+    is recorded with the version. With --server the running server switches and watches the new
+    version for the canary window, rolling back by itself if it serves worse."""
+    from edgepick.cli.cmd_fidelity import _progress
+    from edgepick.cli.cmd_update import package_from
+    from edgepick.errors import EdgepickError
+    from edgepick.records.deploy import DeployConfig
+    from edgepick.records.update import UpdatePolicy
+    from edgepick.registry.activation import activate as do_activate, check_engine
+    from edgepick.registry.store import Registry
+    from edgepick.update.install import install
+
+    cfg = DeployConfig.load(deploy) if deploy else None
+    policy = (cfg.update if cfg else None) or UpdatePolicy()
+    reg = Registry(_root(registry))
+    reg.model(name)  # a wrong name or registry is refused before anything is fetched
+    pkg = package_from(package, url, sha256)
+    with _progress(True) as tick:
+        done = install(reg, name, pkg, version, policy, format_checks=cfg is not None,
+                       threads=threads, progress=tick)
+    console.print(f"{name}@{done.version}: {'already built' if done.reused else 'built'} from "
+                  f"{name}@{done.base} and verified")
+    console.print(_probe_table(done.probe))
+    if not done.probe.passed:
+        raise EdgepickError(f"{name}@{done.version} failed the probe ({done.probe.reason()}); "
+                            f"{name}@{done.active} stays active")
+    if server:
+        payload = {"name": name, "version": done.version,
+                   "canary": policy.canary.model_dump()}
+        _switch_live(server, "activate", payload, api_key)
+        if policy.canary.window_s:
+            console.print(f"canary: the server watches {name}@{done.version} for "
+                          f"{policy.canary.window_s:g} s and rolls back to {done.active} if it "
+                          "serves worse")
+        return
+
+    async def start(path: str) -> None:
+        await check_engine(path, name, done.version)
+
+    before = asyncio.run(do_activate(reg, name, done.version, start))
+    console.print(f"{name}: {before or '-'} → {done.version} (active)")
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(models_app, name="models")

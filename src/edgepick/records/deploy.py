@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from edgepick.errors import InputError
 from edgepick.records.candidate import RuntimeSettings
+from edgepick.records.update import UpdatePolicy
 
 DEPLOY_SCHEMA_VERSION = 1
 
@@ -134,6 +135,7 @@ class DeployConfig(_Strict):
     context_tokens: dict[str, int | None] | None = None
     output_tokens: dict[str, int | None] | None = None
     embeddings: EmbeddingEngine | None = None  # absent: /v1/embeddings answers 501
+    update: UpdatePolicy | None = None  # model updates' probe and canary (docs/registry.md)
 
     def route_for(self, task: str | None) -> str:
         for r in self.routes:
@@ -157,7 +159,7 @@ class DeployConfig(_Strict):
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         data = self.model_dump(mode="json")
-        for key in ("sampling", "embeddings"):
+        for key in ("sampling", "embeddings", "update"):
             if data.get(key) is None:
                 data.pop(key, None)  # absent means greedy/client's own, no embeddings: say nothing
         text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)

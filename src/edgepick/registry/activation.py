@@ -33,8 +33,10 @@ async def activate(registry: Registry, name: str, version: str,
 
 
 async def rollback(registry: Registry, name: str,
-                   start: Callable[[str, str], Awaitable[None]]) -> tuple[str, str]:
-    """Go back to the version active before; returns (from, to)."""
+                   start: Callable[[str, str], Awaitable[None]],
+                   reason: str = "") -> tuple[str, str]:
+    """Go back to the version active before; returns (from, to). `reason` goes into the
+    registry's events (a canary's rollback says which figure was worse)."""
     current = registry.model(name).active or ""
     target = registry.previous(name)
 
@@ -43,6 +45,7 @@ async def rollback(registry: Registry, name: str,
 
     await activate(registry, name, target, start_target)
     registry.pop_history(name, current)
+    registry.record(name, "rollback", target, f"from {current}" + (f": {reason}" if reason else ""))
     return current, target
 
 

@@ -19,16 +19,19 @@ import shutil
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from edgepick.errors import EdgepickError
+from edgepick.records.update import ProbeResult
 
 log = logging.getLogger("edgepick.registry")
 STATE = "registry.json"
 # matched whole (fullmatch): `$` alone would let a trailing newline through
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+MANIFEST = "manifest.json"  # beside each version's file: its per-tensor manifest (update/)
+KEEP_EVENTS = 200
 
 
 class ChecksumMismatch(EdgepickError):
@@ -41,6 +44,26 @@ class VersionEntry(BaseModel):
     sha256: str
     size: int
     added: str
+    manifest: str | None = None  # its per-tensor manifest, relative to the registry directory
+    origin: str | None = None  # how it came: "update from VERSION (package sha256 …)"
+    probe: ProbeResult | None = None  # the fidelity probe it passed or failed before activation
+
+
+class RegistryEvent(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    when: str
+    action: str  # add | update | probe | activate | rollback | canary-open | canary-passed | canary-rollback
+    version: str
+    detail: str = ""
+
+
+class CanaryWindow(BaseModel):
+    """A live activation under watch: `previous` is kept until `until` (epoch seconds)."""
+
+    model_config = ConfigDict(extra="forbid")
+    version: str
+    previous: str
+    until: float
 
 
 class ModelEntry(BaseModel):
@@ -49,12 +72,21 @@ class ModelEntry(BaseModel):
     active: str | None = None
     history: list[str] = Field(default_factory=list)  # versions active before, oldest first
     pending: str | None = None  # an activation started and not committed
+    events: list[RegistryEvent] = Field(default_factory=list)  # the newest KEEP_EVENTS
+    canary: CanaryWindow | None = None
 
 
 class RegistryState(BaseModel):
+    """Schema 2 added manifests, probes, events and the canary window; a schema 1 file reads
+    as it is (every new field has a default) and is written back as 2."""
+
     model_config = ConfigDict(extra="forbid")
-    schema_version: int = 1
+    schema_version: int = 2
     models: dict[str, ModelEntry] = Field(default_factory=dict)
+
+
+def now_iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def sha256_of(path: str | Path) -> str:
@@ -156,32 +188,66 @@ class Registry:
         src = Path(file)
         if not src.is_file():
             raise EdgepickError(f"{file}: no such file")
-        for what, value in (("name", name), ("version", version)):
-            if not NAME_RE.fullmatch(value):
-                raise EdgepickError(f"{what} {value!r}: use letters, digits, '.', '_' or '-' "
-                                    "(at most 64, starting with a letter or digit)")
+        check_names(name, version)
         check_gguf(src)
+        return self.add_built(name, version, src.name, lambda tmp: shutil.copyfile(src, tmp))
+
+    def add_built(self, name: str, version: str, filename: str,
+                  build: Callable[[Path], None], origin: str | None = None) -> VersionEntry:
+        """`build(tmp)` writes the version's file (a copy, or an update applied); it is
+        placed, with its manifest beside it, before the state names it."""
+        from edgepick.update.manifest import build_manifest
+
+        check_names(name, version)
         with self._locked():
-            state = self.state()
-            entry = state.models.setdefault(name, ModelEntry())
-            if version in entry.versions:
+            if version in self.state().models.get(name, ModelEntry()).versions:
                 raise EdgepickError(f"{name}@{version} is already in the registry; add a new "
                                     "version instead of replacing one")
             dest_dir = self.root / "models" / name / version
             dest_dir.mkdir(parents=True, exist_ok=True)
-            dest = dest_dir / src.name
+            dest = dest_dir / filename
             tmp = dest.with_name(dest.name + ".partial")
-            shutil.copyfile(src, tmp)
-            digest = sha256_of(tmp)
+            build(tmp)
+            check_gguf(tmp)
+            manifest = build_manifest(tmp)
+            manifest.file = filename
+            (dest_dir / MANIFEST).write_text(manifest.model_dump_json(), encoding="utf-8")
             crash_point("add-copied")
             os.replace(tmp, dest)
             crash_point("add-placed")
-            ve = VersionEntry(file=str(dest.relative_to(self.root)), sha256=digest,
-                              size=dest.stat().st_size,
-                              added=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+            ve = VersionEntry(file=str(dest.relative_to(self.root)), sha256=manifest.sha256,
+                              size=dest.stat().st_size, added=now_iso(),
+                              manifest=str((dest_dir / MANIFEST).relative_to(self.root)),
+                              origin=origin)
+            state = self.state()
+            entry = state.models.setdefault(name, ModelEntry())
             entry.versions[version] = ve
+            add_event(entry, "update" if origin else "add", version, origin or "")
             self._write(state)
         return ve
+
+    def manifest(self, name: str, version: str):
+        """The version's per-tensor manifest (built now for a version added before manifests
+        were kept)."""
+        from edgepick.update.manifest import build_manifest, load_manifest
+
+        ve = self.model(name).versions[version]
+        if ve.manifest and (self.root / ve.manifest).is_file():
+            return load_manifest(self.root / ve.manifest)
+        return build_manifest(self.path_of(name, version))
+
+    def update_entry(self, name: str, change: Callable[[ModelEntry], None]) -> ModelEntry:
+        """Change one model's entry under the lock, in one atomic write."""
+        with self._locked():
+            state = self.state()
+            if name not in state.models:
+                raise EdgepickError(f"no model '{name}' in the registry {self.root}")
+            change(state.models[name])
+            self._write(state)
+            return state.models[name]
+
+    def record(self, name: str, action: str, version: str, detail: str = "") -> None:
+        self.update_entry(name, lambda e: add_event(e, action, version, detail))
 
     def remove(self, name: str, version: str) -> None:
         with self._locked():
@@ -191,6 +257,11 @@ class Registry:
                 raise EdgepickError(f"{name}@{version} is not in the registry")
             if version in (entry.active, entry.pending):
                 raise EdgepickError(f"{name}@{version} is active; activate another version first")
+            if entry.canary and entry.canary.previous == version and \
+                    time.time() < entry.canary.until:
+                raise EdgepickError(f"{name}@{version} is kept until the canary of "
+                                    f"{entry.canary.version} closes "
+                                    f"({time.strftime('%H:%M:%S', time.localtime(entry.canary.until))})")
             ve = entry.versions.pop(version)
             entry.history = [v for v in entry.history if v != version]
             if not entry.versions:
@@ -225,6 +296,7 @@ class Registry:
                 entry.history = [v for v in entry.history if v != entry.active] + [entry.active]
             entry.history = [v for v in entry.history if v != version]
             entry.active, entry.pending = version, None
+            add_event(entry, "activate", version)
             self._write(state)
 
     def clear_pending(self, name: str) -> None:
@@ -250,3 +322,16 @@ class Registry:
             entry = state.models[name]
             entry.history = [v for v in entry.history if v != version]
             self._write(state)
+
+
+def check_names(name: str, version: str) -> None:
+    for what, value in (("name", name), ("version", version)):
+        if not NAME_RE.fullmatch(value):
+            raise EdgepickError(f"{what} {value!r}: use letters, digits, '.', '_' or '-' "
+                                "(at most 64, starting with a letter or digit)")
+
+
+def add_event(entry: ModelEntry, action: str, version: str, detail: str = "") -> None:
+    entry.events.append(RegistryEvent(when=now_iso(), action=action, version=version,
+                                      detail=detail))
+    del entry.events[:-KEEP_EVENTS]

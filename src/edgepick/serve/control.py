@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from edgepick.errors import EdgepickError
+from edgepick.registry import canary
 from edgepick.registry.activation import activate, rollback
 from edgepick.registry.store import ChecksumMismatch, Registry
 from edgepick.serve.edge import EdgePool
@@ -35,7 +36,10 @@ class RegistryControl:
                 async def start(path: str) -> None:
                     await self.switch(path, version, "activate")
 
+                scrape = canary.snapshot(self.pool.metrics.registry)  # the version before's
                 before = await activate(self.registry, name, version, start)
+                canary.watch(self, self.registry, name, version, before, body.get("canary"),
+                             self.pool.metrics.registry, scrape, self.switch)
                 return {"name": name, "from": before, "to": version}
             if action == "rollback":
                 async def start_rb(version: str, path: str) -> None:
