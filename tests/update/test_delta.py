@@ -9,7 +9,7 @@ import tracemalloc
 
 import pytest
 
-from update_synth import mutate, random_model, write_gguf
+from gguf_synth import mutate, random_model, write_gguf
 
 from edgepick.errors import EdgepickError
 from edgepick.update.apply import WrongBase, apply

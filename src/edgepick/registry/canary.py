@@ -132,7 +132,7 @@ class Canary:
         return worse(figures(now.since(self.before)), self.old, self.policy, peak_memory)
 
     async def run(self) -> str:
-        self.open()
+        """Watch until the window closes or a rollback; `open()` must have been called."""
         peak = 0.0
         try:
             while self.clock() < self.until:
@@ -190,6 +190,7 @@ def watch(owner: Any, registry: Registry, name: str, version: str, previous: str
     canary = Canary(registry, name, version, previous, policy, metrics, before,
                     _marks.get(metrics), switch)
     _marks[metrics] = before
+    canary.open()  # in the registry before the activation answers
     owner.canary = canary
     owner.canary_task = asyncio.get_running_loop().create_task(canary.run())
     return canary

@@ -1,0 +1,139 @@
+"""The canary after a live update: a version that passed the probe but then serves worse (its
+sampling loops, so sampled outputs turn unacceptable) is rolled back by the server itself, with
+the reason in the registry's events and in /metrics; one that serves as well passes the window;
+the previous version is kept while the window is open. The engine is a stand-in pool whose
+answer depends on the version it serves (tests/fake_edge.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import httpx
+import numpy as np
+import pytest
+
+from fake_edge import FakePool, FakeSpec, chat_body, running
+from gguf_synth import write_gguf
+
+from edgepick.errors import EdgepickError
+from edgepick.registry.store import Registry
+
+GOOD = "Paris is the capital of France, on the Seine."
+LOOPING = "the answer is " * 30  # what a sampler stuck in a loop sends
+
+
+@dataclasses.dataclass
+class Spec(FakeSpec):
+    path: str = ""
+
+
+class VersionedPool(FakePool):
+    """Answers GOOD on every version but `bad`, which loops."""
+
+    bad = "2"
+
+    async def switch_to(self, spec, cause: str) -> None:
+        self.spec = spec
+        self.metrics.swaps.labels(cause, spec.version).inc()
+        self.metrics.active_model.labels(spec.name, spec.version).set(1)
+
+    async def forward(self, kind, body, stream, deadline):
+        served = await super().forward(kind, body, stream, deadline)
+        text = LOOPING if self.spec.version == self.bad else GOOD
+        served.body = chat_body(text)
+        return served
+
+
+@pytest.fixture()
+def server(tmp_path):
+    from edgepick.serve.app import ServeState, create_app
+    from edgepick.serve.control import RegistryControl
+    from edgepick.serve.settings import ServeSettings
+
+    reg = Registry(tmp_path / "reg", create=True)
+    for v in ("1", "2", "3"):
+        f = write_gguf(tmp_path / f"m{v}.gguf", {"general.name": f"v{v}"},
+                       [("w", "F32", np.full((2, 32), float(v)))])
+        reg.add(f, "fake-model", v)
+    reg.commit("fake-model", "1")
+    pool = VersionedPool(Spec(path=str(reg.path_of("fake-model", "1"))))
+    admin = RegistryControl(reg, pool)
+    state = ServeState(pool, ServeSettings(sample_rate=1.0), admin=admin)
+    with running(create_app(state)) as port:
+        yield f"http://127.0.0.1:{port}", reg, pool, admin
+
+
+def _chat(base: str, n: int) -> None:
+    for _ in range(n):
+        r = httpx.post(f"{base}/v1/chat/completions", timeout=10,
+                       json={"messages": [{"role": "user", "content": "Capital of France?"}]})
+        assert r.status_code == 200, r.text
+
+
+CANARY = {"window_s": 30, "check_every_s": 0.05, "min_requests": 8, "min_sampled": 8}
+
+
+def _wait(cond, what: str, timeout: float = 15) -> None:
+    end = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < end, what
+        time.sleep(0.05)
+
+
+def test_a_looping_update_is_rolled_back_by_the_canary(server):
+    base, reg, pool, admin = server
+    _chat(base, 12)  # version 1's record: every sampled answer fine
+    r = httpx.post(f"{base}/admin/models/activate", timeout=30,
+                   json={"name": "fake-model", "version": "2", "canary": CANARY})
+    assert r.status_code == 200, r.text
+    assert reg.model("fake-model").active == "2"
+    assert reg.model("fake-model").canary.previous == "1"
+    with pytest.raises(EdgepickError, match="kept until the canary"):
+        reg.remove("fake-model", "1")
+    _chat(base, 12)  # version 2 loops
+    _wait(lambda: reg.model("fake-model").active == "1", "the canary did not roll back")
+    entry = reg.model("fake-model")
+    assert pool.spec.version == "1" and entry.canary is None
+    rolled = [e for e in entry.events if e.action == "canary-rollback"]
+    assert rolled and "unacceptable_rate" in rolled[-1].detail
+    back = [e for e in entry.events if e.action == "rollback"][-1]
+    assert back.version == "1" and "canary: unacceptable_rate" in back.detail
+    metrics = httpx.get(f"{base}/metrics").text
+    assert 'edgepick_canary_rollbacks_total{figure="unacceptable_rate",version="2"} 1.0' in metrics
+    assert 'edgepick_model_swaps_total{cause="canary-rollback",to_version="1"} 1.0' in metrics
+    assert admin.canary.outcome.startswith("rolled back: unacceptable_rate")
+
+
+def test_an_update_that_serves_as_well_passes_the_window(server):
+    base, reg, pool, admin = server
+    _chat(base, 10)
+    short = dict(CANARY, window_s=1.0)
+    r = httpx.post(f"{base}/admin/models/activate", timeout=30,
+                   json={"name": "fake-model", "version": "3", "canary": short})
+    assert r.status_code == 200, r.text
+    _chat(base, 10)
+    _wait(lambda: admin.canary.outcome is not None, "the window did not close")
+    entry = reg.model("fake-model")
+    assert admin.canary.outcome == "passed" and entry.active == "3" and entry.canary is None
+    assert [e.action for e in entry.events][-2:] == ["canary-open", "canary-passed"]
+    reg.remove("fake-model", "1")  # the window closed: the old version may go now
+
+
+def test_figures_compare_with_their_intervals():
+    from edgepick.records.update import CanaryPolicy
+    from edgepick.registry.canary import Figures, worse
+
+    p = CanaryPolicy(min_requests=10, min_sampled=10)
+    old = Figures(requests=100, errors=1, sampled=40, unacceptable=2, ttft_p99_s=0.2,
+                  memory=100e6)
+    same = Figures(requests=50, errors=1, sampled=20, unacceptable=2, ttft_p99_s=0.22,
+                   memory=100e6)
+    assert worse(same, old, p, peak_memory=110e6) == []
+    few = Figures(requests=5, errors=5, sampled=5, unacceptable=5, ttft_p99_s=9, memory=0)
+    assert worse(few, old, p, peak_memory=0) == []  # too little evidence to say anything
+    bad = Figures(requests=50, errors=20, sampled=20, unacceptable=2, ttft_p99_s=0.5,
+                  memory=300e6)
+    got = " | ".join(worse(bad, old, p, peak_memory=300e6))
+    assert "error_rate" in got and "ttft_p99" in got and "memory" in got
+    assert "unacceptable" not in got
