@@ -65,6 +65,8 @@ class FakePool:
         self.fail_with: Exception | None = None
         self.seen: list[dict] = []
         self.embedder = self if self.spec.embeddings else None  # its own embedding engine
+        self.n_vocab = 64  # a word's token id is its length (tokenize), so ids stay small
+        self.embedding_width = 2
 
     async def start(self) -> None:
         self.ready = True
@@ -81,6 +83,13 @@ class FakePool:
         return ([1] if add_special else []) + [len(w) for w in text.split()]
 
     async def detokenize(self, tokens: list[int]) -> str:
+        # ids at or over the vocabulary are refused, as the real pool does: "x" * a fuzzed id
+        # of 10^12 once grew pytest to ~24 GB (issue 37)
+        if any(t >= self.n_vocab for t in tokens):
+            from edgepick.serve.router_api import BadRequest
+
+            raise BadRequest(f"'tokens': ids must be below the vocabulary size {self.n_vocab}",
+                             param="tokens")
         return " ".join("x" * t for t in tokens)
 
     async def props(self) -> dict:

@@ -62,7 +62,8 @@ def test_feedback_references_and_history_through_the_app(cli, tmp_path):
             again = httpx.post(base + "/v1/feedback", json={"request_id": ids["qa"],
                                                             "rating": "down"}).json()
             assert again["counted"] is False
-            bad = httpx.post(base + "/v1/feedback", content=b"[" * 5000)
+            bad = httpx.post(base + "/v1/feedback", content=b"[" * 5000,
+                             headers={"content-type": "application/json"})
             assert bad.status_code == 400 and bad.json()["error"]["type"]
             assert "badcase" in rows()[ids["qa"]]["tags"]
             metrics = httpx.get(base + "/metrics").text

@@ -34,6 +34,9 @@ class FakeEngine:
     def __init__(self, spec: EngineSpec, memory: int = 10 << 20) -> None:
         self.spec, self.memory = spec, memory
         self.answers = True
+        self.loop_answers = True  # False: /health answers, the main loop does not
+        self.processing = 0
+        self.decodes = 0
         self.stopping = False
         self.proc: _Proc | None = None
         self.inflight = 0
@@ -43,7 +46,7 @@ class FakeEngine:
         FakeEngine.started += 1
         self.proc = _Proc()
 
-    async def stop(self) -> None:
+    async def stop(self, grace_s: float = 5.0, abort=None) -> None:
         self.stopping = True
         if self.proc and self.proc.returncode is None:
             self.proc.exit(0)
@@ -52,6 +55,13 @@ class FakeEngine:
         if not self.answers:
             await asyncio.sleep(timeout_s)
         return self.answers
+
+    async def loop_state(self, timeout_s: float) -> dict | None:
+        """The main loop's answer (llama-server's /metrics): None when it is wedged."""
+        if not self.loop_answers:
+            await asyncio.sleep(timeout_s)
+            return None
+        return {"processing": self.processing, "decodes": self.decodes, "deferred": 0}
 
     @property
     def alive(self) -> bool:
@@ -63,7 +73,7 @@ class FakeEngine:
     def log_tail(self) -> str:
         return "(fake)"
 
-    async def drain(self, timeout_s: float) -> bool:
+    async def drain(self, timeout_s: float, abort=None) -> bool:
         return True
 
 
@@ -117,7 +127,7 @@ def test_restarts_beyond_the_budget_are_refused_and_reported():
         pool = _pool(max_restarts=2, restart_window_s=600)
         await pool.start()
         assert await pool.restart("memory") and await pool.restart("memory")
-        assert not await pool.restart("memory")
+        assert not await pool.restart("crash")  # a live engine past the budget: kept
         assert pool.status == "degraded" and pool.ready  # it keeps serving, and says so
         assert "no more restarts" in pool.health()["detail"]
         assert _metric(pool, "edgepick_engine_restarts_total", reason="memory") == 2
@@ -125,6 +135,45 @@ def test_restarts_beyond_the_budget_are_refused_and_reported():
         pool.engine.proc.exit(-9)
         await _until(lambda: pool.status == "failed")
         assert not pool.ready
+        await pool.aclose()
+    asyncio.run(main())
+
+
+def _wedge_loop(engine: FakeEngine) -> None:
+    engine.loop_answers = False  # /health answers (the HTTP thread), /metrics not (the loop)
+
+
+def _stall_slot(engine: FakeEngine) -> None:
+    engine.processing = 1  # holds a request, and its decode count never moves
+
+
+@pytest.mark.parametrize("fault", [_wedge_loop, _stall_slot])
+def test_a_wedged_main_loop_or_a_stalled_slot_is_hung(fault):
+    async def main():
+        pool = _pool(probe_timeout_s=0.05, hung_after_s=0.5)
+        await pool.start()
+        first = pool.engine
+        fault(first)
+        await _until(lambda: pool.engine is not first and pool.ready)
+        assert _metric(pool, "edgepick_engine_restarts_total", reason="hung") == 1
+        await pool.aclose()
+    asyncio.run(main())
+
+
+def test_over_memory_or_hung_past_the_budget_stops_the_engine_and_fails_fast():
+    async def main():
+        from edgepick.serve.router_api import EngineUnavailable
+
+        pool = _pool(max_restarts=1, restart_window_s=600)
+        await pool.start()
+        assert await pool.restart("memory")
+        engine = pool.engine
+        assert not await pool.restart("memory")  # the watchdog wins: stopped all the same
+        assert engine.stopping and not engine.alive and pool.status == "failed"
+        for call in (pool.forward("chat", {"messages": []}, False, 1e12), pool.tokenize("hi")):
+            with pytest.raises(EngineUnavailable) as exc:
+                await asyncio.wait_for(call, 1.0)  # at once, never after the deadline
+            assert exc.value.retry_after and "failed" in exc.value.message
         await pool.aclose()
     asyncio.run(main())
 

@@ -19,7 +19,8 @@ from edgepick.serve.settings import ServeSettings
 # ServeSettings field → its flag (None: --field-name); sizes (1MiB) are read as text
 SETTING_FLAGS: dict[str, str | None] = {
     "host": None, "port": None, "slots": None, "queue": None, "deadline": None,
-    "api_key": None, "max_body": None, "body_timeout": None, "cors_origin": None,
+    "api_key": None, "max_body": None, "body_timeout": None, "header_timeout": None,
+    "cors_origin": None,
     "max_tokens": None, "max_prompt_tokens": None, "mem_limit": None, "mem_check": None,
     "restart_cooldown": None, "drain_timeout": None, "probe_timeout": None, "hung_after": None,
     "max_restarts": None, "restart_window": None, "policy": None, "registry": None,

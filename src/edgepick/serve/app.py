@@ -12,122 +12,40 @@ import asyncio
 import logging
 import time
 from contextlib import asynccontextmanager
-from typing import Any, Awaitable, Callable
+from typing import Callable
 
 from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.middleware.cors import CORSMiddleware
 
-from edgepick.errors import first_problem
 from edgepick.serve.embeddings import answer as embedding_answer, embedding_body
 from edgepick.serve.engine_api import engine_router
 from edgepick.serve.feedback import loop_router
-from edgepick.serve.errors import (BadRequest, ClientGone, EdgeOnlyUnavailable, NotFound,
-                                   NotImplementedHere, ServeError, UpstreamError, for_status,
-                                   from_upstream)
+from edgepick.serve.errors import (ClientGone, EdgeOnlyUnavailable, NotFound,
+                                   NotImplementedHere, ServeError, UpstreamError, from_upstream)
 from edgepick.serve.middleware import REQUEST_ID, RequestGuard
 from edgepick.serve.openapi_doc import describe, install
+from edgepick.serve.refusals import OpenAICORS, error_response, install_refusals
 from edgepick.serve.relay import Outcome, measure_body, relay_stream
 from edgepick.serve.request_models import NOT_READY
-from edgepick.serve.request_checks import (apply_sampling, check_body, check_key, parse_json,
-                                           read_body)
-from edgepick.serve.router_api import (Edge, EdgeOnlyRouter, Kind, RouteRequest, Router)
-from edgepick.serve.sampling import Sampler
-from edgepick.serve.settings import ServeSettings
+from edgepick.serve.request_checks import apply_sampling, check_body, check_key, read_json
+from edgepick.serve.router_api import Edge, Kind, RouteRequest
+from edgepick.serve.state import TASK_HEADER, ServeState, route, until_disconnect  # noqa: F401
 from edgepick.serve.forced_routes import MockFailingEdge, forced_routes
 
 log = logging.getLogger("edgepick.serve")
 ENDPOINTS: dict[str, str] = {"chat": "/v1/chat/completions", "completion": "/v1/completions",
                              "embedding": "/v1/embeddings"}
-TASK_HEADER = "x-edgepick-task"
 
 
-def error_response(err: ServeError) -> JSONResponse:
-    if isinstance(err, UpstreamError):
-        err = from_upstream(err)
-    return JSONResponse(err.payload(), status_code=err.status, headers=err.headers() or None)
-
-
-class ServeState:
-    """What the handlers share: the pool, the router, the settings, the deploy's serving rules
-    (sampling, edge-only tasks), and background jobs."""
-
-    def __init__(self, pool, settings: ServeSettings, router: Router | None = None,
-                 sampler: Sampler | None = None,
-                 background: list[Callable[[], Awaitable[None]]] | None = None,
-                 admin: Any = None, deploy: Any = None, test_headers: bool = False) -> None:
-        self.pool = pool
-        self.settings = settings
-        self.router = router or EdgeOnlyRouter()
-        self.sampler = sampler or Sampler(settings.sample_rate, settings.sample_out)
-        self.background = background or []
-        self.admin = admin  # registry controller (serve/control.py), when --registry is given
-        self.metrics = pool.metrics
-        self.start_error: Exception | None = None
-        self.on_start_failed: Callable[[Exception], None] | None = None
-        self.deploy = deploy  # the DeployConfig served, when serve was given one
-        sampling = getattr(deploy, "sampling", None)
-        self.sampling: dict = sampling.model_dump(exclude_none=True) if sampling else {}
-        self.lock_sampling = bool(getattr(deploy, "lock_sampling", False))
-        self.edge_only: frozenset[str] = frozenset(getattr(deploy, "edge_only_tasks", None) or ())
-        self.offline = getattr(deploy, "network", "online") == "offline"
-        # x-edgepick-force-route / x-edgepick-mock-failure: tests only (route.allow_forced_route)
-        self.test_headers = test_headers
-
-    @property
-    def max_prompt_tokens(self) -> int:
-        if self.settings.max_prompt_tokens:
-            return self.settings.max_prompt_tokens
-        # A router that cuts long chats to the window or sends them to the cloud declares its
-        # own limit (route/router.py); the edge-only default is what the engine can take.
-        declared = getattr(self.router, "max_prompt_tokens", None)
-        if declared:
-            return declared
-        n_ctx = self.pool.spec.runtime.n_ctx  # room for the answer, but never under half
-        return n_ctx - min(self.settings.max_tokens, n_ctx // 2)
-
-    def task_of(self, request: RouteRequest) -> str | None:
-        """The request's task type: the router's own reading when it has one (a classifier),
-        else the `x-edgepick-task` header or `metadata.task`."""
-        finder = getattr(self.router, "task_of", None)
-        if finder is not None:
-            return finder(request)
-        meta = request.body.get("metadata")
-        task = request.headers.get(TASK_HEADER)
-        if not task and isinstance(meta, dict) and meta.get("task"):
-            task = str(meta["task"])
-        return task or None
-
-
-async def _until_disconnect(request: Request) -> None:
-    # the body has been read, so the next ASGI message is the disconnect (or nothing at all)
-    while (await request.receive())["type"] != "http.disconnect":
-        pass
-
-
-async def _route(state: ServeState, rr: RouteRequest, edge: Edge):
-    """The router's answer; an edge-only task (or any request under `network: offline`) never
-    leaves the edge, whatever the router does."""
-    private = rr.task is not None and rr.task in state.edge_only
-    try:
-        routed = await state.router.route(rr, edge)
-    except ServeError as err:
-        if private and not isinstance(err, BadRequest) and err.status >= 429:
-            raise EdgeOnlyUnavailable(
-                f"task '{rr.task}' stays on this device (deploy.yaml edge_only_tasks) and the "
-                f"edge cannot serve it now: {err.message}", retry_after=err.retry_after) from None
-        raise
-    if (private or state.offline) and not routed.route.startswith("edge"):
-        await routed.response.aclose()  # a router that broke the contract
-        log.error("router %s answered a request that must stay on the edge from %s; refused",
-                  type(state.router).__name__, routed.route)
-        raise EdgeOnlyUnavailable("this request must stay on this device (deploy.yaml "
-                                  "edge_only_tasks / network: offline); the router did not keep "
-                                  "it there")
-    return routed
+def limits(state: ServeState) -> dict[str, int | None]:
+    """This server's limits, for /openapi.json: what the schema allows is what it accepts."""
+    pool = state.pool
+    emb = getattr(pool, "embedder", None)
+    return {"max_tokens": state.settings.max_tokens, "slots": pool.spec.slots,
+            "n_vocab": getattr(pool, "n_vocab", None),
+            "embedding_vocab": getattr(emb, "n_vocab", None),
+            "embedding_width": getattr(emb, "embedding_width", None)}
 
 
 def create_app(state: ServeState) -> FastAPI:
@@ -162,39 +80,11 @@ def create_app(state: ServeState) -> FastAPI:
 
     app = FastAPI(title="edgepick serve", version="1", lifespan=lifespan, docs_url=None,
                   redoc_url=None, openapi_url="/openapi.json")
-    install(app)
+    install(app, lambda: limits(state))
     app.include_router(engine_router(state))  # tokenizer, probes, engine slots (E)
     app.include_router(loop_router(state))  # feedback, metrics history (H, serve/feedback.py)
 
-    # every refusal answers in the OpenAI error shape, the framework's own included
-    @app.exception_handler(ServeError)
-    async def _serve_error(_request: Request, err: ServeError) -> Response:
-        return error_response(err)
-
-    @app.exception_handler(StarletteHTTPException)
-    async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
-        if exc.status_code == 404:
-            err: ServeError = NotFound(f"no endpoint {request.method} {request.url.path}; "
-                                       "see /openapi.json")
-        elif exc.status_code == 405:
-            err = for_status(405, f"{request.method} is not allowed on {request.url.path}")
-        else:
-            err = for_status(exc.status_code, str(exc.detail))
-        resp = error_response(err)
-        for k, v in (exc.headers or {}).items():
-            resp.headers[k] = v
-        return resp
-
-    @app.exception_handler(RequestValidationError)
-    async def _invalid(_request: Request, exc: RequestValidationError) -> Response:
-        field, problem = first_problem(exc)
-        param = ".".join(p for p in (field or "").split(".") if p not in ("body", "path", "query"))
-        return error_response(BadRequest(f"'{param}': {problem}", param=param or None))
-
-    @app.exception_handler(Exception)
-    async def _bug(_request: Request, exc: Exception) -> Response:
-        log.exception("request failed")  # a bug must still answer, be counted and be logged
-        return error_response(ServeError(f"internal error ({type(exc).__name__})"))
+    install_refusals(app)  # every refusal in the OpenAI error shape (serve/refusals.py)
 
     if s.cors_origin:
         if "*" in s.cors_origin:
@@ -202,7 +92,7 @@ def create_app(state: ServeState) -> FastAPI:
                         "'*'); the API key is still required")
         # preflights are answered here without the key (browsers never send it on them); the
         # call that follows still needs it
-        app.add_middleware(CORSMiddleware, allow_origins=list(s.cors_origin),
+        app.add_middleware(OpenAICORS, allow_origins=list(s.cors_origin),
                            allow_methods=["GET", "POST", "OPTIONS"],
                            allow_headers=["authorization", "content-type", "x-api-key",
                                           REQUEST_ID, TASK_HEADER],
@@ -252,8 +142,10 @@ def create_app(state: ServeState) -> FastAPI:
         rid = request.state.request_id
         try:
             check_key(request, s.api_key)
-            raw = parse_json(await read_body(request, s.max_body, s.body_timeout))
+            raw = await read_json(request, s.max_body, s.body_timeout)
             body = await check_body(kind, raw, max_tokens=s.max_tokens,
+                                    max_n=state.pool.spec.slots,
+                                    n_vocab=getattr(state.pool, "n_vocab", None),
                                     max_prompt_tokens=state.max_prompt_tokens,
                                     count_tokens=state.pool.count_tokens)
             stream = body.get("stream") is True
@@ -273,12 +165,12 @@ def create_app(state: ServeState) -> FastAPI:
                            if rr.task in state.edge_only else "deploy.yaml says network: offline")
                     raise EdgeOnlyUnavailable(f"{why}; a forced route to the cloud is refused")
                 rr.paths = ("edge",)
-            task = asyncio.create_task(_route(state, rr, edge))
+            task = asyncio.create_task(route(state, rr, edge))
             # one step lets a refusal (429, 503) finish before a disconnect watcher is set up:
             # under overload most requests end here, and they must end fast
             await asyncio.sleep(0)
             if not task.done():
-                gone = asyncio.create_task(_until_disconnect(request))
+                gone = asyncio.create_task(until_disconnect(request))
                 await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
                 gone.cancel()
                 if not task.done():  # the client left: cancelling closes the engine connection
@@ -323,12 +215,12 @@ def create_app(state: ServeState) -> FastAPI:
         embedder = getattr(state.pool, "embedder", None)
         try:
             check_key(request, s.api_key)
-            raw = parse_json(await read_body(request, s.max_body, s.body_timeout))
+            raw = await read_json(request, s.max_body, s.body_timeout)
             if embedder is None:
                 raise NotImplementedHere("this server has no embedding engine: deploy.yaml does "
                                          "not enable one (embeddings: {model, pooling}; "
                                          "docs/serve.md)")
-            body = embedding_body(raw)
+            body = embedding_body(raw, getattr(embedder, "n_vocab", None))
             resp = await embedder.forward("embedding", body, False, t0 + s.deadline)
             out = embedding_answer(resp.body or {}, embedder.spec.name, raw.get("dimensions"))
         except ServeError as err:
@@ -388,7 +280,7 @@ def create_app(state: ServeState) -> FastAPI:
         check_key(request, s.api_key)
         if state.admin is None:
             raise NotFound("this server was started without --registry")
-        raw = parse_json(await read_body(request, s.max_body, s.body_timeout))
+        raw = await read_json(request, s.max_body, s.body_timeout)
         return JSONResponse(await state.admin.handle(action, raw))
 
     return app

@@ -25,7 +25,7 @@ import asyncio
 import logging
 import time
 from collections import deque
-from typing import AsyncIterator, Awaitable, Callable
+from typing import Awaitable, Callable
 
 import httpx
 
@@ -33,18 +33,21 @@ from edgepick.backends import llama_server_client as lsc
 from edgepick.errors import EdgepickError
 from edgepick.serve.admission import Admission, ResourceCheck, ResourcePolicy, slots_needed
 from edgepick.serve.engine import Engine, EngineSpec
-from edgepick.serve.errors import ServeError, sse_event
+from edgepick.serve.engine_http import relay_error, send, sse_error  # noqa: F401 (re-export)
 from edgepick.serve.metrics import ServeMetrics
+from edgepick.serve.supervisor import Supervised
 from edgepick.serve.router_api import (BadRequest, DeadlineExceeded, EngineUnavailable, Kind,
                                        ServedResponse, UpstreamError)
 
 log = logging.getLogger("edgepick.serve")
 
+ENGINE_NOTICE_S = 5.0  # longest a cancelled non-streaming request's slot is held for the engine
+FAILED_RETRY_S = 60  # Retry-After once serve has stopped restarting its engine
 PATHS: dict[str, str] = {"chat": "/v1/chat/completions", "completion": "/v1/completions",
                          "embedding": "/v1/embeddings"}
 
 
-class EdgePool:
+class EdgePool(Supervised):
     def __init__(self, spec: EngineSpec, *, queue: int, metrics: ServeMetrics | None = None,
                  resources: ResourcePolicy | None = None, drain_timeout_s: float = 30.0,
                  log_dir: str | None = None,
@@ -77,6 +80,8 @@ class EdgePool:
         self._tasks: list[asyncio.Task] = []
         self._restarts: deque[float] = deque()
         self._last_answer = time.monotonic()  # the active engine's last answer to a probe
+        self._tails: set[asyncio.Task] = set()  # slots held until the engine lets go
+        self._progress: tuple[int | None, float] = (None, time.monotonic())  # decodes, since
         self.on_switch: list[Callable[[EngineSpec], Awaitable[None] | None]] = []
         self.embedder: EdgePool | None = None
         if embeddings is not None:
@@ -152,142 +157,35 @@ class EdgePool:
         if self.embedder is not None:
             await self.embedder.aclose()
 
-    async def _supervise(self) -> None:
-        """A child that dies on its own is restarted (counted as a crash) while the restart
-        budget lasts."""
-        while True:
-            engine = self.engine
-            if engine is None or engine.proc is None or self.status == "failed":
-                await asyncio.sleep(0.2)
-                continue
-            code = await engine.proc.wait()
-            if engine is self.engine and not engine.stopping and self.status != "failed":
-                # how it died (signal, OOM) is classified by serve/feedback.watch_engine
-                log.error("engine %s@%s exited with code %s; restarting (last log lines: %s)",
-                          engine.spec.name, engine.spec.version, code, engine.log_tail())
-                await self.restart("crash", drain=False)
-                continue
-            await asyncio.sleep(0.2)
+    def _refuse_unless_ready(self) -> None:
+        """A new request to an engine that is not serving is answered 503 at once (loading,
+        restarting, unresponsive, failed), never queued behind it (issue 35 item 3)."""
+        if not self.ready:
+            raise self._unavailable()
 
-    async def _watch_liveness(self) -> None:
-        """Probe the active engine every second: no answer within the probe timeout reads not
-        ready; no answer for `hung_after_s` restarts it (reason "hung")."""
-        every = min(1.0, self.probe_timeout_s)
-        self._last_answer = time.monotonic()
-        while True:
-            await asyncio.sleep(every)
-            try:
-                await self._probe_once()
-            except Exception:  # the watcher must outlive any one failed probe or restart
-                log.exception("engine liveness probe")
-
-    async def _probe_once(self) -> None:
-        engine = self.engine
-        if engine is None or engine.stopping or self.status not in ("ready", "degraded",
-                                                                    "unresponsive"):
-            self._last_answer = time.monotonic()
-            return
-        ok = await engine.probe(self.probe_timeout_s)
-        if engine is not self.engine or engine.stopping:
-            return
-        now = time.monotonic()
-        if ok:
-            self._last_answer = now
-            if self.status == "unresponsive":
-                log.warning("engine %s@%s answers again", engine.spec.name, engine.spec.version)
-                self._set_ready(True, "degraded" if self.degraded else "ready")
-            return
-        if self.status != "unresponsive":
-            log.error("engine %s@%s did not answer a health probe within %.1f s: not ready",
-                      engine.spec.name, engine.spec.version, self.probe_timeout_s)
-            self._set_ready(False, "unresponsive")
-        if now - self._last_answer >= self.hung_after_s and engine.alive:
-            log.error("engine %s@%s silent for %.0f s: restarting it", engine.spec.name,
-                      engine.spec.version, now - self._last_answer)
-            await self.restart("hung", drain=False)
-            self._last_answer = time.monotonic()
-
-    def _may_restart(self, reason: str) -> bool:
-        """Spend one restart of the budget, or refuse (and report degraded) when it is gone."""
-        now = time.monotonic()
-        while self._restarts and now - self._restarts[0] > self.restart_window_s:
-            self._restarts.popleft()
-        if len(self._restarts) >= self.max_restarts:
-            if self.degraded is None:
-                self.degraded = (f"{len(self._restarts)} engine restarts within "
-                                 f"{self.restart_window_s:.0f} s (the last for {reason}): no "
-                                 "more restarts")
-                log.error("%s; serving on as it is", self.degraded)
-            return False
-        self._restarts.append(now)
-        return True
-
-    async def restart(self, reason: str, *, drain: bool = True) -> bool:
-        """Stop the engine (after a drain) and start it again; queued requests wait. False when
-        the restart budget is spent: the engine is left as it is (a dead one: failed)."""
-        async with self._switch_lock:
-            if not self._may_restart(reason):
-                old = self.engine
-                if old is None or not old.alive:
-                    self._set_ready(False, "failed")
-                elif self.ready:
-                    self.status = "degraded"
-                return False
-            old = self.engine
-            self._set_ready(False, "restarting")
-            self.metrics.restarts.labels(reason if self.role == "chat"
-                                         else f"{self.role}_{reason}").inc()
-            if old is not None:
-                if drain and not await old.drain(self.drain_timeout_s):
-                    log.warning("drain timed out with %d request(s) in flight; they get a "
-                                "retriable 503", old.inflight)
-                await old.stop()
-            log.warning("engine restart (%s): %s@%s", reason, self.spec.name, self.spec.version)
-            delay = 1.0
-            while True:
-                engine = self._factory(self.spec)
-                try:  # no start checks: the engine already passed them once
-                    await engine.start()
-                    break
-                except Exception as exc:  # keep admitted requests waiting, retry the start
-                    if not self._may_restart("failed start"):
-                        log.error("engine restart failed: %s; giving up", exc)
-                        self._set_ready(False, "failed")
-                        return False
-                    log.error("engine restart failed: %s; retrying in %.0f s", exc, delay)
-                    await asyncio.sleep(delay)
-                    delay = min(delay * 2, 30.0)
-            self._activate(engine)
-            return True
-
-    async def switch_to(self, spec: EngineSpec, cause: str) -> None:
-        """Start `spec` beside the serving engine, switch when healthy, drain the old one.
-        If the new engine fails to start, the old one keeps serving and the error propagates."""
-        async with self._switch_lock:
-            new = self._factory(spec)
-            await new.start()
-            await self._checked(new)
-            old = self.engine
-            self._activate(new)
-            self.metrics.swaps.labels(cause, spec.version).inc()
-            log.warning("switched to %s@%s (%s)", spec.name, spec.version, cause)
-            for hook in self.on_switch:
-                res = hook(spec)
-                if asyncio.iscoroutine(res):
-                    await res
-        if old is not None:
-            await old.drain(self.drain_timeout_s)
-            await old.stop()
+    def _unavailable(self) -> EngineUnavailable:
+        if self.status == "failed":
+            return EngineUnavailable(f"the engine failed and is not restarted any more "
+                                     f"({self.degraded or 'restart budget spent'}); see "
+                                     "/health", retry_after=FAILED_RETRY_S)
+        return EngineUnavailable(f"the engine is {self.status}; retry shortly", retry_after=2)
 
     async def _ready_engine(self, deadline: float | None = None) -> Engine:
-        timeout = self.drain_timeout_s + 60 if deadline is None else max(
-            deadline - time.monotonic(), 0)
-        try:
-            await asyncio.wait_for(self._ready.wait(), timeout)
-        except asyncio.TimeoutError:
-            if deadline is not None:
-                raise DeadlineExceeded("deadline passed while the engine was not ready") from None
-            raise EngineUnavailable("no engine ready", retry_after=5) from None
+        """The serving engine. Without a deadline (tokenizer, props) not ready is a 503 at once;
+        a request admitted before a restart waits for the new engine within its deadline,
+        unless serve fails meanwhile."""
+        if deadline is None:
+            self._refuse_unless_ready()
+        while not self.ready:
+            if self.status == "failed":
+                raise self._unavailable()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise DeadlineExceeded("deadline passed while the engine was not ready")
+            try:
+                await asyncio.wait_for(self._ready.wait(), min(left, 0.2))
+            except asyncio.TimeoutError:
+                pass
         engine = self.engine
         assert engine is not None and engine.client is not None
         return engine
@@ -319,14 +217,19 @@ class EdgePool:
                                     retry_after=2) from None
 
     async def _vocab_size(self, engine: Engine) -> int | None:
-        """The served model's vocabulary size (llama-server's /v1/models `meta.n_vocab`), read
-        once per engine."""
-        if getattr(engine, "n_vocab", None) is None:
-            r = await engine.client.get("/v1/models", timeout=10)
-            lsc.check(r)
-            data = (r.json().get("data") or [{}])[0]
-            engine.n_vocab = (data.get("meta") or {}).get("n_vocab") or 0
+        """The served model's vocabulary size, read by the engine when it started."""
+        if engine.n_vocab is None:
+            await engine._read_meta()
         return engine.n_vocab
+
+    @property
+    def n_vocab(self) -> int | None:
+        return self.engine.n_vocab if self.engine is not None else None
+
+    @property
+    def embedding_width(self) -> int | None:
+        """An embedding engine's vector width (its model's n_embd)."""
+        return self.engine.n_embd if self.engine is not None and self.spec.pooling else None
 
     async def props(self) -> dict:
         engine = await self._ready_engine()
@@ -352,14 +255,18 @@ class EdgePool:
             from edgepick.serve.scoring import score_request
 
             return await score_request(self, body, stream, deadline)
+        self._refuse_unless_ready()
         n = slots_needed(body)
-        if kind == "embedding":  # one slot per input, the whole engine for a longer list
-            n = min(n, self.admission.slots)
+        self.admission.check_size(body.get("n") or 1)  # `n` itself must fit (the schema says)
+        # several prompts (or inputs) beyond the slots take the whole engine, which runs them
+        # in turn within this one request: nothing of another request waits unseen inside it
+        n = min(n, self.admission.slots)
         body, degraded = self.resources.apply(body)
         self.admission.enter(n)
         wait_s = await self.admission.acquire(deadline, n)
         held_from = time.monotonic()
         engine: Engine | None = None
+        sent = False
 
         def release() -> None:
             if engine is not None:
@@ -380,7 +287,14 @@ class EdgePool:
                 headers["x-edgepick-degraded"] = degraded
                 self.metrics.degraded.inc()
             req = engine.client.build_request("POST", PATHS[kind], json=payload)
-            resp = await self._send(engine, req, deadline, stream)
+            sent = True
+            resp = await send(engine, req, deadline, stream)
+        except (asyncio.CancelledError, DeadlineExceeded):
+            if sent and not stream:  # the engine goes on until it notices: hold the slots
+                self._release_after_tail(engine, release, n)
+            else:
+                release()
+            raise
         except BaseException:
             release()
             raise
@@ -390,7 +304,7 @@ class EdgePool:
             finally:
                 release()
             return ServedResponse(body=data, headers=headers, queue_wait_s=wait_s)
-        chunks = lsc.relay(resp.aiter_raw(), deadline, _relay_error)
+        chunks = lsc.relay(resp.aiter_raw(), deadline, relay_error)
 
         async def close() -> None:
             try:
@@ -401,56 +315,35 @@ class EdgePool:
 
         return ServedResponse(chunks=chunks, headers=headers, queue_wait_s=wait_s, _closer=close)
 
+    def _release_after_tail(self, engine: Engine, release: Callable[[], None], n: int) -> None:
+        """Release a non-streaming request's slots once the engine has let go of it, not when
+        its client left. llama-server looks at a non-streaming client's socket only when no
+        result came for HTTP_POLLING_SECONDS (1 s; tools/server/server-context.cpp, through
+        server_response_reader::wait_for_all and cpp-httplib's is_socket_alive), then cancels
+        the task before the next decode. Until then the slot is busy, and a request admitted
+        into it would wait inside the engine unseen (issue 35 item 6). Bounded by
+        ENGINE_NOTICE_S; the engine's own counters (its /metrics) say when it is done."""
+
+        async def hold() -> None:
+            try:
+                end = time.monotonic() + ENGINE_NOTICE_S
+                while time.monotonic() < end and engine.alive and not engine.stopping:
+                    use = await engine.loop_state(1.0)
+                    if use is None or use["processing"] + max(use["deferred"], 0) \
+                            <= self.admission.busy - n:
+                        break
+                    await asyncio.sleep(0.05)
+            finally:
+                release()
+
+        task = asyncio.create_task(hold())
+        self._tails.add(task)
+        task.add_done_callback(self._tails.discard)
+
     def admitted(self, deadline: float, n: int = 1) -> "_Held":
         """`async with pool.admitted(deadline)`: an admission place and `n` slots for work the
         pool runs itself (prompt scoring), under the same bounds as any request."""
         return _Held(self.admission, deadline, n)
-
-    async def _send(self, engine: Engine, req: httpx.Request, deadline: float,
-                    stream: bool) -> httpx.Response:
-        """The engine's response: open for a 200 stream, read in full otherwise."""
-        assert engine.client is not None
-        resp: httpx.Response | None = None
-        keep = False
-        try:
-            async with asyncio.timeout_at(_loop_time(deadline)):
-                try:
-                    resp = await engine.client.send(req, stream=True)
-                except httpx.RemoteProtocolError:
-                    # a pooled connection the engine closed as we sent on it: nothing was
-                    # answered, so once more on a fresh connection, unless the engine itself is
-                    # gone (the supervisor then closes this client under us)
-                    if engine.client.is_closed or not engine.alive:
-                        raise
-                    resp = await engine.client.send(req, stream=True)
-                if stream and resp.status_code == 200:
-                    keep = True
-                else:
-                    await resp.aread()
-        except TimeoutError:
-            raise DeadlineExceeded("deadline passed during generation") from None
-        except httpx.HTTPError as exc:
-            raise EngineUnavailable(f"engine connection lost ({type(exc).__name__}); "
-                                    "it is restarting", retry_after=2) from None
-        except RuntimeError:
-            if not engine.client.is_closed:
-                raise
-            # the engine died and its client was closed while this request waited on it
-            raise EngineUnavailable("engine connection lost; it is restarting",
-                                    retry_after=2) from None
-        finally:
-            # a cancelled or failed read must not leave the connection (and the slot) busy
-            if resp is not None and not keep:
-                await resp.aclose()
-        if resp.status_code != 200:
-            try:
-                payload = resp.json()
-            except ValueError:
-                payload = None
-            message = lsc.error_message(payload) or resp.text[:200]
-            raise UpstreamError(f"engine: {message}", status=resp.status_code, payload=payload)
-        return resp
-
 
 class _Held:
     """`async with`: one admission place and `n` slots, released on exit."""
@@ -467,23 +360,3 @@ class _Held:
 
     async def __aexit__(self, *exc: object) -> None:
         self.admission.release(time.monotonic() - self._t0, self.n)
-
-
-def _loop_time(deadline: float) -> float:
-    """asyncio's clock is time.monotonic on Linux, but convert explicitly to be safe."""
-    loop = asyncio.get_running_loop()
-    return loop.time() + (deadline - time.monotonic())
-
-
-def sse_error(err: ServeError, status: int | None = None) -> bytes:
-    """The error event a stream ends with when it cannot finish (headers are already sent):
-    OpenAI's shape with the string code, plus the HTTP status it would have had."""
-    if status is not None:
-        err.status = status
-    return sse_event(err)
-
-
-def _relay_error(exc: BaseException) -> bytes:
-    if isinstance(exc, TimeoutError):
-        return sse_error(DeadlineExceeded("deadline passed during generation"))
-    return sse_error(EngineUnavailable("engine connection lost; it is restarting"))

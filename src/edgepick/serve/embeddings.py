@@ -12,13 +12,13 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from edgepick.serve.request_checks import ENGINE_ONLY_FIELDS, validate
+from edgepick.serve.request_checks import ENGINE_ONLY_FIELDS, check_ids, validate
 from edgepick.serve.router_api import BadRequest
 
 MAX_INPUTS = 2048  # OpenAI's own bound on the inputs of one request
 
 
-def embedding_body(raw: dict) -> dict:
+def embedding_body(raw: dict, n_vocab: int | None = None) -> dict:
     """The body to send to the embedding engine; raises BadRequest naming the field."""
     for name in ENGINE_ONLY_FIELDS:
         if name in raw:
@@ -26,6 +26,7 @@ def embedding_body(raw: dict) -> dict:
                              "slots, files and models", param=name, code="unsupported_parameter")
     validate("embedding", raw)
     inputs = raw["input"]
+    check_ids(inputs, n_vocab, "input")
     if isinstance(inputs, list) and inputs and not isinstance(inputs[0], int) \
             and len(inputs) > MAX_INPUTS:
         raise BadRequest(f"'input' holds {len(inputs)} inputs; at most {MAX_INPUTS} per request",

@@ -15,8 +15,10 @@ import secrets
 import signal
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import httpx
 import psutil
@@ -29,6 +31,7 @@ from edgepick.records.candidate import RuntimeSettings
 log = logging.getLogger("edgepick.serve")
 
 
+ABORT_POLL_S = 0.05  # how often a drain or a SIGTERM grace re-reads its abort condition
 __all__ = ["Engine", "EngineSpec", "free_port", "tree_memory_bytes"]
 
 
@@ -114,7 +117,8 @@ class Engine:
         self._idle.set()
         self.log_path = Path(log_dir or tempfile.gettempdir()) / f"llama-server-{os.getpid()}-{id(self)}.log"
         self.keep_log = False  # a failed start keeps its log for the reader of the error
-        self.n_vocab: int | None = None  # read from the engine on first need (serve/edge.py)
+        self.n_vocab: int | None = None  # read from the engine once it is healthy
+        self.n_embd: int | None = None
 
     @property
     def base(self) -> str:
@@ -157,8 +161,22 @@ class Engine:
             raise EdgepickError(f"llama-server for {self.spec.name}@{self.spec.version} did not "
                                 f"become ready ({exc or 'timed out'}); last log lines: {tail} "
                                 f"(log kept: {self.log_path})") from None
+        await self._read_meta()
         log.info("engine %s@%s ready on port %d (pid %d)", self.spec.name, self.spec.version,
                  self.port, self.pid)
+
+    async def _read_meta(self) -> None:
+        """The model's vocabulary size and width (llama-server's /v1/models `meta`): token ids
+        at or over the vocabulary are refused before they reach the engine, and /openapi.json
+        states both (serve/openapi_doc.py)."""
+        try:
+            r = await self.client.get("/v1/models", timeout=10)
+            lsc.check(r)
+            meta = ((r.json().get("data") or [{}])[0].get("meta") or {})
+        except (httpx.HTTPError, EdgepickError, ValueError, AttributeError):
+            return
+        self.n_vocab = meta.get("n_vocab") or None
+        self.n_embd = meta.get("n_embd") or None
 
     def log_tail(self, n: int = 3) -> str:
         try:
@@ -183,17 +201,28 @@ class Engine:
 
     async def slot_use(self, timeout_s: float = 5.0) -> dict[str, int]:
         """The engine's own count of busy slots and of requests waiting inside it, from its
-        /metrics (aggregate figures only: no request's content)."""
+        /metrics (aggregate figures only: no request's content). Its main loop answers it."""
         assert self.client is not None
         r = await self.client.get("/metrics", timeout=timeout_s)
         lsc.check(r)
         out = {}
         for key, name in (("processing", "requests_processing"),
                           ("deferred", "requests_deferred"),
-                          ("tokens_predicted", "tokens_predicted_total")):
+                          ("tokens_predicted", "tokens_predicted_total"),
+                          ("decodes", "n_decode_total")):
             m = re.search(rf"^llamacpp:{name}\s+([0-9.eE+-]+)$", r.text, re.M)
             out[key] = int(float(m.group(1))) if m else -1
         return out
+
+    async def loop_state(self, timeout_s: float) -> dict[str, int] | None:
+        """`slot_use`, or None when the main loop does not answer within `timeout_s` (serve's
+        supervisor reads a wedged loop from it: serve/supervisor.py)."""
+        if not self.alive or self.client is None:
+            return None
+        try:
+            return await asyncio.wait_for(self.slot_use(timeout_s), timeout_s)
+        except (asyncio.TimeoutError, httpx.HTTPError, EdgepickError, RuntimeError):
+            return None
 
     # -- in-flight accounting, so a drain knows when the last request on this engine ended --
     def begin(self) -> None:
@@ -206,15 +235,23 @@ class Engine:
             self.inflight = 0
             self._idle.set()
 
-    async def drain(self, timeout_s: float) -> bool:
-        """Wait for in-flight requests to finish; False when some were still running."""
-        try:
-            await asyncio.wait_for(self._idle.wait(), timeout_s)
-            return True
-        except asyncio.TimeoutError:
-            return False
+    async def drain(self, timeout_s: float, abort: Callable[[], bool] | None = None) -> bool:
+        """Wait for in-flight requests to finish; False when some were still running (at the
+        timeout, or once `abort()` is true)."""
+        end = time.monotonic() + timeout_s
+        while not self._idle.is_set():
+            left = end - time.monotonic()
+            if left <= 0 or (abort is not None and abort()):
+                return False
+            try:
+                await asyncio.wait_for(self._idle.wait(), min(left, ABORT_POLL_S))
+            except asyncio.TimeoutError:
+                pass
+        return True
 
-    async def stop(self) -> None:
+    async def stop(self, grace_s: float = 5.0, abort: Callable[[], bool] | None = None) -> None:
+        """SIGTERM, then SIGKILL after `grace_s` (or as soon as `abort()` is true): a main loop
+        wedged in one request never acts on SIGTERM, and the watchdog must win."""
         self.stopping = True
         if self.client is not None:
             await self.client.aclose()
@@ -222,9 +259,16 @@ class Engine:
             # a stopped (SIGSTOP) child cannot act on SIGTERM until it is continued
             self.proc.send_signal(signal.SIGCONT)
             self.proc.terminate()
-            try:
-                await asyncio.wait_for(self.proc.wait(), 10)
-            except asyncio.TimeoutError:
+            end = time.monotonic() + grace_s
+            while self.proc.returncode is None and time.monotonic() < end:
+                if abort is not None and abort():
+                    break
+                try:
+                    await asyncio.wait_for(self.proc.wait(), ABORT_POLL_S)
+                except asyncio.TimeoutError:
+                    pass
+            if self.proc.returncode is None:
+                log.warning("engine pid %d did not stop on SIGTERM: SIGKILL", self.proc.pid)
                 self.proc.kill()
                 await self.proc.wait()
         if not self.keep_log:

@@ -16,18 +16,13 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from edgepick.serve.openapi_doc import describe
-from edgepick.serve.request_checks import check_key, parse_json, read_body
+from edgepick.serve.request_checks import check_key, read_json, validate_model
+from edgepick.serve.request_models import DetokenizeRequest, TokenizeRequest
 from edgepick.serve.router_api import BadRequest
 
 
 def _flag(body: dict, *names: str, default: bool) -> bool:
-    for name in names:
-        if name in body:
-            value = body[name]
-            if not isinstance(value, bool):
-                raise BadRequest(f"'{name}' must be true or false", param=name)
-            return value
-    return default
+    return next((body[name] for name in names if name in body), default)
 
 
 def engine_router(state: Any) -> APIRouter:
@@ -55,10 +50,12 @@ def engine_router(state: Any) -> APIRouter:
     @router.post("/tokenize", **describe("tokenize"))
     async def tokenize(request: Request) -> JSONResponse:
         authorized(request)
-        body = parse_json(await read_body(request, s.max_body, s.body_timeout))
+        body = await read_json(request, s.max_body, s.body_timeout)
+        if "prompt" not in body and "content" not in body:
+            raise BadRequest("'prompt' (or 'content') is required", param="prompt",
+                             code="missing_required_parameter")
+        validate_model(TokenizeRequest, body)
         text = body.get("prompt", body.get("content"))
-        if not isinstance(text, str):
-            raise BadRequest("'prompt' (or 'content') must be a string", param="prompt")
         # lm-eval sends add_special_tokens false; llama-server's default is to add them
         add = _flag(body, "add_special_tokens", "add_special", default=True)
         parse = _flag(body, "parse_special", default=True)
@@ -69,11 +66,9 @@ def engine_router(state: Any) -> APIRouter:
     @router.post("/detokenize", **describe("detokenize"))
     async def detokenize(request: Request) -> JSONResponse:
         authorized(request)
-        body = parse_json(await read_body(request, s.max_body, s.body_timeout))
-        tokens = body.get("tokens")
-        if not isinstance(tokens, list) or not all(
-                isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in tokens):
-            raise BadRequest("'tokens' must be a list of token ids", param="tokens")
+        body = await read_json(request, s.max_body, s.body_timeout)
+        validate_model(DetokenizeRequest, body)
+        tokens = body["tokens"]
         text = await pool.detokenize(tokens)
         return JSONResponse({"prompt": text, "content": text})
 

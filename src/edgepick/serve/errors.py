@@ -60,6 +60,8 @@ KINDS: dict[str, tuple[int, str, str, str | None, str]] = {
                        "The body did not arrive within --body-timeout."),
     "BodyTooLarge": (413, "invalid_request_error", "request_too_large", None,
                      "A body over --max-body."),
+    "UnsupportedMediaType": (415, "invalid_request_error", "unsupported_media_type", None,
+                             "A body that is not application/json in UTF-8."),
     "Unprocessable": (422, "invalid_request_error", "invalid_value", None,
                       "Never sent by serve (its validation answers 400), kept for for_status."),
     "HeadersTooLarge": (431, "invalid_request_error", "request_header_fields_too_large", None,

@@ -96,7 +96,7 @@ def configure_sampler(state: LoopState) -> None:
 
 
 def loop_router(state: LoopState) -> APIRouter:
-    from edgepick.serve.request_checks import check_key
+    from edgepick.serve.request_checks import check_json_type, check_key
 
     configure_sampler(state)
     router = APIRouter()
@@ -112,11 +112,12 @@ def loop_router(state: LoopState) -> APIRouter:
                  **describe("feedback"))
     async def feedback(request: Request) -> Response:
         check_key(request, state.settings.api_key)
+        check_json_type(request)
         raw = await request.body()
         if len(raw) > MAX_FEEDBACK_BODY:
             raise BadRequest(f"feedback body over {MAX_FEEDBACK_BODY} bytes", status=413)
         try:
-            body = FeedbackBody.model_validate(json.loads(raw or b"null"))
+            body = FeedbackBody.model_validate(json.loads(raw.decode("utf-8") or "null"))
         except (ValueError, ValidationError, RecursionError) as exc:
             raise _refusal(exc) from None
         counted = book.first(body.request_id, body.rating)

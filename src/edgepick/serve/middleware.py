@@ -1,6 +1,8 @@
 """The ASGI layer in front of every endpoint: a request id on every answer and log line, and
-bounded headers (issue 25). Pure ASGI, not Starlette's BaseHTTPMiddleware, so streams and
-client disconnects pass through untouched."""
+bounded headers (issue 25); protocol upgrades refused, and a bug answered as a 500 in OpenAI's
+shape with its request id (issue 35 item 4: Starlette's own 500 comes from outside every
+middleware, without one). Pure ASGI, not Starlette's BaseHTTPMiddleware, so streams and client
+disconnects pass through untouched."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import logging
 import re
 import uuid
 
-from edgepick.serve.errors import HeadersTooLarge
+from edgepick.serve.errors import BadRequest, HeadersTooLarge, ServeError
 
 REQUEST_ID = "x-request-id"
 MAX_HEADERS = 100
@@ -28,11 +30,29 @@ class RequestIdFilter(logging.Filter):
         return True
 
 
-def _error(send, err: HeadersTooLarge, rid: str):
-    body = json.dumps(err.payload()).encode()
-    return send({"type": "http.response.start", "status": err.status, "headers": [
-        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-        (REQUEST_ID.encode(), rid.encode())]}), body
+log = logging.getLogger("edgepick.serve")
+
+
+async def _refuse(send, err: ServeError, rid: str, close: bool = False) -> None:
+    body = json.dumps(err.payload()).encode()  # ASCII: a quoted surrogate cannot break it
+    headers = [(b"content-type", b"application/json"),
+               (b"content-length", str(len(body)).encode()), (REQUEST_ID.encode(), rid.encode())]
+    if close:
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": err.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _upgrade(headers) -> str | None:
+    """The protocol a request asks to switch to (`Connection: upgrade` + `Upgrade: X`)."""
+    wanted = None
+    connection = b""
+    for k, v in headers:
+        if k == b"upgrade":
+            wanted = v.decode("latin-1")
+        elif k == b"connection":
+            connection += v.lower()
+    return wanted if wanted and b"upgrade" in connection else None
 
 
 class RequestGuard:
@@ -44,6 +64,8 @@ class RequestGuard:
         self.app = app
 
     async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "websocket":  # only under a server run with websockets on
+            return await send({"type": "websocket.close", "code": 1008})
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         headers = scope["headers"]
@@ -61,18 +83,29 @@ class RequestGuard:
                 err = HeadersTooLarge(f"request headers are too large: {len(headers)} headers, "
                                       f"{size} bytes (at most {MAX_HEADERS} headers and "
                                       f"{MAX_HEADER_BYTES} bytes)")
-                start, body = _error(send, err, rid)
-                await start
-                await send({"type": "http.response.body", "body": body})
-                return
+                return await _refuse(send, err, rid)
+            wanted = _upgrade(headers)
+            if wanted is not None:  # its body would not be parsed (httptools stops at it)
+                return await _refuse(send, BadRequest(
+                    f"protocol upgrade to '{wanted[:40]}' is not supported: this server "
+                    "speaks HTTP/1.1 only", code="unsupported_upgrade"), rid, close=True)
+            started = False
 
             async def send_with_id(message) -> None:
+                nonlocal started
                 if message["type"] == "http.response.start":
+                    started = True
                     out = [(k, v) for k, v in message.get("headers", []) if k != b"x-request-id"]
                     out.append((b"x-request-id", rid.encode()))
                     message = dict(message, headers=out)
                 await send(message)
 
-            await self.app(scope, receive, send_with_id)
+            try:
+                await self.app(scope, receive, send_with_id)
+            except Exception as exc:
+                log.exception("request failed")
+                if started:
+                    raise  # the answer is under way: only closing the connection is left
+                await _refuse(send, ServeError(f"internal error ({type(exc).__name__})"), rid)
         finally:
             request_id.reset(token)

@@ -5,7 +5,8 @@ through FastAPI's body parameters."""
 
 from __future__ import annotations
 
-from typing import Any
+import copy
+from typing import Any, Callable
 
 from pydantic import BaseModel
 
@@ -19,6 +20,7 @@ _ERRORS = {
     405: "method not allowed",
     408: "the body did not arrive in time",
     413: "body over --max-body",
+    415: "a body that is not application/json in UTF-8",
     429: "every slot and queue place taken (Retry-After)",
     431: "too many or too large headers",
     499: "the client closed the connection (counted, never read)",
@@ -28,8 +30,8 @@ _ERRORS = {
     503: "engine restarting, resources short, or an edge-only task the edge cannot serve",
     504: "deadline passed",
 }
-_GENERATE = (400, 401, 408, 413, 429, 431, 499, 503, 504)
-_BODY = (400, 401, 408, 413, 431, 499)  # an endpoint that reads a body
+_GENERATE = (400, 401, 408, 413, 415, 429, 431, 499, 503, 504)
+_BODY = (400, 401, 408, 413, 415, 431, 499)  # an endpoint that reads a body
 _SPEC: dict[str, tuple[type[BaseModel] | None, type[BaseModel], tuple[int, ...], bool]] = {
     # name: (request model, answer model, error statuses, streams)
     "chat": (rm.ChatCompletionRequest, rm.ChatCompletion, _GENERATE + (502,), True),
@@ -45,7 +47,7 @@ _SPEC: dict[str, tuple[type[BaseModel] | None, type[BaseModel], tuple[int, ...],
     "ready": (None, rm.Readiness, (503,), False),
     "live": (None, rm.Liveness, (), False),
     "slots": (None, rm.SlotUse, (401, 503, 504), False),
-    "feedback": (rm.FeedbackBody, rm.FeedbackAnswer, (400, 401, 413, 431), False),
+    "feedback": (rm.FeedbackBody, rm.FeedbackAnswer, (400, 401, 413, 415, 431), False),
 }
 # answers whose 503 is the endpoint's own body (readiness), not an error
 _OWN_503 = {"health": rm.Health, "ready": rm.Readiness}
@@ -93,15 +95,61 @@ def schemas() -> dict[str, Any]:
     return out
 
 
-def install(app) -> None:
-    """Give `app` an openapi() that adds the request and answer models to the components."""
+def install(app, limits: Callable[[], dict[str, int | None]] | None = None) -> None:
+    """Give `app` an openapi() that adds the request and answer models to the components, with
+    this server's own limits (`limits()`: max_tokens, slots, n_vocab, embedding_width; None
+    where not known yet), so a request the schema allows is one the server accepts."""
     original = app.openapi
+    base: dict[str, Any] = {}
 
     def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
+        if not base:
             doc = original()
             doc.setdefault("components", {}).setdefault("schemas", {}).update(schemas())
-            app.openapi_schema = doc
-        return app.openapi_schema
+            base.update(doc)
+        if limits is None:
+            return base
+        doc = copy.deepcopy(base)
+        apply_limits(doc["components"]["schemas"], limits())
+        return doc
 
     app.openapi = openapi
+
+
+def _cap(prop: dict[str, Any], **bounds: int) -> None:
+    """Bound the integer branch of a field's schema (the integer itself, or anyOf with null)."""
+    for branch in prop.get("anyOf", [prop]):
+        if branch.get("type") == "integer":
+            branch.update(bounds)
+
+
+def _cap_ids(node: Any, top: int) -> None:
+    """Every token id (an integer at least 0) under `node`: below the vocabulary."""
+    if isinstance(node, dict):
+        if node.get("type") == "integer" and node.get("minimum") == 0:
+            node["maximum"] = top
+        for v in node.values():
+            _cap_ids(v, top)
+    elif isinstance(node, list):
+        for v in node:
+            _cap_ids(v, top)
+
+
+def apply_limits(comps: dict[str, Any], lim: dict[str, int | None]) -> None:
+    for model in ("ChatCompletionRequest", "CompletionRequest"):
+        props = comps[model]["properties"]
+        for field in ("max_tokens", "max_completion_tokens"):
+            if field in props and lim.get("max_tokens"):
+                _cap(props[field], maximum=lim["max_tokens"])
+        if lim.get("slots"):
+            _cap(props["n"], maximum=lim["slots"])
+    vocab = lim.get("n_vocab")
+    if vocab:
+        _cap_ids(comps["DetokenizeRequest"]["properties"]["tokens"], vocab - 1)
+        _cap_ids(comps["CompletionRequest"]["properties"]["prompt"], vocab - 1)
+    if lim.get("embedding_vocab"):
+        _cap_ids(comps["EmbeddingRequest"]["properties"]["input"], lim["embedding_vocab"] - 1)
+    if lim.get("embedding_width"):  # llama.cpp cannot shorten a vector: its own width only
+        width = lim["embedding_width"]
+        _cap(comps["EmbeddingRequest"]["properties"]["dimensions"], minimum=width,
+             maximum=width)

@@ -10,16 +10,15 @@ import json
 import math
 from typing import Any, Awaitable, Callable
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.requests import ClientDisconnect, Request
 
+from edgepick.serve.constraints import check_constraints
 from edgepick.serve.errors import (BadRequest, BodyTooLarge, ClientGone, RequestTimeout,
-                                   Unauthorized)
-from edgepick.serve.request_models import REQUEST_MODELS
+                                   Unauthorized, UnsupportedMediaType)
+from edgepick.serve.request_models import ENGINE_ONLY_FIELDS, REQUEST_MODELS
 from edgepick.serve.router_api import Kind
 
-# llama-server fields that would pick a slot, save state or load adapters: never from a client
-ENGINE_ONLY_FIELDS = ("id_slot", "slot_id", "lora", "slot_save_path", "filename")
 MAX_TOKEN_FIELDS = ("max_tokens", "max_completion_tokens", "n_predict")
 ECHO_DEFAULT_TOKENS = 16  # OpenAI's max_tokens default for /v1/completions
 MAX_DEPTH = 64  # OpenAI bodies nest a handful of levels; a JSON schema in tools a few dozen
@@ -58,17 +57,58 @@ async def read_body(request: Request, limit: int, timeout_s: float) -> bytes:
     return b"".join(chunks)
 
 
+def check_json_type(request: Request) -> None:
+    """Bodies are JSON in UTF-8 (RFC 8259 §8.1), said so by the Content-Type: anything else is
+    a 415, not a guess (json.loads alone would also read UTF-16 and UTF-32)."""
+    given = request.headers.get("content-type", "")
+    media, _, params = given.partition(";")
+    if media.strip().lower() != "application/json":
+        raise UnsupportedMediaType(f"Content-Type must be application/json, not "
+                                   f"'{printable(given) or 'none'}'")
+    for param in params.split(";"):
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "charset" and value.strip().strip('"').lower() not in (
+                "utf-8", "utf8"):
+            raise UnsupportedMediaType(f"the body must be UTF-8, not charset "
+                                       f"'{printable(value.strip())}'")
+
+
+async def read_json(request: Request, limit: int, timeout_s: float) -> dict:
+    """The request's JSON object body: type checked, size and time bounded, parsed strictly."""
+    check_json_type(request)
+    return parse_json(await read_body(request, limit, timeout_s))
+
+
+def printable(text: str) -> str:
+    """`text` safe to quote in a message: lone surrogates (which no encoder takes) escaped."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
+
+
+def _number(text: str) -> float | int:
+    """A JSON number with a fraction or exponent: an integral one (`3.0`, `1e3`) is the integer
+    it equals, as JSON Schema has it (an `integer` field takes 3.0), up to 2^53."""
+    value = float(text)
+    if value.is_integer() and abs(value) <= 2**53:
+        return int(value)
+    return value
 
 
 def parse_json(raw: bytes) -> dict:
     """JSON as RFC 8259 has it: no NaN/Infinity, nesting bounded, text that is valid Unicode."""
     try:
-        body = json.loads(raw, parse_constant=_no_constant)
+        # UTF-8 only: json.loads(bytes) would also detect and read UTF-16 and UTF-32
+        body = json.loads(raw.decode("utf-8"), parse_constant=_no_constant,
+                          parse_float=_number)
     except RecursionError:
         raise BadRequest(f"request body nests deeper than {MAX_DEPTH} levels") from None
-    except ValueError as exc:  # UnicodeDecodeError included
+    except UnicodeDecodeError as exc:
+        raise BadRequest(f"request body is not UTF-8 (byte {exc.start}: {exc.reason})",
+                         code="invalid_json") from None
+    except ValueError as exc:
         raise BadRequest(f"request body is not valid JSON ({exc})", code="invalid_json") from None
     if not isinstance(body, dict):
         raise BadRequest("request body must be a JSON object", code="invalid_json")
@@ -104,6 +144,7 @@ def _text(s: str, where: str) -> None:
     try:
         s.encode("utf-8")
     except UnicodeEncodeError:
+        where = printable(where)  # the path itself may hold the surrogate (a key)
         raise BadRequest(f"'{where}' holds a lone UTF-16 surrogate, which is not text",
                          param=where or None) from None
 
@@ -126,8 +167,14 @@ def _param(loc: tuple) -> str:
 
 def validate(kind: str, body: dict) -> None:
     """Raise a 400 naming the first field that breaks OpenAI's request type."""
+    validate_model(REQUEST_MODELS[kind], body)
+
+
+def validate_model(model: type[BaseModel], body: dict) -> None:
+    """Raise a 400 naming the first field of `body` that breaks `model` (the type
+    /openapi.json documents for the endpoint)."""
     try:
-        REQUEST_MODELS[kind].model_validate(body)
+        model.model_validate(body)
     except ValidationError as exc:
         raise _bad_field(exc, body) from None
 
@@ -186,7 +233,8 @@ def prompt_text(kind: Kind, body: dict) -> str:
 
 
 async def check_body(kind: Kind, body: dict, *, max_tokens: int, max_prompt_tokens: int,
-                     count_tokens: Callable[[str], Awaitable[int]]) -> dict:
+                     count_tokens: Callable[[str], Awaitable[int]],
+                     max_n: int | None = None, n_vocab: int | None = None) -> dict:
     """The body to route: validated, caps applied, `max_tokens` set when absent; raises
     BadRequest naming the field."""
     for name in ENGINE_ONLY_FIELDS:
@@ -194,6 +242,13 @@ async def check_body(kind: Kind, body: dict, *, max_tokens: int, max_prompt_toke
             raise BadRequest(f"field '{name}' is not accepted: this server chooses its own "
                              "slots, files and models", param=name, code="unsupported_parameter")
     validate(kind, body)
+    n = body.get("n")
+    if max_n is not None and isinstance(n, int) and n > max_n:
+        raise BadRequest(f"this request asks for {n} completions and this server decodes at "
+                         f"most {max_n} at once (--slots); ask for at most {max_n}", param="n")
+    check_constraints(kind, body)
+    if kind == "completion":
+        check_ids(body.get("prompt"), n_vocab, "prompt")
     asked = [(k, body[k]) for k in MAX_TOKEN_FIELDS if body.get(k) is not None]
     # max_tokens 0 is lm-eval's "score the prompt, write nothing" (echo with logprobs)
     scoring = kind == "completion" and body.get("echo") is True
@@ -219,6 +274,17 @@ async def check_body(kind: Kind, body: dict, *, max_tokens: int, max_prompt_toke
     # the model is the server's choice (registry, policy); the client's name is only a label
     body.pop("model", None)
     return body
+
+
+def check_ids(prompt: Any, n_vocab: int | None, param: str) -> None:
+    """Token ids in a prompt (a list of ids, or of lists of ids) below the vocabulary."""
+    if not n_vocab or not isinstance(prompt, list):
+        return
+    for item in prompt:
+        for t in item if isinstance(item, list) else (item,):
+            if isinstance(t, int) and t >= n_vocab:
+                raise BadRequest(f"'{param}': token id {t} is not below the vocabulary size "
+                                 f"{n_vocab}", param=param)
 
 
 def apply_sampling(body: dict, sampling: dict, locked: bool) -> tuple[dict, list[str]]:

@@ -16,9 +16,19 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 Finite = Annotated[float, Field(allow_inf_nan=False, strict=True)]  # ints pass, strings not
 
 
+# llama-server fields that would pick a slot, save state or load adapters: never from a client
+ENGINE_ONLY_FIELDS = ("id_slot", "slot_id", "lora", "slot_save_path", "filename")
+# the schema says so too: other fields pass through, these never
+_NO_ENGINE_FIELDS = {"not": {"anyOf": [{"required": [f]} for f in ENGINE_ONLY_FIELDS]}}
+
+
 class _Open(BaseModel):
     # llama-server's own sampling fields and edgepick's extensions pass through
     model_config = ConfigDict(extra="allow")
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="allow", json_schema_extra=_NO_ENGINE_FIELDS)
 
 
 class _Closed(BaseModel):
@@ -57,9 +67,15 @@ Content = Union[StrictStr, list[TextPart]]
 
 
 class SystemMessage(_Open):
-    role: Literal["system", "developer"]
+    role: Literal["system"]
     content: Content
     name: StrictStr | None = None
+
+
+class DeveloperMessage(SystemMessage):
+    # its own class: one role per branch of the union, so a schema reader (schemathesis'
+    # negative data) never takes a two-valued role enum for a tag
+    role: Literal["developer"]  # type: ignore[assignment]
 
 
 class UserMessage(_Open):
@@ -82,7 +98,8 @@ class ToolMessage(_Open):
     tool_call_id: StrictStr | None = None
 
 
-Message = Annotated[Union[SystemMessage, UserMessage, AssistantMessage, ToolMessage],
+Message = Annotated[Union[SystemMessage, DeveloperMessage, UserMessage, AssistantMessage,
+                          ToolMessage],
                     Field(discriminator="role")]
 
 
@@ -114,7 +131,7 @@ class StreamOptions(_Open):
 Stop = Union[StrictStr, Annotated[list[StrictStr], Field(max_length=16)], None]
 
 
-class _Sampling(_Open):
+class _Sampling(_Request):
     """The fields both generation endpoints share."""
 
     model: StrictStr | None = None  # a label only: the server serves its own model
@@ -134,10 +151,13 @@ class _Sampling(_Open):
     logit_bias: dict[str, Finite] | None = None
     user: StrictStr | None = None
     metadata: dict[str, Any] | None = None
+    # llama-server's names (common_reasoning_format_from_name); another is the client's 400
+    reasoning_format: Literal["none", "auto", "deepseek", "deepseek-legacy"] | None = None
 
 
 class ChatCompletionRequest(_Sampling):
     messages: Annotated[list[Message], Field(min_length=1)]
+    max_tokens: Annotated[StrictInt, Field(ge=1)] | None = None
     max_completion_tokens: Annotated[StrictInt, Field(ge=1)] | None = None
     logprobs: StrictBool | None = None
     top_logprobs: Annotated[StrictInt, Field(ge=0, le=20)] | None = None
@@ -152,7 +172,16 @@ Prompt = Union[StrictStr, Annotated[list[StrictStr], Field(min_length=1)], Token
                Annotated[list[TokenIds], Field(min_length=1)]]
 
 
+# max_tokens 0 is lm-eval's "score the prompt, write nothing": only with echo
+_ZERO_ONLY_WITH_ECHO = {
+    "if": {"required": ["echo"], "properties": {"echo": {"const": True}}},
+    "else": {"properties": {"max_tokens": {"anyOf": [{"type": "integer", "minimum": 1},
+                                                     {"type": "null"}]}}}}
+
+
 class CompletionRequest(_Sampling):
+    model_config = ConfigDict(extra="allow",
+                              json_schema_extra=dict(_ZERO_ONLY_WITH_ECHO, **_NO_ENGINE_FIELDS))
     prompt: Prompt
     echo: StrictBool | None = None
     logprobs: Annotated[StrictInt, Field(ge=0, le=20)] | None = None
@@ -160,7 +189,7 @@ class CompletionRequest(_Sampling):
     best_of: Annotated[StrictInt, Field(ge=1, le=1)] | None = None
 
 
-class EmbeddingRequest(_Open):
+class EmbeddingRequest(_Request):
     input: Prompt
     model: StrictStr | None = None
     encoding_format: Literal["float", "base64"] | None = None
@@ -169,13 +198,17 @@ class EmbeddingRequest(_Open):
 
 
 class TokenizeRequest(_Open):
-    """`/tokenize`: vLLM's shape (lm-eval's RemoteTokenizer) or llama-server's."""
+    """`/tokenize`: vLLM's shape (lm-eval's RemoteTokenizer) or llama-server's: the text as
+    `prompt` (or `content`), flags true or false (none is null)."""
 
-    prompt: StrictStr | None = None
-    content: StrictStr | None = None  # llama-server's name for the text
-    add_special_tokens: StrictBool | None = None
-    add_special: StrictBool | None = None
-    parse_special: StrictBool | None = None
+    model_config = ConfigDict(extra="allow", json_schema_extra={
+        "anyOf": [{"required": ["prompt"]}, {"required": ["content"]}]})
+    # not nullable: absent is the default, null is refused (what the schema says is what runs)
+    prompt: StrictStr = Field(None, validate_default=False)  # type: ignore[assignment]
+    content: StrictStr = Field(None, validate_default=False)  # type: ignore[assignment]
+    add_special_tokens: StrictBool = Field(None, validate_default=False)  # type: ignore
+    add_special: StrictBool = Field(None, validate_default=False)  # type: ignore
+    parse_special: StrictBool = Field(None, validate_default=False)  # type: ignore
 
 
 class DetokenizeRequest(_Open):

@@ -11,6 +11,8 @@ import uvicorn
 from edgepick.errors import EdgepickError
 from edgepick.serve.app import ServeState, create_app
 from edgepick.serve.middleware import RequestIdFilter
+from edgepick.serve.protocol import protocol_class
+from edgepick.serve.settings import ServeSettings
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -30,6 +32,15 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def server_config(app, s: ServeSettings) -> uvicorn.Config:
+    """uvicorn as serve runs it: httptools' parser under edgepick's protocol (OpenAI-shaped
+    refusals below the app, a header timeout: serve/protocol.py), no websocket protocol (an
+    upgrade reaches the app, which refuses it)."""
+    return uvicorn.Config(app, lifespan="on", access_log=False, log_level="warning",
+                          http=protocol_class(s.header_timeout), ws="none",
+                          timeout_graceful_shutdown=s.drain_timeout)
+
+
 def run_server(state: ServeState) -> None:
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s [%(request_id)s]: %(message)s")
@@ -39,9 +50,7 @@ def run_server(state: ServeState) -> None:
     s = state.settings
     sock = bind(s.host, s.port)
     host, port = sock.getsockname()[:2]
-    config = uvicorn.Config(create_app(state), lifespan="on", access_log=False,
-                            log_level="warning", timeout_graceful_shutdown=s.drain_timeout)
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(server_config(create_app(state), s))
 
     def failed(exc: Exception) -> None:
         server.should_exit = True
