@@ -28,3 +28,18 @@ def tool_path(name: str) -> str:
     if found:
         return found
     raise EdgepickError(f"llama.cpp tool '{name}' not found in {folder}; build it with `make tools`")
+
+
+def repack_unsafe() -> bool:
+    """Whether llama.cpp must run without its repacked weight buffers here: ggml's AMX matmul
+    segfaults on hosts that advertise AMX inside a VM (seen in ggml_backend_amx_mul_mat on any
+    Q4_0/Q8_0/K-quant prompt of 2+ tokens, and in llama-server's warm-up), so where the CPU
+    reports amx_tile the tools get --no-repack and llama-cpp-python loads without extra buffer
+    types: the same results on plain CPU kernels. EDGEPICK_REPACK=1 keeps the repacking."""
+    if os.environ.get("EDGEPICK_REPACK") == "1":
+        return False
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
+            return any(line.startswith("flags") and " amx_tile" in line for line in fh)
+    except OSError:
+        return False

@@ -26,6 +26,7 @@ import psutil
 from edgepick.backends import llama_server_client as lsc
 from edgepick.errors import EdgepickError
 from edgepick.launch.process import AsyncChild, free_port
+from edgepick.llama_tools import repack_unsafe
 from edgepick.records.candidate import RuntimeSettings
 
 log = logging.getLogger("edgepick.serve")
@@ -74,6 +75,8 @@ class EngineSpec:
             cmd.append("--swa-full")
         if not rt.mmap:
             cmd.append("--no-mmap")
+        if repack_unsafe():  # ggml's AMX kernels crash here (llama_tools.repack_unsafe)
+            cmd.append("--no-repack")
         return cmd
 
 
