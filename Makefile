@@ -1,4 +1,5 @@
-# Two commands on a fresh machine: `make run` and `make test`. Both set everything up first.
+# On a fresh machine: `make setup` installs everything and runs nothing (10-20 minutes the first
+# time: it compiles llama.cpp); `make run` and `make test` set up the same way first.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
