@@ -167,6 +167,7 @@ def update(name: str = typer.Argument(..., help="NAME of the model in the regist
     from edgepick.cli.cmd_fidelity import _progress
     from edgepick.cli.cmd_update import package_from
     from edgepick.errors import EdgepickError
+    from edgepick.evaluate.eval_sets import bundled_set_path
     from edgepick.records.deploy import DeployConfig
     from edgepick.records.update import UpdatePolicy
     from edgepick.registry.activation import activate as do_activate, check_engine
@@ -175,6 +176,11 @@ def update(name: str = typer.Argument(..., help="NAME of the model in the regist
 
     cfg = DeployConfig.load(deploy) if deploy else None
     policy = (cfg.update if cfg else None) or UpdatePolicy()
+    if deploy is not None:  # files named in deploy.yaml are relative to its folder
+        policy = policy.model_copy(update={
+            k: str(deploy.parent / v) for k in ("reference", "text", "items")
+            if (v := getattr(policy, k)) and not Path(v).is_absolute()
+            and (k != "items" or not bundled_set_path(v))})
     reg = Registry(_root(registry))
     reg.model(name)  # a wrong name or registry is refused before anything is fetched
     pkg = package_from(package, url, sha256)

@@ -28,11 +28,14 @@ class UpdatePolicy(_Strict):
     active one (or `reference`) on a fixed text, plus format checks on a few stored items."""
 
     max_kld: float = Field(0.5, ge=0)  # mean KL divergence, nats per token
-    min_same_top1: float = Field(0.7, ge=0, le=1)
+    min_same_top1: float = Field(0.6, ge=0, le=1)
     ctx: int = Field(128, ge=16)  # tokens per chunk; the second half of each is scored
     chunks: int = Field(3, ge=1)  # ctx × chunks tokens read, a few hundred
     text: str | None = None  # a UTF-8 file; default: the bundled fidelity text
-    reference: str | None = None  # a GGUF to compare with instead of the active version
+    # a GGUF (the decision's reference) both versions are measured against instead: the new one
+    # passes within the limits above or when no worse than the active one (× max_kld_ratio)
+    reference: str | None = None
+    max_kld_ratio: float = Field(1.25, ge=1)
     items: str | None = "demo"  # eval set (bundled name or JSONL) for the format checks
     n_items: int = Field(4, ge=0)  # 0: no format checks
     max_tokens: int = Field(48, ge=1)

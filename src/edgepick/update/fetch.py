@@ -14,7 +14,7 @@ from pathlib import Path
 
 from edgepick.errors import EdgepickError
 from edgepick.progress import ProgressEvent, Tick
-from edgepick.update.package import CHUNK, CorruptPackage, read_index
+from edgepick.update.package import CorruptPackage, read_index
 
 RANGE_RE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
 
@@ -50,7 +50,7 @@ def _get(url: str, part: Path, timeout: float, progress: Tick | None) -> None:
         else:
             raise EdgepickError(f"{url} answered HTTP {r.status_code}")
         with open(part, mode) as fh:
-            for block in r.iter_bytes(CHUNK):
+            for block in r.iter_bytes():  # as it arrives: a cut keeps every byte received
                 fh.write(block)
                 have += len(block)
                 if progress:

@@ -87,10 +87,8 @@ def probe_version(reg: Registry, name: str, version: str, policy: UpdatePolicy,
 
     def keep(entry) -> None:
         entry.versions[version].probe = result
-        from edgepick.registry.store import _event
-
         add_event(entry, "probe", version, ("passed" if result.passed else "failed: "
-                                         + result.reason()) + f" (against {active})")
+                                            + result.reason()) + f" (against {active})")
 
     reg.update_entry(name, keep)
     crash_point("update-probed")

@@ -55,22 +55,35 @@ def probe(new: str | Path, against: str | Path, policy: UpdatePolicy | None = No
 
     policy = policy or UpdatePolicy()
     started = time.monotonic()
-    ref = Path(policy.reference) if policy.reference else Path(against)
+    label = against_label or str(against)
     text = Path(policy.text) if policy.text else bundled_text("fidelity")
+
+    def measure(ref: Path, cand: Path):
+        return fidelity(ModelRef.file(ref), ModelRef.file(cand), text, ctx=policy.ctx,
+                        threads=threads, max_chunks=policy.chunks, progress=progress)
+
+    kld_limit, top1_limit, base_note = policy.max_kld, policy.min_same_top1, ""
     try:
-        fid = fidelity(ModelRef.file(ref), ModelRef.file(new), text, ctx=policy.ctx,
-                       threads=threads, max_chunks=policy.chunks, progress=progress)
+        if policy.reference:  # both against the reference: the new one may not be worse
+            ref = Path(policy.reference)
+            label = f"{ref.name} (reference)"
+            base = measure(ref, Path(against))
+            kld_limit = max(kld_limit, base.kld_mean * policy.max_kld_ratio)
+            top1_limit = min(top1_limit, base.same_top1)
+            base_note = f"; the active version: {base.kld_mean:.3g}, top-1 {base.same_top1:.3g}"
+        fid = measure(Path(policy.reference) if policy.reference else Path(against), Path(new))
     except EdgepickError as exc:  # another tokenizer, a file that does not load: a failed probe
-        return ProbeResult(passed=False, against=against_label or str(ref), checks=[
+        return ProbeResult(passed=False, against=label, checks=[
             ProbeCheck(name="fidelity", value=float("nan"), limit=0, passed=False,
                        detail=str(exc))], seconds=time.monotonic() - started, when=_now())
     checks = [
-        ProbeCheck(name="kld", value=fid.kld_mean, limit=policy.max_kld,
-                   passed=fid.kld_mean <= policy.max_kld,
-                   detail=f"mean KL divergence, ±{fid.kld_mean_unc:.3g}, p99 {fid.kld_p99:.3g}"),
-        ProbeCheck(name="same_top1", value=fid.same_top1, limit=policy.min_same_top1,
-                   passed=fid.same_top1 >= policy.min_same_top1,
-                   detail=f"top-1 agreement ±{fid.same_top1_unc:.3g}"),
+        ProbeCheck(name="kld", value=fid.kld_mean, limit=kld_limit,
+                   passed=fid.kld_mean <= kld_limit,
+                   detail=f"mean KL divergence ±{fid.kld_mean_unc:.2g}, p99 {fid.kld_p99:.3g}"
+                          + base_note),
+        ProbeCheck(name="same_top1", value=fid.same_top1, limit=top1_limit,
+                   passed=fid.same_top1 >= top1_limit,
+                   detail=f"top-1 agreement ±{fid.same_top1_unc:.2g}"),
     ]
     items = _items(policy) if format_checks else []
     if items:
@@ -82,7 +95,7 @@ def probe(new: str | Path, against: str | Path, policy: UpdatePolicy | None = No
         checks.append(ProbeCheck(name="format_errors", value=new_bad, limit=limit,
                                  passed=new_bad <= limit,
                                  detail=f"of {len(items)} items; the active version: {base_bad}"))
-    return ProbeResult(passed=all(c.passed for c in checks), against=against_label or str(ref),
+    return ProbeResult(passed=all(c.passed for c in checks), against=label,
                        checks=checks, tokens=fid.n_scored, seconds=time.monotonic() - started,
                        when=_now())
 
