@@ -1,0 +1,129 @@
+"""`edgepick doctor TARGET [--symptom S] [--reference REF] [--prompts FILE] [--json]`: from a
+symptom to its cause, measured, with the fix (issue 36; docs/doctor.md)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from edgepick.cli.options import STORE_HELP, open_store
+from edgepick.cli.output import console, err_console, print_json
+from edgepick.records.candidate import DEFAULTS
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def doctor(
+        target: str = typer.Argument(..., help="a GGUF (or bundled name), a deploy.yaml, or "
+                                               "the URL of a running `edgepick serve`"),
+        symptom: Optional[str] = typer.Option(
+            None, "--symptom", help="what is wrong: garbled, repetition, slow, "
+                                    "slow-first-token, oom, load-failure, memory-growth, "
+                                    "tool-calls, context-overflow, mismatch (none: the quick "
+                                    "health checks)"),
+        reference: Optional[str] = typer.Option(
+            None, "--reference", "-r", help="a known-good GGUF of the same vocabulary (the F16 "
+                                            "or the build it came from), or a bundled name"),
+        prompts: Optional[str] = typer.Option(
+            None, "--prompts", help="prompts to measure with: an eval JSONL (messages, tools, "
+                                    "an optional recorded reply) or one prompt a line"),
+        budget: Optional[str] = typer.Option(
+            None, "--budget", help="memory the model may use, e.g. 2GiB (default: the deploy "
+                                   "device's budget or gate, else the free memory)"),
+        time_budget: Optional[float] = typer.Option(
+            None, "--time-budget", help="seconds to spend (default: 180 for the quick checks, "
+                                        "600 with --symptom)"),
+        check: Optional[list[str]] = typer.Option(
+            None, "--check", help="run only this check of the plan (repeatable)"),
+        threads: int = typer.Option(DEFAULTS.threads, "--threads", help="inference threads"),
+        store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
+        json_out: bool = typer.Option(False, "--json", help="print JSON"),
+        lang: str = typer.Option("en", "--lang", help="language of the table: en | zh"),
+    ) -> int:
+        """Find the cause of a symptom by changing one axis at a time against a known-good
+        baseline, and print each cause with its evidence and the fix; exit 1 when a cause is
+        found.
+
+        Causes: quantization, kv_cache_type, sampling, chat_template, context_overflow,
+        host_load, thermal_throttling, memory_budget, memory_growth, engine_support,
+        file_integrity, cold_start, conversion, tool_schema. Figures already in the results
+        store for this file and these settings are reused."""
+        from edgepick.cli.cmd_fidelity import _progress
+        from edgepick.doctor.plan import plan
+        from edgepick.doctor.render import checks_table, evidence_lines, findings_table
+        from edgepick.doctor.runner import DoctorRequest, run
+        from edgepick.errors import EdgepickError
+        from edgepick.strings import texts
+        from edgepick.units import parse_size
+
+        if lang not in ("en", "zh"):
+            raise EdgepickError(f"--lang must be en or zh, got '{lang}'")
+        ref = None
+        if reference:
+            from edgepick.inputs import resolve_ref
+
+            ref = resolve_ref(reference)
+        target_path = target
+        if "://" not in target and not target.endswith((".yaml", ".yml")):
+            from edgepick.inputs import resolve_ref
+
+            import os
+
+            if not os.path.exists(target):
+                target_path = resolve_ref(target).path or target  # a bundled name
+        try:
+            budget_bytes = parse_size(budget) if budget else None
+        except ValueError as exc:
+            raise EdgepickError(f"--budget: {exc}") from None
+        req = DoctorRequest(target=target_path, symptom=symptom, reference=ref, prompts=prompts,
+                            budget_bytes=budget_bytes, budget_s=time_budget, threads=threads,
+                            checks=check or None)
+        t = texts("doctor", lang)
+        if not json_out:
+            from edgepick.doctor.runner import QUICK_BUDGET_S, SYMPTOM_BUDGET_S
+
+            names = [c.name for c in plan(symptom) if not check or c.name in check]
+            err_console.print(t["title"].format(target=target) + "; "
+                              + (t["symptom"].format(s=symptom) if symptom else t["quick"]),
+                              highlight=False)
+            err_console.print(t["plan"].format(
+                budget=time_budget or (SYMPTOM_BUDGET_S if symptom else QUICK_BUDGET_S),
+                checks=", ".join(names)), highlight=False)
+
+        def on_check(cr, left: float) -> None:
+            if not json_out:
+                err_console.print(f"  {cr.check}: {cr.status} ({cr.seconds:.1f} s; "
+                                  f"{max(left, 0):.0f} s left)"
+                                  + (f" — {cr.note}" if cr.note and cr.status != "finding"
+                                     else ""), highlight=False)
+
+        with _progress(not json_out) as cb, open_store(store) as rs:
+            from edgepick.progress import silent
+
+            report = run(req, rs, cb or silent, on_check=on_check)
+        if json_out:
+            print_json(report)
+            return 1 if report.findings else 0
+        if report.findings:
+            header, rows = findings_table(report, lang)
+            table = Table(*header, title=t["title"].format(target=target), show_lines=True)
+            for r in rows:
+                table.add_row(*r)
+            console.print(table)
+            for i, f in enumerate(report.findings, 1):
+                console.print(f"[bold]#{i} {t.get(f.cause, f.cause)}[/] — {t['evidence']}:")
+                for line in evidence_lines(f, lang):
+                    console.print(f"  - {line}", highlight=False)
+        else:
+            console.print(t["none"])
+        header, rows = checks_table(report, lang)
+        ct = Table(*header)
+        for r in rows:
+            ct.add_row(*r)
+        console.print(ct)
+        if report.stopped:
+            console.print(t["stopped"].format(why=report.stopped), highlight=False)
+        console.print(t["elapsed"].format(s=report.elapsed_s, budget=report.budget_s))
+        return 1 if report.findings else 0

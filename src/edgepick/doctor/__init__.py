@@ -1,0 +1,1 @@
+"""`edgepick doctor`: from a symptom to its cause, measured, with the fix (issue 36)."""

@@ -1,0 +1,225 @@
+"""Checks against a known-good baseline of the same model: the weights against the reference,
+bisected to the tensor class (quantization; seed 003 §8.1, seed 000 §5.1), the deployed KV cache
+type against f16 at the scenario's long context (kv_cache_type), and the first diverging token
+between two builds (conversion; seed 000 §5.4, seed 003 §8.3)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import numpy as np
+
+from edgepick.doctor.checks import Skip, finding
+from edgepick.doctor.finding import Evidence, Fix
+from edgepick.errors import EdgepickError
+
+QCTX = 256  # tokens per fidelity chunk; one chunk (127 scored positions) separates a collapse
+BISECT_CTX = 128
+KLD_BAD = 0.10  # nats: a Q8_0 of SmolLM2-135M sits at ~0.006, its Q2_K at ~0.7 (docs/doctor.md)
+TOP1_BAD = 0.80
+FIX_TYPES = ("Q4_K_M", "Q8_0")  # the fix tried in this order: smallest that passes first
+KV_KLD_BAD = 0.03  # q8_0 KV at 1024 tokens: ~0.005; q4_0: ~0.075 (docs/doctor.md)
+KV_TOP1_BAD = 0.90
+KV_MAX_CTX = 1024  # the long context compared, capped: prefill on a 2-core host is slow
+
+
+def _reference(ctx):
+    if ctx.reference is None or not ctx.reference.path:
+        raise Skip("needs --reference: the F16 (or the build it was converted from), a GGUF "
+                   "with the same vocabulary")
+    return ctx.reference
+
+
+def _fidelity(ctx, cand_path: str, chunks: int = 1):
+    from edgepick.evaluate.fidelity import bundled_text
+    from edgepick.evaluate.fidelity_stage import FidelityRequest, run
+    from edgepick.records.model_ref import ModelRef
+
+    req = FidelityRequest(reference=ctx.reference, candidate=ModelRef.file(cand_path),
+                          text=str(bundled_text()), ctx=QCTX, max_chunks=chunks,
+                          threads=ctx.threads)
+    return run(req, ctx.store)
+
+
+def _bad(r) -> bool:
+    return r.kld_mean > KLD_BAD or r.same_top1 < TOP1_BAD
+
+
+def _bisect(ctx, low: str):
+    """The tensor class whose lowering alone costs the most KLD (quantize/sensitivity.py)."""
+    from edgepick.evaluate.fidelity import bundled_text
+    from edgepick.quantize.sensitivity import analyze
+
+    rep = analyze(ctx.reference.path, low=low, high="Q8_0", text=str(bundled_text("calibration")),
+                  by="class", ctx=BISECT_CTX, chunks=1, threads=ctx.threads, store=ctx.store,
+                  on_unit=lambda ev: ctx.tick(ev.done, ev.total or 0, f"bisect {ev.what}"))
+    return rep
+
+
+def _fixed_build(ctx, ftype: str) -> tuple[str, object]:
+    from edgepick.doctor.workdir import work_dir
+    from edgepick.quantize.ladder import build
+
+    src = Path(ctx.reference.path)
+    dst = work_dir() / f"{src.stem}.{ftype}.gguf"
+    build(str(src), dst, ftype, threads=ctx.threads)
+    return str(dst), _fidelity(ctx, str(dst))
+
+
+def quantization(ctx):
+    from edgepick.models.spec import spec_of
+    from edgepick.store.identity import file_sha256
+
+    ref = _reference(ctx)
+    r = _fidelity(ctx, ctx.target.model_path)
+    cmd = shlex.join(["edgepick", "fidelity", "-m", ctx.target.model_path, "-r", ref.path,
+                      "--ctx", str(QCTX), "--chunks", "1"])
+    if not _bad(r):
+        return None
+    ftype = spec_of(ctx.target.model_path).file_type or "?"
+    ev = [Evidence(what="KL divergence to the reference (mean)", value=round(r.kld_mean, 4),
+                   baseline=KLD_BAD, unit="nats", command=cmd),
+          Evidence(what="top-1 agreement with the reference", value=round(r.same_top1, 3),
+                   baseline=TOP1_BAD, unit="share"),
+          Evidence(what="perplexity ratio", value=round(r.ppl_ratio, 3), baseline=1.0)]
+    detail = ftype
+    src_type = spec_of(ref.path).file_type or ""
+    if src_type.upper() in ("F16", "F32", "BF16", "ALL_F32", "MOSTLY_F16") and \
+            ftype not in ("?", "Q8_0"):
+        try:
+            rep = _bisect(ctx, ftype)
+            top = rep.entries[0]
+            share = top.kld_mean / max(sum(e.kld_mean for e in rep.entries), 1e-12)
+            detail = f"{ftype}, tensor class {top.unit}"
+            ev.append(Evidence(what=f"KLD with only {top.unit} at {ftype} (all else Q8_0)",
+                               value=round(top.kld_mean, 4),
+                               baseline=round(rep.baseline_kld_mean, 4), unit="nats",
+                               command=shlex.join(["edgepick", "sensitivity", ref.path, "--low",
+                                                   ftype, "--high", "Q8_0", "--by", "class",
+                                                   "--ctx", str(BISECT_CTX), "--chunks", "1"])))
+            ev.append(Evidence(what=f"{top.unit}'s share of the classes' summed KLD",
+                               value=round(share, 2), unit="share"))
+        except EdgepickError as exc:
+            ev.append(Evidence(what="bisection", value=f"not run: {exc}"))
+    fix = Fix(text=f"rebuild from the reference at a higher type than {ftype}, or keep the most "
+                   f"sensitive class at Q8_0 (`llama-quantize --tensor-type CLASS=Q8_0`)")
+    for t in FIX_TYPES:
+        try:
+            path, after = _fixed_build(ctx, t)
+        except EdgepickError as exc:
+            fix.text += f"; building {t} failed: {exc}"
+            break
+        if not _bad(after):
+            fix = Fix(text=f"use the {t} build of the reference (doctor wrote {path})",
+                      command=shlex.join(["llama-quantize", ref.path, path, t]),
+                      deploy_edit={"model.path": path, "model.sha256": file_sha256(path),
+                                   "model.quant": t},
+                      verified=f"KLD {after.kld_mean:.4f} nats, top-1 {after.same_top1:.1%}")
+            break
+    conf = 0.95 if r.kld_mean > 2 * KLD_BAD or r.same_top1 < TOP1_BAD - 0.1 else 0.75
+    return finding(ctx, "quantization",
+                   f"{ftype} moves the next-token distribution {r.kld_mean:.3f} nats from the "
+                   f"reference (top-1 agreement {r.same_top1:.1%})", fix, conf, ev, detail=detail)
+
+
+# -- KV cache -------------------------------------------------------------------------------
+def _kv_rows(ctx, kv: str, n: int, tokens: list[int]) -> np.ndarray:
+    eng = ctx.engine(need_logits=True, kv_type=kv, n_ctx=n, n_batch=n, n_ubatch=min(n, 512))
+    first = n * 3 // 4
+    return eng.logits(tokens)[first:n - 1]
+
+
+def _kv_compare(ctx, kv: str, n: int) -> dict:
+    from edgepick.evaluate.fidelity import bundled_text, read_text
+    from edgepick.evaluate.fidelity_stats import Accumulator, compare_rows, reference_rows
+
+    def measure() -> dict:
+        eng = ctx.engine(need_logits=True, kv_type="f16", n_ctx=n, n_batch=n,
+                         n_ubatch=min(n, 512))
+        tokens = eng.tokenize(read_text(bundled_text()), add_bos=True)[:n]
+        if len(tokens) < n:
+            raise Skip(f"the bundled text is shorter than {n} tokens")
+        targets = np.asarray(tokens[n * 3 // 4 + 1:])
+        ref = reference_rows(_kv_rows(ctx, "f16", n, tokens), targets)
+        acc = Accumulator()
+        acc.add(compare_rows(*ref, _kv_rows(ctx, kv, n, tokens), targets), ref[1])
+        s = acc.summary()
+        ctx.close_engines()  # two full-logit contexts: free them before the next check
+        return {"kld_mean": s["kld_mean"], "same_top1": s["same_top1"], "kld_p99": s["kld_p99"]}
+
+    return ctx.measured("kv_cache_type", [kv, n], measure)
+
+
+def kv_cache_type(ctx):
+    s = ctx.target.settings
+    if s.kv_type in ("f16", "f32", "bf16"):
+        return None
+    n = min(s.n_ctx, ctx.target.context_p99 or s.n_ctx, KV_MAX_CTX)
+    m = _kv_compare(ctx, s.kv_type, n)
+    if m["kld_mean"] <= KV_KLD_BAD and m["same_top1"] >= KV_TOP1_BAD:
+        return None
+    fix = Fix(text="an f16 KV cache",
+              deploy_edit={"runtime.kv_type": "f16"})
+    if s.kv_type != "q8_0":
+        q8 = _kv_compare(ctx, "q8_0", n)
+        if q8["kld_mean"] <= KV_KLD_BAD and q8["same_top1"] >= KV_TOP1_BAD:
+            fix = Fix(text="a q8_0 KV cache: half the memory of f16, and within the limit",
+                      deploy_edit={"runtime.kv_type": "q8_0"},
+                      verified=f"KLD {q8['kld_mean']:.4f} nats, top-1 {q8['same_top1']:.1%}")
+    return finding(ctx, "kv_cache_type",
+                   f"a {s.kv_type} KV cache moves the next-token distribution "
+                   f"{m['kld_mean']:.3f} nats from f16 at {n} tokens of context "
+                   f"(top-1 agreement {m['same_top1']:.1%})", fix,
+                   0.95 if m["kld_mean"] > 2 * KV_KLD_BAD else 0.75,
+                   [Evidence(what=f"KLD {s.kv_type} KV vs f16 KV, last quarter of {n} tokens",
+                             value=round(m["kld_mean"], 4), baseline=KV_KLD_BAD, unit="nats",
+                             command=ctx.doctor_cmd("garbled")),
+                    Evidence(what="top-1 agreement with f16 KV", value=round(m["same_top1"], 3),
+                             baseline=KV_TOP1_BAD, unit="share")], detail=s.kv_type)
+
+
+# -- conversion -----------------------------------------------------------------------------
+def conversion(ctx):
+    import tempfile
+
+    from edgepick.evaluate.consistency import consistency
+    from edgepick.records.model_ref import ModelRef
+
+    ref = _reference(ctx)
+
+    def measure() -> dict:
+        with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as fh:
+            for p in ctx.prompts[:4]:
+                fh.write(json.dumps({"id": p.id, "task": "generation", "messages": p.messages},
+                                    ensure_ascii=False) + "\n")
+        try:
+            res = consistency(ref, ModelRef.file(ctx.target.model_path), fh.name,
+                              max_tokens=24, threads=ctx.threads)
+        finally:
+            Path(fh.name).unlink(missing_ok=True)
+        return {"n": res.n, "identical": res.n_identical,
+                "prompt_differs": [it.id for it in res.items if not it.same_prompt_text],
+                "tokens_differ": [it.id for it in res.items if it.token_divergence is not None],
+                "first_divergence": res.mean_first_divergence}
+
+    m = ctx.measured("conversion", [ref.path, [p.messages for p in ctx.prompts[:4]]], measure)
+    if not m["prompt_differs"] and not m["tokens_differ"]:
+        return None
+    what = "the chat template renders different prompt text" if m["prompt_differs"] else \
+        "the same text is tokenized into different token IDs"
+    return finding(ctx, "conversion",
+                   f"between the reference and this build {what} "
+                   f"({len(m['prompt_differs'] or m['tokens_differ'])} of {m['n']} prompts)",
+                   Fix(text="convert again keeping the reference's tokenizer and chat template "
+                            "(tokenizer.* keys of its GGUF), then re-run the consistency test "
+                            "(seed 000 §5.4)"),
+                   0.9, [Evidence(what="identical greedy answers", value=m["identical"],
+                                  baseline=m["n"],
+                                  command=shlex.join(["edgepick", "consistency", "-m",
+                                                      ctx.target.model_path, "-r", ref.path,
+                                                      "-d", "PROMPTS.jsonl"])),
+                         Evidence(what="mean first diverging token",
+                                  value=m["first_divergence"])],
+                   detail="chat template" if m["prompt_differs"] else "tokenizer")

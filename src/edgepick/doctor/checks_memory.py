@@ -1,0 +1,186 @@
+"""Memory checks: fit's need and the measured need against the budget, and which phase peaks,
+load (the weights) or inference (KV cache and compute buffers) (memory_budget; seed 001 §5.3,
+seed 004 §6.1); MiB per 1000 tokens over a sustained run (memory_growth; seed 000 §5.3, seed
+003 §8.2)."""
+
+from __future__ import annotations
+
+import importlib
+
+from edgepick.doctor.checks import Skip, finding
+from edgepick.doctor.finding import Evidence, Fix
+from edgepick.units import human_bytes as format_bytes
+
+SUSTAIN_S = 6.0  # long enough for the bench's slope over >= 4 requests of 16 tokens
+KV_STEPS = ("q8_0", "q4_0")
+MIN_CTX = 256
+
+
+def _device(ctx, budget: int):
+    from edgepick.devices.catalog import load_device
+    from edgepick.errors import EdgepickError
+    from edgepick.records.device import DeviceProfile
+
+    if ctx.target.device and ctx.target.device != "local":
+        try:
+            return load_device(ctx.target.device)
+        except EdgepickError:
+            pass
+    import psutil
+
+    from edgepick.devices.probe import cpu_features
+
+    return DeviceProfile(name="this host", total_ram_bytes=psutil.virtual_memory().total,
+                         model_budget_bytes=budget, bandwidth_gbps=10.0,
+                         cpu_features=cpu_features())
+
+
+def fit_need(ctx, n_ctx: int | None = None, kv_type: str | None = None,
+             quant: str | None = None) -> int | None:
+    """fit's predicted need (anonymous memory + file pages read) at these settings."""
+    from edgepick.fit.planner import fit_one
+    from edgepick.models.spec import spec_of
+
+    s = ctx.target.settings
+    est = fit_one(spec_of(ctx.target.model_path), quant, n_ctx or s.n_ctx,
+                  _device(ctx, ctx.target.budget(ctx.budget_bytes).bytes),
+                  kv_type=kv_type or s.kv_type, n_ubatch=s.n_ubatch, swa_full=s.swa_full,
+                  mmap=s.mmap)
+    return est.total_bytes
+
+
+def _weights_need(ctx) -> int:
+    from edgepick.models.spec import spec_of
+
+    return sum(t.n_bytes for t in spec_of(ctx.target.model_path).tensors)
+
+
+def measure_need(ctx, **changes) -> dict:
+    """The need measured in a worker (bench/need.py): load, a prompt, a few tokens."""
+    from edgepick.bench.need import measure_need as worker
+    from edgepick.bench.need import need_bytes
+    from edgepick.launch import run_isolated
+
+    cand = ctx.candidate(**changes)
+    n_ctx = cand.settings.n_ctx
+    out = run_isolated(worker, cand.model_dump(mode="json"), min(128, n_ctx // 2), 16,
+                       timeout=300)
+    if not out.ok:
+        return {"error": out.error}
+    v = out.value
+    return {"need": need_bytes(v["anon"], v.get("file_read"), v["hwm"], cand.settings.mmap),
+            "anon": v["anon"], "file_read": v.get("file_read"), "hwm": v["hwm"]}
+
+
+def _fix(ctx, budget: int, scale: float) -> tuple[dict, int] | None:
+    """The first settings (shorter context, then a quantized KV cache) whose need, as fit
+    predicts it scaled by measured ÷ predicted, stays within the budget."""
+    s = ctx.target.settings
+    floor = max(MIN_CTX, (ctx.target.context_p99 or 0) + (ctx.target.output_p95 or 0))
+    tries: list[dict] = []
+    n = s.n_ctx // 2
+    while n >= floor:
+        tries.append({"n_ctx": n})
+        n //= 2
+    kvs = [k for k in KV_STEPS if k != s.kv_type and KV_STEPS.index(k) >= (
+        KV_STEPS.index(s.kv_type) + 1 if s.kv_type in KV_STEPS else 0)]
+    tries += [{"kv_type": k} for k in kvs[:1]]
+    for t in tries:
+        need = fit_need(ctx, t.get("n_ctx"), t.get("kv_type"))
+        if need is not None and need * scale <= 0.9 * budget:
+            return t, int(need * scale)
+    return None
+
+
+def memory_budget(ctx):
+    budget = ctx.target.budget(ctx.budget_bytes)
+    predicted = fit_need(ctx)
+    m = ctx.measured("memory_need", [], lambda: measure_need(ctx))
+    measured = m.get("need")
+    need = measured or predicted
+    if need is None:
+        raise Skip("neither fit nor a measurement gives the need")
+    if need <= budget.bytes:
+        return None
+    weights = _weights_need(ctx)
+    phase = "load (the weights alone)" if weights > budget.bytes else \
+        "inference (KV cache and compute buffers on top of the weights)"
+    ev = [Evidence(what="need (measured: anonymous + file pages read)", value=measured,
+                   baseline=budget.bytes, unit="bytes",
+                   command=ctx.doctor_cmd("oom")),
+          Evidence(what="need (fit's prediction)", value=predicted, baseline=budget.bytes,
+                   unit="bytes", command=f"edgepick fit -m {ctx.target.model_path} --ctx "
+                                         f"{ctx.target.settings.n_ctx} --kv-type "
+                                         f"{ctx.target.settings.kv_type}"),
+          Evidence(what="weights", value=weights, unit="bytes"),
+          Evidence(what="budget", value=budget.bytes, unit="bytes", baseline=budget.source)]
+    if m.get("error"):
+        ev[0].value = f"not measured: {m['error']}"
+    scale = (measured / predicted) if measured and predicted else 1.0
+    found = None if weights > budget.bytes else _fix(ctx, budget.bytes, scale)
+    if found is not None:
+        change, after = found
+        check = ctx.measured("memory_need_fix", [change], lambda: measure_need(ctx, **change))
+        fix = Fix(text="within the budget with " + ", ".join(f"{k} {v}" for k, v in
+                                                             change.items()),
+                  deploy_edit={f"runtime.{k}": v for k, v in change.items()},
+                  verified=(f"measured need {format_bytes(check['need'])}" if check.get("need")
+                            else f"fit's need {format_bytes(after)}"))
+    else:
+        fix = Fix(text=f"the weights alone ({format_bytes(weights)}) "
+                       + ("exceed" if weights > budget.bytes else "nearly fill")
+                       + f" the budget of {format_bytes(budget.bytes)}: choose a lower-bit quant "
+                         "or a smaller model (`edgepick fit` ranks what fits), or a device with "
+                         "more memory")
+    return finding(ctx, "memory_budget",
+                   f"need {format_bytes(need)} over the budget {format_bytes(budget.bytes)} "
+                   f"({budget.source}); it peaks at {phase}", fix, 0.95 if measured else 0.8, ev,
+                   detail=phase.split(" (")[0])
+
+
+# -- the sustained run (memory growth, and the thermal check's timeline) ----------------------
+def sustained(ctx) -> dict:
+    """bench's sustained run of fixed-size requests, its report as stored (reused when this
+    file and these settings were run before)."""
+    def measure() -> dict:
+        from edgepick.bench.runner import measure_config
+        from edgepick.bench.sweeps import BenchRequest, expand
+
+        cand = ctx.candidate()
+        req = BenchRequest(models=[cand.ref], settings=cand.settings, prompt_lengths=[16],
+                           gen_tokens=16, warmup=1, repeats=1, sustain_s=SUSTAIN_S)
+        cfg = [c for c in expand(req) if c.sweep == "sustain"][0]
+        worker = None
+        if ctx.sustain_worker:
+            mod, _, fn = ctx.sustain_worker.partition(":")
+            worker = getattr(importlib.import_module(mod), fn)
+        res = measure_config(cfg, req, worker=worker)
+        if res.status != "ok" or res.sustain is None:
+            return {"error": res.error or "no sustained report"}
+        return res.sustain.model_dump(mode="json")
+
+    return ctx.measured("sustained", [SUSTAIN_S, ctx.sustain_worker], measure)
+
+
+def memory_growth(ctx):
+    rep = sustained(ctx)
+    if rep.get("error"):
+        raise Skip(f"the sustained run failed: {rep['error']}")
+    slope = rep.get("memory_growth_mib_per_1k")
+    if slope is None:
+        raise Skip("the sustained run had too few requests to fit a slope")
+    if not rep.get("memory_growth_flagged"):
+        return None
+    limit = rep.get("memory_growth_threshold") or 2.0
+    return finding(ctx, "memory_growth",
+                   f"anonymous memory grows {slope:.1f} MiB per 1000 generated tokens over a "
+                   f"{SUSTAIN_S:g} s run of fixed-size requests (limit {limit:g})",
+                   Fix(text="run an engine build without the leak; until then restart the "
+                            "engine before it reaches the budget (serve --mem-limit drains and "
+                            "restarts it) (seed 000 §5.3, seed 003 §8.2)"),
+                   min(0.95, 0.6 + 0.05 * slope / limit),
+                   [Evidence(what="memory growth", value=slope, baseline=limit,
+                             unit="MiB/1k tokens",
+                             command=f"edgepick bench -m {ctx.target.model_path} --sustain "
+                                     f"{SUSTAIN_S:g}")],
+                   detail=f"{slope:.1f} MiB/1k tokens")

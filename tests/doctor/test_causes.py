@@ -1,0 +1,117 @@
+"""Each cause provoked on the bundled SmolLM2 and named first by doctor; where the fix is a
+deploy.yaml edit, the edit is applied and the finding goes away (issue 36)."""
+
+from __future__ import annotations
+
+from conftest import apply_fix  # tests/doctor/conftest.py
+
+
+def _first(report):
+    assert report.findings, [c.model_dump() for c in report.checks]
+    return report.findings[0]
+
+
+def test_q2k_build_is_quantization_bisected_to_a_tensor_class(doctor, broken, smollm2_f16):
+    rep = doctor(broken["q2k"], symptom="garbled", reference=_ref(smollm2_f16))
+    f = _first(rep)
+    assert f.cause == "quantization"
+    assert "tensor class" in f.detail
+    assert any(e.command and "sensitivity" in e.command for e in f.evidence)
+    assert f.fix.deploy_edit["model.path"]  # a build doctor verified against the reference
+    assert rep.stopped == "quantization explains the symptom"
+    # the fix applied: its build has no quantization finding
+    fixed = doctor(f.fix.deploy_edit["model.path"], symptom="garbled",
+                   reference=_ref(smollm2_f16), checks=["quantization"])
+    assert not fixed.findings
+
+
+def test_q4_0_kv_cache_at_long_context(doctor, write_deploy, smollm2_q4_1):
+    deploy = write_deploy(smollm2_q4_1, runtime={"kv_type": "q4_0", "n_ctx": 640},
+                          context_tokens={"p50": 200, "p95": 480, "p99": 512})
+    f = _first(doctor(deploy, symptom="garbled"))
+    assert f.cause == "kv_cache_type" and f.detail == "q4_0"
+    apply_fix(deploy, f.fix.deploy_edit)
+    assert not doctor(deploy, symptom="garbled", checks=["kv_cache_type"]).findings
+
+
+def test_temperature_2_without_repeat_penalty_is_sampling(doctor, write_deploy, smollm2_q4_1):
+    deploy = write_deploy(smollm2_q4_1, sampling={"temperature": 2.0})
+    f = _first(doctor(deploy, symptom="garbled"))
+    assert f.cause == "sampling" and f.confidence >= 0.9
+    assert f.fix.deploy_edit == {"sampling.temperature": 0.7, "sampling.repeat_penalty": 1.1}
+    apply_fix(deploy, f.fix.deploy_edit)
+    assert not doctor(deploy, symptom="garbled", checks=["sampling"]).findings
+
+
+def test_removed_chat_template(doctor, broken):
+    f = _first(doctor(broken["no_template"], symptom="garbled"))
+    assert f.cause == "chat_template" and f.detail == "missing"
+    fixed = f.fix.deploy_edit["model.path"]  # the same weights with the family's template
+    assert not doctor(fixed, symptom="garbled", checks=["chat_template"]).findings
+
+
+def test_prompts_beyond_n_ctx(doctor, write_deploy, smollm2_q4_1, tmp_path):
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("Summarise: " + "the quick brown fox jumps over the lazy dog. " * 40
+                       + "\nHello there.\n")
+    deploy = write_deploy(smollm2_q4_1, runtime={"n_ctx": 256})
+    f = _first(doctor(deploy, symptom="context-overflow", prompts=str(prompts)))
+    assert f.cause == "context_overflow"
+    assert f.evidence[0].value == 1  # one prompt of two is over
+    apply_fix(deploy, f.fix.deploy_edit)
+    assert not doctor(deploy, symptom="context-overflow", prompts=str(prompts),
+                      checks=["context_overflow"]).findings
+
+
+def test_cpu_hog_beside_the_measurement(doctor, smollm2_q4_1, hog):
+    f = _first(doctor(smollm2_q4_1, symptom="slow", checks=["host_load"]))
+    assert f.cause == "host_load"
+    hog_pids = {str(p.pid) for p in hog}
+    assert hog_pids & set(f.fix.command.split())  # the fix names the hog to stop
+
+
+def test_budget_below_the_need(doctor, write_deploy, smollm2_q4_1):
+    deploy = write_deploy(smollm2_q4_1, runtime={"n_ctx": 8192})
+    budget = 250 * 2**20
+    f = _first(doctor(deploy, symptom="oom", budget_bytes=budget))
+    assert f.cause == "memory_budget" and f.detail == "inference"
+    assert f.fix.deploy_edit["runtime.n_ctx"] < 8192
+    apply_fix(deploy, f.fix.deploy_edit)
+    assert not doctor(deploy, symptom="oom", budget_bytes=budget,
+                      checks=["memory_budget"]).findings
+
+
+def test_truncated_file(doctor, broken):
+    rep = doctor(broken["truncated"])
+    f = _first(rep)
+    assert f.cause == "file_integrity" and "truncated" in f.summary
+    assert rep.stopped and len(rep.checks) == 1  # nothing else can run on it
+
+
+def test_leaking_engine(doctor, tiny_model):
+    rep = doctor(tiny_model, symptom="memory-growth",
+                 sustain_worker="leaky_engine:measure_sustain_leaky")
+    assert _first(rep).cause == "memory_growth"
+
+
+def test_tool_call_with_wrong_argument_types(doctor, tiny_model, tmp_path):
+    import json
+
+    tools = [{"type": "function", "function": {"name": "set_timer", "parameters": {
+        "type": "object", "properties": {"minutes": {"type": "integer"},
+                                         "label": {"type": "string"}},
+        "required": ["minutes"], "additionalProperties": False}}}]
+    line = {"messages": [{"role": "user", "content": "Set a timer for ten minutes."}],
+            "tools": tools, "reply": {"name": "set_timer",
+                                      "arguments": {"minutes": "ten", "label": 5}}}
+    prompts = tmp_path / "calls.jsonl"
+    prompts.write_text(json.dumps(line) + "\n")
+    f = _first(doctor(tiny_model, symptom="tool-calls", prompts=str(prompts)))
+    assert f.cause == "tool_schema"
+    assert "minutes" in str(f.evidence)
+
+
+def _ref(path: str):
+    from edgepick.records.model_ref import ModelRef
+
+    return ModelRef.file(path)
