@@ -117,13 +117,27 @@ def unknown(command: str, tree=None) -> list[str]:
         cmd, path = cmd.commands[name], [*path, name]
     if getattr(cmd, "commands", None):
         return []
-    flags = {o for p in cmd.params if not getattr(p, "hidden", False)
-             for o in (*p.opts, *p.secondary_opts)} | {"--help"}
-    bad = []
-    for w in words:
+    visible = [p for p in cmd.params if not getattr(p, "hidden", False)]
+    flags = {o: p for p in visible for o in (*p.opts, *p.secondary_opts)}
+    positional = any(p.param_type_name == "argument" for p in visible)
+    deprecated = any(p.param_type_name == "argument" and p.hidden for p in cmd.params)
+    bad, skip = [], False
+    for w in (w.strip("[]") for w in words):
+        if not w or w in ("OPTIONS", "…", "..."):
+            continue
+        if skip:
+            skip = False
+            continue
         flag = w.split("=", 1)[0]
-        if re.match(r"--?[a-zA-Z]", flag) and flag not in flags:
-            bad.append(f"'edgepick {' '.join(path)} {flag}': no such flag")
+        if re.match(r"--?[a-zA-Z]", flag):
+            if flag == "--help":
+                continue
+            if flag not in flags:
+                bad.append(f"'edgepick {' '.join(path)} {flag}': no such flag")
+            else:
+                skip = "=" not in w and not getattr(flags[flag], "is_flag", False)
+        elif deprecated and not positional:
+            bad.append(f"'edgepick {' '.join(path)} {w}': a deprecated positional (use -m)")
     return bad
 
 
@@ -141,6 +155,8 @@ def test_every_documented_command_and_flag_exists():
     ("edgepick fit -m smollm2 --context 2048", ["'edgepick fit --context': no such flag"]),
     ("edgepick models activate a@2 --server http://x", []),
     ("edgepick modles list", ["'edgepick modles': no such command"]),
+    ("edgepick inspect smollm2", ["'edgepick inspect smollm2': a deprecated positional (use -m)"]),
+    ("edgepick inspect -m smollm2 --json", []),
 ])
 def test_a_renamed_flag_or_command_is_caught(written, found):
     assert unknown(written) == found
@@ -165,3 +181,10 @@ def test_every_seed_citation_links_to_its_summary():
         internal += [f"{page.name}: {m}" for m in re.findall(r"\bSPEC\b|\(issue \d+[^)]*\)", text)]
     assert not bare, "\n".join(bare)
     assert not internal, "\n".join(internal)
+
+
+def test_every_test_file_the_docs_name_exists():
+    missing = sorted({f"{page.name}: {path}" for page in PAGES if page.name not in UNLINKED_YET
+                      for path in re.findall(r"tests/[\w/]+\.py", page.read_text(encoding="utf-8"))
+                      if not (ROOT / path).exists()})
+    assert not missing, "\n".join(missing)

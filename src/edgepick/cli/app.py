@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import re
 import sys
 
 import typer
@@ -60,19 +61,21 @@ def reflow(text: str | None) -> str | None:
     return "\n\n".join(out)
 
 
-SUMMARY_MAX = 140
+SUMMARY_MAX = 160
 
 
 def summary(text: str | None) -> str | None:
     """A command's line in its group's list: the help's first paragraph, whole (click would cut
     it at a width-dependent count of characters, mid-word); a long one, its first sentence or
-    clause, so that the list stays a list."""
+    clause, then without its parentheses, so that the list stays a list."""
     if not text:
         return text
     line = text.split("\n\n", 1)[0]
     for stop in (". ", "; "):
         if len(line) > SUMMARY_MAX and stop in line:
             line = line.split(stop, 1)[0] + "."
+    if len(line) > SUMMARY_MAX:  # still long: without its parentheses
+        line = re.sub(r" \([^()]*\)", "", line)
     return line
 
 

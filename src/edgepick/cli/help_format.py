@@ -99,5 +99,9 @@ def install() -> None:
     core.TyperArgument.display_type_rich = lambda self, ctx: None  # its name already says it
     core.TyperArgument.display_name_raw = property(argument_name)
     core.TyperArgument._usage_display_name = argument_usage
+    # a hidden (deprecated) positional is accepted but never shown, in the usage line too
+    shown_pieces = core.TyperArgument.get_usage_pieces
+    core.TyperArgument.get_usage_pieces = \
+        lambda self, ctx: [] if self.hidden else shown_pieces(self, ctx)
     core.describe_number_range = number_range
     _installed = True
