@@ -1,9 +1,10 @@
 """`--help` written for people, not for the type checker.
 
 Typer labels a value by its Python annotation (`<bool>`, `<list[str]>`, `<int range> [x>=1]`)
-and a required argument as `{name}`. Those labels come from three places in typer's core
-(`TyperOption.display_type_rich`, `TyperArgument`'s display names, `describe_number_range`, `_get_default_string`);
-`install()` replaces them once, for every command, so no declaration has to remember a metavar:
+and a required argument as `{name}`. Those labels come from a few places in typer's core
+(`TyperOption.display_type_rich`, `TyperArgument`'s display names and usage pieces,
+`describe_number_range`, `_get_default_string`); `install()` replaces them once, for every
+command, so no declaration has to remember a metavar:
 
 - a flag (`--json`, `--flash-attn/--no-flash-attn`) shows no value at all;
 - a value shows a word: the option's own name for text and paths (`--store STORE`), `N` for a
