@@ -3,7 +3,7 @@ deploy.yaml edit, the edit is applied and the finding goes away (issue 36)."""
 
 from __future__ import annotations
 
-from conftest import apply_fix  # tests/doctor/conftest.py
+from doctor_fixes import apply_fix
 
 
 def _first(report):

@@ -103,6 +103,15 @@ def register(app: typer.Typer) -> None:
             from edgepick.progress import silent
 
             report = run(req, rs, cb or silent, on_check=on_check)
+        if report.kind == "deploy":
+            from edgepick.report.doctor_section import append_to_report, report_dir_of
+
+            folder = report_dir_of(target)
+            if folder is not None:
+                touched = append_to_report(folder, report, ["en", "zh"])
+                if touched and not json_out:
+                    err_console.print(f"doctor section written into {folder}/report.*",
+                                      highlight=False)
         if json_out:
             print_json(report)
             return 1 if report.findings else 0

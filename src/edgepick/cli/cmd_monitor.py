@@ -60,6 +60,7 @@ def register(app: typer.Typer) -> None:
         from edgepick.errors import EdgepickError
         from edgepick.monitor.drift import as_dicts as drift_dicts
         from edgepick.monitor.drift import drift
+        from edgepick.monitor.doctor_hint import doctor_commands
         from edgepick.monitor.live import as_dicts, figures, scrape_window
         from edgepick.monitor.window import parse_window
         from edgepick.records.deploy import DeployConfig
@@ -78,12 +79,13 @@ def register(app: typer.Typer) -> None:
             found = drift(s, deploy) if deploy else []
             worse = [r.figure for r in rows if r.verdict == "worse"] + \
                 [f.what for f in found if f.drift]
+            hints = doctor_commands(worse, str(against) if against else None)
             if json_out:
                 print_json({"url": url, "against": str(against) if against else None,
                             "window": {"asked": window, "asked_s": win.asked_s,
                                        "used_s": win.used_s, "since_start": win.since_start},
                             "figures": as_dicts(rows), "drift": drift_dicts(found),
-                            "worse": worse})
+                            "worse": worse, "doctor": hints})
             else:
                 t = Table("figure", "live", "95% interval", "n", "baseline", "verdict",
                           title=f"{url} at {time.strftime('%H:%M:%S')}, {win.describe()}")
@@ -101,6 +103,8 @@ def register(app: typer.Typer) -> None:
                     console.print(f"check: {len(worse)} figure(s) worse: {', '.join(worse)}"
                                   if worse else "check: nothing worse than the decision",
                                   highlight=False)
+                    for cmd in hints:  # what finds the cause (docs/doctor.md)
+                        console.print(f"to find the cause: {cmd}", highlight=False)
             if not watch:
                 return 1 if check and worse else 0
             time.sleep(watch)

@@ -111,4 +111,9 @@ def _report(req: DecideRequest, decision, summaries, store) -> list[Path]:
     routed = latest_route_eval(store)  # `edgepick route eval` into this store: its section
     if routed is not None:
         append_to_report(req.report, routed, LANGS[req.lang])
+    from edgepick.report import doctor_section
+
+    found = doctor_section.latest_doctor(store, [s.model for s in summaries])
+    if found is not None:  # `edgepick doctor` on one of these files: its causes (issue 36)
+        doctor_section.append_to_report(req.report, found, LANGS[req.lang])
     return paths

@@ -62,7 +62,7 @@ class Ctx:
             self.reused = True
             return held
         out = measure()
-        if self.store is not None:
+        if self.store is not None and not out.get("error"):  # a failure is retried next time
             self.store.put(FIGURE_KIND, key, out, label=f"{check} {self.target.label}")
         return out
 
