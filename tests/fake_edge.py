@@ -138,13 +138,16 @@ def make_app(settings: dict | None = None, deploy=None, router=None, pool: FakeP
 
 @contextmanager
 def running(app) -> Iterator[int]:
-    """The app under uvicorn (the parser serve uses) on a free loopback port, in a thread."""
+    """The app under uvicorn as serve runs it (its protocol: serve/run.py) on a free loopback
+    port, in a thread."""
     import uvicorn
+
+    from edgepick.serve.run import server_config
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="error", lifespan="on"))
+    server = uvicorn.Server(server_config(app, app.state.serve_settings))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     end = time.monotonic() + 20

@@ -131,3 +131,43 @@ def test_echo_is_bounded_by_the_same_admission(pool):
     finally:
         p.admission.admitted -= 1
         p.admission.release(0.1, 1)
+
+
+def test_echo_has_its_own_admission_and_an_empty_prompt_scores_to_nothing(pool):
+    p, loop = pool
+    body = _score(pool, {"prompt": "", "echo": True, "logprobs": 1, "max_tokens": 0})
+    assert body["choices"][0]["finish_reason"] == "length"  # schema-valid, so answered
+    own = p.scorer.admission  # one scoring at a time and its queue: then 429 at once
+    taken = own.capacity
+    for _ in range(taken):
+        own.enter()
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(Overloaded):
+            _score(pool, {"prompt": "Another prompt, not cached", "echo": True, "max_tokens": 0})
+        assert time.monotonic() - t0 < 1
+    finally:
+        own.admitted -= taken
+
+
+def test_echo_past_its_deadline_stops_and_every_outcome_is_retrieved(pool):
+    """The work stops at its deadline; a failure it meets after its client was answered is
+    read (no 'Task exception was never retrieved'), and its admission place comes back."""
+    import gc
+
+    from edgepick.serve.router_api import DeadlineExceeded
+
+    p, loop = pool
+    unretrieved: list = []
+    loop.set_exception_handler(lambda _loop, ctx: unretrieved.append(ctx))
+    try:
+        for prompt in ([[10 ** 9]], "A prompt long enough to score " * 20):
+            with pytest.raises((DeadlineExceeded, BadRequest)):
+                loop.run_until_complete(score_request(
+                    p, {"prompt": prompt, "echo": True, "max_tokens": 8}, False,
+                    time.monotonic() + 0.001))
+        loop.run_until_complete(asyncio.sleep(1.0))  # the work ends at its next step
+        gc.collect()
+        assert unretrieved == [] and p.scorer.admission.admitted == 0
+    finally:
+        loop.set_exception_handler(None)

@@ -81,6 +81,7 @@ def create_app(state: ServeState) -> FastAPI:
     app = FastAPI(title="edgepick serve", version="1", lifespan=lifespan, docs_url=None,
                   redoc_url=None, openapi_url="/openapi.json")
     install(app, lambda: limits(state))
+    app.state.serve_settings = s  # serve/run.py's server_config reads its HTTP settings
     app.include_router(engine_router(state))  # tokenizer, probes, engine slots (E)
     app.include_router(loop_router(state))  # feedback, metrics history (H, serve/feedback.py)
 

@@ -151,6 +151,7 @@ def forced_routes_allowed(policy: ServePolicy) -> bool:
 def build_state(settings: ServeSettings, source: Source, *, registry: Registry | None = None,
                 router: Router | None = None) -> ServeState:
     from edgepick.serve.control import RegistryControl
+    from edgepick.serve.scoring import EchoLimits
     from edgepick.serve.swap import HotSwap
     from edgepick.serve.watchdog import MemoryWatchdog
 
@@ -162,7 +163,9 @@ def build_state(settings: ServeSettings, source: Source, *, registry: Registry |
                     log_dir=str(settings.log_dir) if settings.log_dir else None,
                     probe_timeout_s=settings.probe_timeout, hung_after_s=settings.hung_after,
                     max_restarts=settings.max_restarts,
-                    restart_window_s=settings.restart_window, embeddings=source.embeddings)
+                    restart_window_s=settings.restart_window, embeddings=source.embeddings,
+                    echo_limits=EchoLimits(settings.echo_max_prompt_tokens,
+                                           settings.echo_max_tokens, settings.echo_queue))
     background = [MemoryWatchdog(p, settings.mem_limit, settings.mem_check,
                                  settings.restart_cooldown).run
                   for p in (pool, pool.embedder) if p is not None]

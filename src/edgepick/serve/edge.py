@@ -33,8 +33,10 @@ from edgepick.backends import llama_server_client as lsc
 from edgepick.errors import EdgepickError
 from edgepick.serve.admission import Admission, ResourceCheck, ResourcePolicy, slots_needed
 from edgepick.serve.engine import Engine, EngineSpec
+from edgepick.serve.collect import collect
 from edgepick.serve.engine_http import relay_error, send, sse_error  # noqa: F401 (re-export)
 from edgepick.serve.metrics import ServeMetrics
+from edgepick.serve.scoring import EchoLimits
 from edgepick.serve.supervisor import Supervised
 from edgepick.serve.router_api import (BadRequest, DeadlineExceeded, EngineUnavailable, Kind,
                                        ServedResponse, UpstreamError)
@@ -54,7 +56,8 @@ class EdgePool(Supervised):
                  engine_factory: Callable[[EngineSpec], Engine] | None = None,
                  probe_timeout_s: float = 5.0, hung_after_s: float = 30.0,
                  max_restarts: int = 3, restart_window_s: float = 600.0,
-                 embeddings: EngineSpec | None = None, role: str = "chat") -> None:
+                 embeddings: EngineSpec | None = None, role: str = "chat",
+                 echo_limits: EchoLimits | None = None) -> None:
         self.spec = spec
         # "chat" owns the engine gauges; "embedding" is the second engine (/v1/embeddings),
         # locked, probed, restarted and budgeted the same way, counted under its own reasons
@@ -72,6 +75,7 @@ class EdgePool(Supervised):
         self.status = "loading"  # loading, ready, unresponsive, restarting, degraded, failed
         self.degraded: str | None = None  # why the pool stopped restarting, once it has
         self.scorer = None  # prompt log-probabilities for echo (serve/scoring.py), on demand
+        self.echo_limits = echo_limits or EchoLimits()
         # run on a first or switched-to engine once healthy, before it serves; raising refuses it
         self.start_checks: list[Callable[[Engine], None]] = []
         self._factory = engine_factory or (lambda s: Engine(s, log_dir))
@@ -273,14 +277,16 @@ class EdgePool(Supervised):
                 engine.end()
             self.admission.release(time.monotonic() - held_from, n)
 
+        # generation always streams from the engine: a non-streaming answer is rebuilt from
+        # the stream (serve/collect.py), so a client that leaves stops the engine at once
+        streamed = kind != "embedding"
         try:
             engine = await self._ready_engine(deadline)
             engine.begin()
             self.metrics.queue_wait.observe(wait_s)
             payload = dict(body, model=engine.spec.name)
-            if kind != "embedding":
-                payload["stream"] = stream
-            if stream:
+            if streamed:
+                payload["stream"] = True
                 payload["stream_options"] = {"include_usage": True}
             headers = {"x-edgepick-model-version": f"{engine.spec.name}@{engine.spec.version}"}
             if degraded:
@@ -288,9 +294,14 @@ class EdgePool(Supervised):
                 self.metrics.degraded.inc()
             req = engine.client.build_request("POST", PATHS[kind], json=payload)
             sent = True
-            resp = await send(engine, req, deadline, stream)
+            resp = await send(engine, req, deadline, streamed)
+            if not stream:
+                try:
+                    data = await collect(resp, kind, deadline) if streamed else resp.json()
+                finally:
+                    await resp.aclose()
         except (asyncio.CancelledError, DeadlineExceeded):
-            if sent and not stream:  # the engine goes on until it notices: hold the slots
+            if sent:  # the engine lets go at its next token: the slots are held until then
                 self._release_after_tail(engine, release, n)
             else:
                 release()
@@ -299,10 +310,7 @@ class EdgePool(Supervised):
             release()
             raise
         if not stream:
-            try:
-                data = resp.json()
-            finally:
-                release()
+            release()
             return ServedResponse(body=data, headers=headers, queue_wait_s=wait_s)
         chunks = lsc.relay(resp.aiter_raw(), deadline, relay_error)
 
@@ -316,13 +324,12 @@ class EdgePool(Supervised):
         return ServedResponse(chunks=chunks, headers=headers, queue_wait_s=wait_s, _closer=close)
 
     def _release_after_tail(self, engine: Engine, release: Callable[[], None], n: int) -> None:
-        """Release a non-streaming request's slots once the engine has let go of it, not when
-        its client left. llama-server looks at a non-streaming client's socket only when no
-        result came for HTTP_POLLING_SECONDS (1 s; tools/server/server-context.cpp, through
-        server_response_reader::wait_for_all and cpp-httplib's is_socket_alive), then cancels
-        the task before the next decode. Until then the slot is busy, and a request admitted
-        into it would wait inside the engine unseen (issue 35 item 6). Bounded by
-        ENGINE_NOTICE_S; the engine's own counters (its /metrics) say when it is done."""
+        """Release a request's slots once the engine has let go of it, not when its client left
+        or its deadline passed: the engine ends the task at its next token write (the request
+        streams from it, serve/collect.py) and frees the slot at its next loop turn. Until then
+        the slot is busy, and a request admitted into it would wait inside the engine unseen
+        (issue 35 item 6). Bounded by ENGINE_NOTICE_S; the engine's own counters (its
+        /metrics) say when it is done."""
 
         async def hold() -> None:
             try:

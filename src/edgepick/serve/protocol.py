@@ -101,6 +101,17 @@ def protocol_class(header_timeout: float) -> type[asyncio.Protocol]:
             super().on_headers_complete()
 
         def _refuse(self, err: ServeError) -> None:
+            cycle = self.cycle
+            if cycle is not None and not cycle.response_complete and cycle.more_body:
+                # the error is in the body of the request being served: that request is not
+                # served (what the app writes for it is dropped), the refusal answers it
+                cycle.disconnected = True
+                cycle.message_event.set()
+                if cycle.response_started:
+                    self.transport.close()  # half an answer is out: closing is all that's left
+                else:
+                    self._write_refusal(err)
+                return
             if not self._awaiting_headers() or self.pipeline:
                 # requests parsed before the garbage are answered first
                 self._pending = err

@@ -3,9 +3,13 @@ and perplexity tasks): llama-server ignores `echo`, so the served model file is 
 process by an engine that declares full logits (the Backend contract's LOGITS: llama.cpp through
 llama-cpp-python), one request at a time in a worker thread.
 
-A scoring request is bounded by the same admission as generation: it takes a queue place and one
-slot while it runs (429 beyond slots + queue, 504 past its deadline). Answers are cached by
-token ids, so lm-eval's repeated contexts cost one evaluation. `max_tokens` 0 gives the prompt
+Scoring is bounded (issue 35 item 5): in length (prompt tokens and continuation, EchoLimits), in
+time (the work checks its deadline between steps and stops there, or when its client leaves),
+and in concurrency, by its own admission (one scoring at a time, `queue` more waiting, 429
+beyond, at once) before it takes a place and a slot in the generation admission too. A scoring
+that outlives its client keeps its place until the work has stopped, so nothing waits unseen
+behind it. Every task's outcome is retrieved. Answers are cached by token ids, so lm-eval's
+repeated contexts cost one evaluation. `max_tokens` 0 gives the prompt
 alone; more adds a greedy continuation of up to that many tokens with its log-probabilities
 (lm-eval asks for 1, then drops it; an OpenAI client that sends none gets OpenAI's 16).
 """
@@ -14,17 +18,28 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 import uuid
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any, AsyncContextManager, Protocol
 
-import numpy as np
-
-from edgepick.serve.router_api import BadRequest, ServedResponse
+from edgepick.serve.admission import Admission
+from edgepick.serve.router_api import BadRequest, DeadlineExceeded, ServedResponse
+from edgepick.serve.score_math import Stopped, score, tokens_of
 
 log = logging.getLogger("edgepick.serve")
 MAX_TOP = 20  # top_logprobs per position, as OpenAI's legacy completions allowed at most 5
+
+
+@dataclass(frozen=True)
+class EchoLimits:
+    """How much one echo request may ask (serve's --echo-* settings)."""
+
+    max_prompt_tokens: int = 1024  # tokens of one prompt scored
+    max_tokens: int = 16  # tokens of its greedy continuation (OpenAI's default max_tokens)
+    queue: int = 4  # scorings that may wait for the one running; beyond: 429
 
 
 class ScoringPool(Protocol):
@@ -33,6 +48,7 @@ class ScoringPool(Protocol):
 
     spec: Any
     scorer: "PromptScorer | None"
+    echo_limits: EchoLimits
 
     def admitted(self, deadline: float, n: int = 1) -> AsyncContextManager[Any]: ...
 
@@ -40,8 +56,11 @@ class ScoringPool(Protocol):
 class PromptScorer:
     """The served file loaded once with full logits; `score(tokens, k)` → per-position figures."""
 
-    def __init__(self, path: str, n_ctx: int, threads: int, cache_items: int = 512) -> None:
+    def __init__(self, path: str, n_ctx: int, threads: int, cache_items: int = 512,
+                 limits: EchoLimits | None = None) -> None:
         self.path = path
+        self.limits = limits or EchoLimits()
+        self.admission = Admission(1, self.limits.queue)  # its own: one at a time
         self.n_ctx = n_ctx
         self.threads = threads
         self._backend = None
@@ -93,57 +112,6 @@ class PromptScorer:
                 self._backend = None
 
 
-def _continuation(backend, tokens: list[int], max_tokens: int) -> tuple[list[int], str]:
-    """The greedy continuation's token ids and finish reason ("stop" at an end-of-generation
-    token): the engine's own greedy generation, its text tokenized back when that gives as
-    many tokens, else (a text that tokenizes otherwise) re-derived one arg-max at a time."""
-    gen = backend.generate(list(tokens), max_tokens)
-    ids = backend.tokenize(gen.text, add_bos=False, parse_special=False) if gen.text else []
-    if len(ids) != gen.generated_tokens:
-        ids = []
-        for _ in range(gen.generated_tokens):
-            ids.append(int(backend.logits(tokens + ids)[-1].argmax()))
-    return ids, gen.finish_reason
-
-
-def _score(backend, tokens: list[int], k: int, gen: int) -> dict:
-    """Log-probability of each token given the ones before it (None for the first), the top
-    `k` alternatives at each position, and the greedy continuation of up to `gen` tokens."""
-    ids, finish = _continuation(backend, tokens, gen) if gen else ([], "length")
-    logits = backend.logits(tokens + ids).astype(np.float64)
-    m = logits.max(axis=1, keepdims=True)
-    lp = logits - m - np.log(np.exp(logits - m).sum(axis=1, keepdims=True))
-    pieces = [backend.detokenize([t]) for t in tokens]
-    token_lps: list[float | None] = [None]
-    tops: list[dict | None] = [None]
-    for i in range(1, len(tokens)):
-        row = lp[i - 1]
-        token_lps.append(float(row[tokens[i]]))
-        tops.append(_top(backend, row, k) if k else None)
-    nexts = []
-    for j, nxt in enumerate(ids):
-        row = lp[len(tokens) - 1 + j]
-        nexts.append({"token": nxt, "piece": backend.detokenize([nxt]),
-                      "logprob": float(row[nxt]), "top": _top(backend, row, k) if k else None})
-    return {"tokens": tokens, "pieces": pieces, "token_logprobs": token_lps, "top": tops,
-            "next": nexts, "finish": finish}
-
-
-def _top(backend, row: np.ndarray, k: int) -> dict[str, float]:
-    idx = np.argpartition(-row, k - 1)[:k]
-    idx = idx[np.argsort(-row[idx])]
-    top: dict[str, float] = {}
-    for t in idx:
-        top.setdefault(backend.detokenize([int(t)]), float(row[t]))
-    return top
-
-
-def _tokens_of(backend, prompt: str | list[int]) -> list[int]:
-    if isinstance(prompt, str):
-        return backend.tokenize(prompt, add_bos=True, parse_special=True)
-    return list(prompt)
-
-
 def _prompts(body: dict) -> list[str | list[int]]:
     prompt = body.get("prompt")
     if isinstance(prompt, str):
@@ -160,7 +128,7 @@ def _prompts(body: dict) -> list[str | list[int]]:
                      "token ids", param="prompt")
 
 
-def _options(body: dict) -> tuple[int, int]:
+def _options(body: dict, limits: EchoLimits) -> tuple[int, int]:
     k = body.get("logprobs")
     if k is None or k is False:
         k = 0
@@ -174,7 +142,9 @@ def _options(body: dict) -> tuple[int, int]:
     if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 0:
         raise BadRequest("with 'echo', 'max_tokens' must be 0 (the prompt's log-probabilities) "
                          "or more (plus a greedy continuation)", param="max_tokens")
-    return k, max_tokens
+    # the continuation is capped, not refused (max_tokens is an upper bound): it ends with
+    # finish_reason "length" at --echo-max-tokens
+    return k, min(max_tokens, limits.max_tokens)
 
 
 def _choice(index: int, scored: dict, k: int, asked: bool) -> dict:
@@ -203,28 +173,36 @@ async def score_request(pool: ScoringPool, body: dict, stream: bool,
     if stream:
         raise BadRequest("'echo' is answered without streaming; send 'stream': false",
                          param="stream")
-    k, max_tokens = _options(body)
+    limits = getattr(pool, "echo_limits", None) or EchoLimits()
+    k, max_tokens = _options(body, limits)
     n = body.get("n", 1) or 1
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise BadRequest("'n' must be a positive integer", param="n")
     prompts = _prompts(body)
     spec = pool.spec
     scorer = pool.scorer
-    if scorer is None or scorer.path != spec.path:
+    if scorer is None or scorer.path != spec.path or scorer.limits != limits:
         if scorer is not None:
             await scorer.aclose()
-        scorer = pool.scorer = PromptScorer(spec.path, spec.runtime.n_ctx, spec.runtime.threads)
-    results: list[dict] = []
+        scorer = pool.scorer = PromptScorer(spec.path, spec.runtime.n_ctx, spec.runtime.threads,
+                                            limits=limits)
+    keys = [(tuple(p) if isinstance(p, list) else p, k, max_tokens) for p in prompts]
+    results: list[dict | None] = [scorer.cached(key) for key in keys]
     wait_s = 0.0
-    for prompt in prompts:
-        key = (tuple(prompt) if isinstance(prompt, list) else prompt, k, max_tokens)
-        hit = scorer.cached(key)
-        if hit is None:
-            async with pool.admitted(deadline) as held:
-                wait_s += held.wait_s
-                hit = await _bounded(scorer, prompt, k, max_tokens, deadline)
-            scorer.remember(key, hit)
-        results.append(hit)
+    if any(r is None for r in results):
+        scorer.admission.enter()  # 429 at once when the scorer and its queue are taken
+        wait_s = await scorer.admission.acquire(deadline)
+        held = _Hold(scorer.admission)
+        try:
+            for i, (prompt, key) in enumerate(zip(prompts, keys)):
+                if results[i] is not None:
+                    continue
+                async with pool.admitted(deadline) as place:
+                    wait_s += place.wait_s
+                    results[i] = await _bounded(scorer, prompt, k, max_tokens, deadline, held)
+                scorer.remember(key, results[i])
+        finally:
+            held.release()
     asked = body.get("logprobs") not in (None, False)
     choices = [_choice(i * n + j, r, k, asked) for i, r in enumerate(results)
                for j in range(n)]
@@ -238,24 +216,60 @@ async def score_request(pool: ScoringPool, body: dict, stream: bool,
     return ServedResponse(body=out, headers=headers, queue_wait_s=wait_s)
 
 
-async def _bounded(scorer: PromptScorer, prompt, k: int, gen: int, deadline: float) -> dict:
-    from edgepick.serve.router_api import DeadlineExceeded
+class _Hold:
+    """The scorer's admission place, given back once: when the request ends, or, when its
+    work outlives it (a client that left), when that work has stopped."""
+
+    def __init__(self, admission: Admission) -> None:
+        self.admission, self.t0, self.task = admission, time.monotonic(), None
+        self._done = False
+
+    def release(self) -> None:
+        if self.task is not None and not self.task.done():
+            self.task.add_done_callback(lambda _t: self._give())
+        else:
+            self._give()
+
+    def _give(self) -> None:
+        if not self._done:
+            self._done = True
+            self.admission.release(time.monotonic() - self.t0)
+
+
+def _retrieved(task: asyncio.Future) -> None:
+    """Read a finished task's outcome, so no exception is left 'never retrieved'."""
+    if not task.cancelled():
+        task.exception()
+
+
+async def _bounded(scorer: PromptScorer, prompt, k: int, gen: int, deadline: float,
+                   held: _Hold) -> dict:
+    stop = threading.Event()  # set when the client is gone or answered at its deadline
+
+    def check() -> None:
+        if stop.is_set() or time.monotonic() > deadline:
+            raise Stopped()
 
     def work(backend) -> dict:
-        tokens = _tokens_of(backend, prompt)
-        if not tokens:
-            raise BadRequest("the prompt is empty", param="prompt")
+        tokens = tokens_of(backend, prompt)
         vocab = scorer.n_vocab
         if vocab is not None and any(not 0 <= t < vocab for t in tokens):
             raise BadRequest(f"token ids must be from 0 to {vocab - 1}", param="prompt")
-        if len(tokens) > scorer.n_ctx:
-            raise BadRequest(f"prompt of {len(tokens)} tokens is over the context of "
-                             f"{scorer.n_ctx} tokens", param="prompt", code="context_length_exceeded")
-        return _score(backend, tokens, k, gen)
+        cap = min(scorer.n_ctx, scorer.limits.max_prompt_tokens)
+        if len(tokens) + gen > cap:
+            raise BadRequest(f"prompt of {len(tokens)} tokens plus {gen} more is over the "
+                             f"{cap} tokens echo scores (--echo-max-prompt-tokens, the "
+                             "context)", param="prompt", code="context_length_exceeded")
+        return score(backend, tokens, k, gen, check)
 
+    task = held.task = asyncio.ensure_future(scorer.run(work))
+    task.add_done_callback(_retrieved)
     try:
-        # the work itself cannot be interrupted; the client is answered at its deadline
-        return await asyncio.wait_for(asyncio.shield(scorer.run(work)),
+        return await asyncio.wait_for(asyncio.shield(task),
                                       max(deadline - time.monotonic(), 0.001))
-    except asyncio.TimeoutError:
+    except (asyncio.TimeoutError, Stopped):
+        stop.set()
         raise DeadlineExceeded("deadline passed while scoring the prompt") from None
+    except BaseException:
+        stop.set()  # the client left: the work stops at its next step
+        raise

@@ -41,6 +41,12 @@ class ServeSettings(BaseSettings):
     max_prompt_tokens: int | None = Field(None, ge=1, description="largest prompt in tokens "
                                           "(400 beyond); default: context minus max_tokens, "
                                           "at least half the context")
+    echo_max_prompt_tokens: int = Field(1024, ge=1, description="longest prompt an echo "
+                                        "(prompt log-probabilities) request scores, in tokens")
+    echo_max_tokens: int = Field(16, ge=0, description="longest greedy continuation an echo "
+                                 "request may ask for")
+    echo_queue: int = Field(4, ge=0, description="echo requests that may wait for the one "
+                            "being scored (429 beyond)")
     mem_limit: int | None = Field(None, gt=0, description="engine RssAnon+VmSwap that "
                                   "triggers a drain and restart, e.g. 2GiB")
     mem_check: float = Field(0.1, gt=0, description="seconds between memory samples (a "
