@@ -42,7 +42,8 @@ def register(app: typer.Typer) -> None:
         check: bool = typer.Option(False, "--check",
                                    help="exit 1 when a figure is worse than the baseline "
                                         "(judged on its interval) or the traffic drifted from "
-                                        "the decision (needs --against)"),
+                                        "the decision (needs --against), and print the "
+                                        "doctor command for each"),
         json_out: bool = typer.Option(False, "--json", help="print JSON"),
         watch: Optional[float] = typer.Option(None, "--watch",
                                               help="refresh every N seconds until Ctrl-C"),
@@ -50,7 +51,8 @@ def register(app: typer.Typer) -> None:
                                               help="the server's key (env EDGEPICK_API_KEY)"),
     ) -> int:
         """Live figures of a running `edgepick serve` against its deploy.yaml's gates; --check
-        exits 1 when one fails (for CI and cron).
+        exits 1 when one fails (for CI and cron) and names the `edgepick doctor` command that
+        finds the cause.
 
         TTFT P50/P99, decode tok/s P5, engine memory and its peak, availability, restarts,
         crashes, OOM kills, error, rejection and user-feedback rates, and the unacceptable,
