@@ -135,9 +135,10 @@ def module_server(name: str, *args: str, key: str | None = None):
     return server, client
 
 
-def hog_engine(tmp_path, mib: int) -> tuple[dict, object]:
+def hog_engine(tmp_path, mib: int, rate: int = 0) -> tuple[dict, object]:
     """A llama-server whose process tree grows by `mib` MiB once the returned gate file exists:
-    a child allocating that much, as a leak would (the watchdog sums the tree)."""
+    a child allocating that much, as a leak would (the watchdog sums the tree); at once, or
+    `rate` MiB/s (in steps of a tenth of a second) until stopped."""
     import sys
 
     from edgepick.llama_tools import tool_path
@@ -149,8 +150,12 @@ def hog_engine(tmp_path, mib: int) -> tuple[dict, object]:
         "while not os.path.exists(gate):\n"
         "    if os.getppid() != parent: sys.exit(0)\n"
         "    time.sleep(0.05)\n"
-        "held = b'x' * (mib << 20)\n"
-        "while os.getppid() == parent: time.sleep(0.1)\n")
+        f"rate = {rate}\n"
+        "step = max(rate // 10, 1) if rate else mib\n"
+        "held = []\n"
+        "while os.getppid() == parent:\n"
+        "    if len(held) * step < mib: held.append(b'x' * (step << 20))\n"
+        "    time.sleep(0.1)\n")
     gate = tmp_path / "leak"
     bindir = tmp_path / "bin"
     bindir.mkdir()

@@ -17,6 +17,12 @@ server, client = module_server("serve_api", "--slots", "2", "--queue", "2", "--m
                                "--ctx", "512", key=KEY)
 
 
+def test_the_grammar_bomb_without_a_memory_limit(server):
+    from test_serve_under_attack import bomb_is_refused_and_the_engine_serves_on
+
+    bomb_is_refused_and_the_engine_serves_on(server, None, KEY)
+
+
 def test_chat_and_completion_sync(client):
     chat = client.chat.completions.create(model="anything", max_tokens=8,
                                           messages=[{"role": "user", "content": "Hello"}])

@@ -187,3 +187,24 @@ def test_memory_limit_under_the_footprint_refuses_the_first_engine():
         assert "below the engine's own footprint" in str(exc.value)
         assert not pool.ready
     asyncio.run(main())
+
+
+def test_stop_kills_an_engine_that_ignores_sigterm_after_the_grace():
+    """A main loop wedged in one request never acts on SIGTERM: SIGKILL follows."""
+    import sys
+    import time
+
+    from edgepick.launch.process import AsyncChild
+    from edgepick.serve.engine import Engine
+
+    async def main():
+        engine = Engine(EngineSpec(path="/nonexistent.gguf", name="fake"))
+        engine.proc = AsyncChild.start([sys.executable, "-c", "import signal, time; "
+                                        "signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                                        "print('up', flush=True); time.sleep(60)"],
+                                       stdout=__import__("subprocess").PIPE)
+        engine.proc.popen.stdout.readline()  # SIGTERM is ignored from here on
+        t0 = time.monotonic()
+        await engine.stop(grace_s=0.3)
+        assert engine.proc.returncode == -9 and time.monotonic() - t0 < 5
+    asyncio.run(main())

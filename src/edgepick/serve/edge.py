@@ -38,6 +38,7 @@ from edgepick.serve.engine_http import relay_error, send, sse_error  # noqa: F40
 from edgepick.serve.metrics import ServeMetrics
 from edgepick.serve.scoring import EchoLimits
 from edgepick.serve.supervisor import Supervised
+from edgepick.serve.tool_choice import forced_functions, forward_forced
 from edgepick.serve.router_api import (BadRequest, DeadlineExceeded, EngineUnavailable, Kind,
                                        ServedResponse, UpstreamError)
 
@@ -254,12 +255,16 @@ class EdgePool(Supervised):
                 "engine_tokens_predicted": theirs["tokens_predicted"]}
 
     # -- the request path --------------------------------------------------------------------
-    async def forward(self, kind: Kind, body: dict, stream: bool, deadline: float) -> ServedResponse:
+    async def forward(self, kind: Kind, body: dict, stream: bool, deadline: float,
+                      forced: bool = True) -> ServedResponse:
         if kind == "completion" and body.get("echo"):
             from edgepick.serve.scoring import score_request
 
             return await score_request(self, body, stream, deadline)
         self._refuse_unless_ready()
+        functions = forced_functions(body) if kind == "chat" and forced else None
+        if functions:  # a tool call required: enforced, as the engine may ignore it
+            return await forward_forced(self, body, stream, deadline, functions)
         n = slots_needed(body)
         self.admission.check_size(body.get("n") or 1)  # `n` itself must fit (the schema says)
         # several prompts (or inputs) beyond the slots take the whole engine, which runs them
