@@ -71,6 +71,15 @@ CORPUS = [
     ("/v1/feedback", {"request_id": "r1", "rating": "meh"}, 400),
     ("/v1/feedback", {"request_id": "r1", "rating": "up", "extra": 1}, 400),
     ("/v1/feedback", {"request_id": "r 1", "rating": "up"}, 400),
+    # issue 35's ST202 findings: what the schema allows is served, what it refuses is a 400
+    ("/detokenize", {"tokens": [1.0, 2.0]}, 200),
+    ("/tokenize", {"prompt": None, "content": None}, 400),
+    ("/v1/completions", {"echo": True, "prompt": ""}, 200),
+    ("/v1/embeddings", {"input": ""}, 400),
+    ("/v1/chat/completions", b'{"messages": [{"role": "user", "content": "x"}], '
+                             b'"\\ud800": 1}', 400),
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}],
+                              "reasoning_format": "bogus"}, 400),
     # a reason far over its 2000 characters in astral-plane letters: over the 16 KiB cap
     ("/v1/feedback", {"reason": ".1f" + "\U00089958" * 5000, "request_id": None,
                       "rating": "up"}, 413),

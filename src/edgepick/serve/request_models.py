@@ -189,8 +189,14 @@ class CompletionRequest(_Sampling):
     best_of: Annotated[StrictInt, Field(ge=1, le=1)] | None = None
 
 
+# an embedding of nothing is refused by the engine (and by OpenAI): the schema says so
+Text = Annotated[StrictStr, Field(min_length=1)]
+EmbeddingInput = Union[Text, Annotated[list[Text], Field(min_length=1)], TokenIds,
+                       Annotated[list[TokenIds], Field(min_length=1)]]
+
+
 class EmbeddingRequest(_Request):
-    input: Prompt
+    input: EmbeddingInput
     model: StrictStr | None = None
     encoding_format: Literal["float", "base64"] | None = None
     dimensions: Annotated[StrictInt, Field(ge=1)] | None = None
