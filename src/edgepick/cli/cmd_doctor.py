@@ -38,6 +38,9 @@ def register(app: typer.Typer) -> None:
         check: Optional[list[str]] = typer.Option(
             None, "--check", help="run only this check of the plan (repeatable)"),
         threads: int = typer.Option(DEFAULTS.threads, "--threads", help="inference threads"),
+        sustain_worker: Optional[str] = typer.Option(
+            None, "--sustain-worker", help="MODULE:FUNCTION replacing bench's sustained-run "
+                                           "worker, e.g. an engine shim under test"),
         store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
         json_out: bool = typer.Option(False, "--json", help="print JSON"),
         lang: str = typer.Option("en", "--lang", help="language of the table: en | zh"),
@@ -79,7 +82,7 @@ def register(app: typer.Typer) -> None:
             raise EdgepickError(f"--budget: {exc}") from None
         req = DoctorRequest(target=target_path, symptom=symptom, reference=ref, prompts=prompts,
                             budget_bytes=budget_bytes, budget_s=time_budget, threads=threads,
-                            checks=check or None)
+                            checks=check or None, sustain_worker=sustain_worker)
         t = texts("doctor", lang)
         if not json_out:
             from edgepick.doctor.runner import QUICK_BUDGET_S, SYMPTOM_BUDGET_S

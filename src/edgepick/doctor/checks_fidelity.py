@@ -25,10 +25,48 @@ KV_TOP1_BAD = 0.90
 KV_MAX_CTX = 1024  # the long context compared, capped: prefill on a 2-core host is slow
 
 
+def _shape(path: str) -> tuple:
+    """What makes two files the same model at different precisions: architecture, shape of
+    every tensor, and the token table."""
+    from edgepick.models.gguf_fast_reader import fast_reader
+
+    r = fast_reader(path)
+    tokens = r.fields["tokenizer.ggml.tokens"].contents()
+    return (r.fields["general.architecture"].contents(),
+            tuple(sorted((t.name, tuple(int(d) for d in t.shape)) for t in r.tensors)),
+            len(tokens), tokens[:64], tokens[-64:])
+
+
+def _bundled_reference(path: str):
+    """The bundled F16 of the same model, when the target is a build of a bundled model (its
+    sources' headers are compared first; the F16 is derived only for a match)."""
+    from edgepick.assets import bundled
+    from edgepick.records.model_ref import ModelRef
+
+    try:
+        mine = _shape(path)
+    except (EdgepickError, KeyError, ValueError, OSError):
+        return None
+    for source, f16 in ((bundled.smollm2_q4_1, bundled.smollm2_f16),
+                        (bundled.gemma3_270m_q4_k_m, bundled.gemma3_270m_f16)):
+        try:
+            if _shape(str(source())) == mine:
+                return ModelRef.file(str(f16()), label="bundled F16 (found by doctor)")
+        except (EdgepickError, KeyError, ValueError, OSError):
+            continue
+    return None
+
+
 def _reference(ctx):
+    if ctx.reference is None:
+        ctx.reference = _bundled_reference(ctx.target.model_path)
     if ctx.reference is None or not ctx.reference.path:
         raise Skip("needs --reference: the F16 (or the build it was converted from), a GGUF "
                    "with the same vocabulary")
+    import os
+
+    if os.path.realpath(ctx.reference.path) == os.path.realpath(ctx.target.model_path):
+        raise Skip("the target is its own reference: nothing to compare")
     return ctx.reference
 
 
@@ -143,8 +181,13 @@ def _kv_compare(ctx, kv: str, n: int) -> dict:
             raise Skip(f"the bundled text is shorter than {n} tokens")
         targets = np.asarray(tokens[n * 3 // 4 + 1:])
         ref = reference_rows(_kv_rows(ctx, "f16", n, tokens), targets)
+        try:
+            rows = _kv_rows(ctx, kv, n, tokens)
+        except EdgepickError as exc:  # e.g. a quantized V cache without flash attention
+            ctx.close_engines()
+            return {"refused": str(exc)}
         acc = Accumulator()
-        acc.add(compare_rows(*ref, _kv_rows(ctx, kv, n, tokens), targets), ref[1])
+        acc.add(compare_rows(*ref, rows, targets), ref[1])
         s = acc.summary()
         ctx.close_engines()  # two full-logit contexts: free them before the next check
         return {"kld_mean": s["kld_mean"], "same_top1": s["same_top1"], "kld_p99": s["kld_p99"]}
@@ -158,13 +201,23 @@ def kv_cache_type(ctx):
         return None
     n = min(s.n_ctx, ctx.target.context_p99 or s.n_ctx, KV_MAX_CTX)
     m = _kv_compare(ctx, s.kv_type, n)
+    if m.get("refused"):
+        return finding(ctx, "kv_cache_type",
+                       f"the engine cannot run a {s.kv_type} KV cache with these settings "
+                       f"(flash_attn {s.flash_attn}), while f16 loads: {m['refused']}",
+                       Fix(text="an f16 KV cache, or flash attention on (llama.cpp needs it for "
+                                "a quantized V cache)", deploy_edit={"runtime.kv_type": "f16"}),
+                       0.9, [Evidence(what=f"load with a {s.kv_type} KV cache",
+                                      value=m["refused"], baseline="f16 loads",
+                                      command=ctx.doctor_cmd("garbled"))], detail=s.kv_type)
     if m["kld_mean"] <= KV_KLD_BAD and m["same_top1"] >= KV_TOP1_BAD:
         return None
     fix = Fix(text="an f16 KV cache",
               deploy_edit={"runtime.kv_type": "f16"})
     if s.kv_type != "q8_0":
         q8 = _kv_compare(ctx, "q8_0", n)
-        if q8["kld_mean"] <= KV_KLD_BAD and q8["same_top1"] >= KV_TOP1_BAD:
+        if not q8.get("refused") and q8["kld_mean"] <= KV_KLD_BAD \
+                and q8["same_top1"] >= KV_TOP1_BAD:
             fix = Fix(text="a q8_0 KV cache: half the memory of f16, and within the limit",
                       deploy_edit={"runtime.kv_type": "q8_0"},
                       verified=f"KLD {q8['kld_mean']:.4f} nats, top-1 {q8['same_top1']:.1%}")
@@ -181,6 +234,13 @@ def kv_cache_type(ctx):
 
 
 # -- conversion -----------------------------------------------------------------------------
+def _renders(path: str) -> bool:
+    from edgepick.doctor.checks_file import _render_error, _template_and_vocab
+
+    template = _template_and_vocab(path)[0]
+    return bool(template) and _render_error(template) is None
+
+
 def conversion(ctx):
     import tempfile
 
@@ -205,6 +265,8 @@ def conversion(ctx):
                 "first_divergence": res.mean_first_divergence}
 
     m = ctx.measured("conversion", [ref.path, [p.messages for p in ctx.prompts[:4]]], measure)
+    if m["prompt_differs"] and not _renders(ctx.target.model_path):
+        m["prompt_differs"] = []  # no usable template of its own: the chat_template check's
     if not m["prompt_differs"] and not m["tokens_differ"]:
         return None
     what = "the chat template renders different prompt text" if m["prompt_differs"] else \

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shlex
 from pathlib import Path
 
@@ -90,6 +91,10 @@ def engine_support(ctx):
 
 
 # -- chat template ----------------------------------------------------------------------------
+# Turn markers of the common chat formats (ChatML, Gemma, Llama 3, Mistral, Phi, Zephyr).
+CHAT_MARKERS = {"<|im_start|>", "<start_of_turn>", "<|start_header_id|>", "[INST]", "<|user|>",
+                "<|assistant|>"}
+_INSTRUCT = re.compile(r"instruct|chat|(^|[-_ ])it($|[-_ ])", re.I)
 _PROBE_CHAT = [{"role": "system", "content": "You are helpful."},
                {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."},
                {"role": "user", "content": "Bye"}]
@@ -194,8 +199,7 @@ def chat_template(ctx):
                                            command=ctx.doctor_cmd())], detail="malformed")
     source = _template_source(ctx, fp)
     if source is None:
-        raise Skip("no chat template in the GGUF, and no model of the same vocabulary carries "
-                   "one (a base model: the plain transcript is its format)")
+        return _unsourced(ctx)
     fixed = _with_template(ctx, source[0])
     figs = ctx.measured("chat_template", [fp, len(ctx.prompts)], lambda: {
         "without": _answers(ctx, None), "with": _answers(ctx, fixed)})
@@ -210,10 +214,35 @@ def chat_template(ctx):
                  "TEMPLATE.jinja` yourself",
             deploy_edit={"model.path": fixed, "model.sha256": file_sha256(fixed)},
             verified=f"with the template {w['ended']}/{w['n']} answers ended, {w['loops']} looped"),
-        0.95 if better > 0 else 0.75,
+        0.95 if better > 0 else 0.85,
         [Evidence(what="answers ended by the model (without → with template)",
                   value=wo["ended"], baseline=w["ended"], unit=f"of {wo['n']}",
                   command=ctx.doctor_cmd("garbled")),
          Evidence(what="repetition loops (without → with template)", value=wo["loops"],
                   baseline=w["loops"], unit=f"of {wo['n']}")],
         detail="missing")
+
+
+def _unsourced(ctx):
+    """No template and none to copy: an instruct model (by its name) whose vocabulary holds
+    chat turn markers is still missing one; a base model's format is the plain transcript."""
+    from edgepick.models.gguf_fast_reader import fast_reader
+
+    r = fast_reader(ctx.target.model_path)
+    name = r.fields.get("general.name")
+    name = str(name.contents()) if name is not None else Path(ctx.target.model_path).stem
+    markers = sorted(CHAT_MARKERS & set(r.fields["tokenizer.ggml.tokens"].contents()))
+    if not markers or not _INSTRUCT.search(name):
+        raise Skip("no chat template in the GGUF, and nothing says it needs one (a base model: "
+                   "the plain transcript is its format)")
+    return finding(ctx, "chat_template",
+                   f"{name} is an instruct model whose vocabulary has the turn markers "
+                   f"{', '.join(markers)}, but the GGUF carries no chat template: the engine "
+                   "falls back to a plain transcript",
+                   Fix(text="write the model's template back from its tokenizer_config.json",
+                       command=f"gguf-new-metadata {shlex.quote(ctx.target.model_path)} "
+                               "OUT.gguf --chat-template-config tokenizer_config.json"),
+                   0.7, [Evidence(what="tokenizer.chat_template", value=None,
+                                  baseline="present", command=_inspect(ctx.target.model_path)),
+                         Evidence(what="chat turn markers in the vocabulary", value=markers)],
+                   detail="missing")

@@ -6,6 +6,7 @@ seed 004 §6.1); MiB per 1000 tokens over a sustained run (memory_growth; seed 0
 from __future__ import annotations
 
 import importlib
+import time
 
 from edgepick.doctor.checks import Skip, finding
 from edgepick.doctor.finding import Evidence, Fix
@@ -92,6 +93,19 @@ def _fix(ctx, budget: int, scale: float) -> tuple[dict, int] | None:
     return None
 
 
+LOWER_TYPES = ("Q6_K", "Q5_K_M", "Q4_K_M", "Q4_0", "Q3_K_M", "Q2_K")  # best quality first
+
+
+def _lower_quant(ctx, budget: int, scale: float) -> tuple[str, int] | None:
+    """The highest-precision llama.cpp type, smaller than the file's own, whose need fits."""
+    own = fit_need(ctx)
+    for t in LOWER_TYPES:
+        need = fit_need(ctx, quant=t)
+        if need is not None and need < own and need * scale <= 0.9 * budget:
+            return t, int(need * scale)
+    return None
+
+
 def memory_budget(ctx):
     budget = ctx.target.budget(ctx.budget_bytes)
     predicted = fit_need(ctx)
@@ -126,6 +140,14 @@ def memory_budget(ctx):
                   deploy_edit={f"runtime.{k}": v for k, v in change.items()},
                   verified=(f"measured need {format_bytes(check['need'])}" if check.get("need")
                             else f"fit's need {format_bytes(after)}"))
+    elif (lower := _lower_quant(ctx, budget.bytes, scale)) is not None:
+        t, after = lower
+        src = ctx.reference.path if ctx.reference is not None and ctx.reference.path else \
+            ctx.target.model_path
+        fix = Fix(text=f"the weights alone ({format_bytes(weights)}) leave no room: a {t} build "
+                       f"needs {format_bytes(after)} by fit (choose it after `edgepick doctor "
+                       f"OUT --symptom garbled` shows its quality holds)",
+                  command=f"llama-quantize --allow-requantize {src} OUT.{t}.gguf {t}")
     else:
         fix = Fix(text=f"the weights alone ({format_bytes(weights)}) "
                        + ("exceed" if weights > budget.bytes else "nearly fill")
@@ -162,8 +184,44 @@ def sustained(ctx) -> dict:
     return ctx.measured("sustained", [SUSTAIN_S, ctx.sustain_worker], measure)
 
 
+LIVE_WARMUP, LIVE_REQUESTS, LIVE_TOKENS = 4, 20, 32  # a fresh server's first buffers: warm-up
+
+
+def _live(ctx) -> dict:
+    """A running `edgepick serve`: its engine's RssAnon+VmSwap gauge (/metrics) read after each
+    of a run of fixed-size requests, the slope per 1000 generated tokens (bench's fit)."""
+    from edgepick.bench.sustained import memory_growth as slope_of
+    from edgepick.monitor.live import scrape
+
+    def gauge() -> float | None:
+        s = scrape(ctx.target.url)
+        return s.total("edgepick_engine_memory_bytes") if s.has(
+            "edgepick_engine_memory_bytes") else None
+
+    eng = ctx.engine()
+    for i in range(LIVE_WARMUP):
+        eng.generate(ctx.prompts[i % len(ctx.prompts)].messages, LIVE_TOKENS, chat=True,
+                     ignore_eos=True)
+    t0, tokens = time.monotonic(), 0
+    points = [(0.0, 0, gauge())]
+    for i in range(LIVE_REQUESTS):
+        g = eng.generate(ctx.prompts[i % len(ctx.prompts)].messages, LIVE_TOKENS, chat=True,
+                         ignore_eos=True)
+        tokens += g.generated_tokens
+        points.append((time.monotonic() - t0, tokens, gauge()))
+        ctx.tick(i + 1, LIVE_REQUESTS, "requests to the server")
+    if points[0][2] is None:
+        return {"error": "the server exposes no edgepick_engine_memory_bytes"}
+    slope, flagged = slope_of(points)
+    return {"memory_growth_mib_per_1k": slope, "memory_growth_flagged": flagged,
+            "memory_growth_threshold": 2.0, "tokens": tokens}
+
+
 def memory_growth(ctx):
-    rep = sustained(ctx)
+    if ctx.target.model_path is None:
+        rep = _live(ctx)  # never stored: a server's memory is a reading of the moment
+    else:
+        rep = sustained(ctx)
     if rep.get("error"):
         raise Skip(f"the sustained run failed: {rep['error']}")
     slope = rep.get("memory_growth_mib_per_1k")
@@ -174,13 +232,14 @@ def memory_growth(ctx):
     limit = rep.get("memory_growth_threshold") or 2.0
     return finding(ctx, "memory_growth",
                    f"anonymous memory grows {slope:.1f} MiB per 1000 generated tokens over a "
-                   f"{SUSTAIN_S:g} s run of fixed-size requests (limit {limit:g})",
+                   f"run of fixed-size requests (limit {limit:g})",
                    Fix(text="run an engine build without the leak; until then restart the "
                             "engine before it reaches the budget (serve --mem-limit drains and "
                             "restarts it) (seed 000 §5.3, seed 003 §8.2)"),
                    min(0.95, 0.6 + 0.05 * slope / limit),
                    [Evidence(what="memory growth", value=slope, baseline=limit,
                              unit="MiB/1k tokens",
-                             command=f"edgepick bench -m {ctx.target.model_path} --sustain "
-                                     f"{SUSTAIN_S:g}")],
+                             command=(f"edgepick bench -m {ctx.target.model_path} --sustain "
+                                      f"{SUSTAIN_S:g}") if ctx.target.model_path else
+                             ctx.doctor_cmd("memory-growth"))],
                    detail=f"{slope:.1f} MiB/1k tokens")

@@ -9,6 +9,7 @@ from edgepick.doctor.checks import Skip, finding
 from edgepick.doctor.finding import Evidence, Fix
 
 TEMPERATURE_MAX = 1.0  # above this the deployed sampling is outside the seeds' range
+REPEAT_PENALTY_MAX = 1.3  # the seeds' 1.1-1.2, with room: a harsher penalty bans the answer's words
 SAFE_SAMPLING = {"temperature": 0.7, "repeat_penalty": 1.1}  # seed 004 §6.2
 LOGPROB_GAP = 2.0  # nats per token between greedy and sampled answers: the sampler wanders off
 GEN_TOKENS = 32
@@ -35,7 +36,7 @@ def _edit(sampling: dict) -> dict:
 def sampling(ctx):
     s = dict(ctx.target.sampling or {})
     temp, penalty = float(s.get("temperature") or 0), float(s.get("repeat_penalty") or 1.0)
-    out_of_range = temp > TEMPERATURE_MAX
+    out_of_range = temp > TEMPERATURE_MAX or (temp > 0 and penalty > REPEAT_PENALTY_MAX)
     if not out_of_range and ctx.symptom != "repetition":
         return None  # nothing to vary: the deployed sampling is in the seeds' range
     deployed = s if temp > 0 else None
@@ -71,7 +72,8 @@ def sampling(ctx):
     measured = gap > LOGPROB_GAP or d["loops"] > g["loops"]
     return finding(
         ctx, "sampling",
-        f"temperature {temp:g} (seeds: about 0.7) with repeat penalty {penalty:g}: sampled "
+        f"temperature {temp:g} with repeat penalty {penalty:g} (seeds: about 0.7 and 1.1-1.2): "
+        f"sampled "
         f"tokens average {d['mean_logprob']:.2f} nats against greedy's {g['mean_logprob']:.2f}",
         Fix(text="lower the temperature to 0.7 and set a repeat penalty of 1.1 (seed 004 §6.2)",
             deploy_edit=_edit(fixed),

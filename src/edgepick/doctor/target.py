@@ -60,8 +60,10 @@ class Target(BaseModel):
         if self.device and self.device != "local":
             from edgepick.devices.catalog import load_device
 
+            beside = Path(self.text).resolve().parent / self.device  # a profile next to it
             try:
-                dev = load_device(self.device)
+                dev = load_device(str(beside) if self.kind == "deploy" and beside.is_file()
+                                  else self.device)
                 found.append(Budget(bytes=dev.model_budget_bytes, source=f"device {self.device}"))
             except EdgepickError:
                 pass  # a device this host does not know: its budget is not ours to guess
