@@ -82,17 +82,21 @@ def test_restarts_that_do_not_help_stop_after_the_budget(tiny_model, tmp_path):
     with serve(["-m", tiny_model, "--slots", "1", "--ctx", "512", "--mem-limit", "128MiB",
                 "--mem-check", "0.2", "--restart-cooldown", "0"], tmp_path, env=env) as s:
         gate.touch()  # every engine from now on leaks at once
-        wait_until("degraded", lambda: httpx.get(s.url + "/health/ready", timeout=5)
-                   .json().get("status") == "degraded", 120)
+        wait_until("failed", lambda: httpx.get(s.url + "/health/ready", timeout=5)
+                   .json().get("status") == "failed", 120)
         assert s.metric("edgepick_engine_restarts_total", reason="memory") == 2
         # and no more: several watchdog periods later the count has not moved
         deadline = time.monotonic() + 2
         while time.monotonic() < deadline:
             assert s.metric("edgepick_engine_restarts_total", reason="memory") == 2
         assert "no more restarts" in httpx.get(s.url + "/health/ready", timeout=5).json()["detail"]
+        # the watchdog wins: the engine over its limit is stopped even with no restart left,
+        # and every request is told so at once (issue 35)
+        assert s.engine_pids() == []
+        t0 = time.monotonic()
         r = httpx.post(s.v1 + "/completions", timeout=60,
                        json={"model": "x", "prompt": "Hi", "max_tokens": 2})
-        assert r.status_code == 200  # it keeps serving, over the limit, and says so
+        assert r.status_code == 503 and r.headers["retry-after"] and time.monotonic() - t0 < 1
 
 
 def test_liveness_flags_are_validated(cli):

@@ -122,6 +122,16 @@ class AsyncChild:
 
     def _close_fd(self) -> None:
         if self._fd is not None:
+            # a reader still registered on the pidfd must go first: once closed, its number is
+            # reused (by a socket), and the stale reader fires on it in a loop (uvloop refuses
+            # to remove it then), stalling the event loop
+            fut, self._exit = self._exit, None
+            if fut is not None and not fut.done():
+                try:
+                    fut.get_loop().remove_reader(self._fd)
+                    fut.set_result(None)
+                except (RuntimeError, ValueError, OSError):
+                    pass  # the loop is gone (a child collected at interpreter exit)
             os.close(self._fd)
             self._fd = None
 

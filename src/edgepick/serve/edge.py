@@ -27,19 +27,17 @@ import time
 from collections import deque
 from typing import Awaitable, Callable
 
-import httpx
-
 from edgepick.backends import llama_server_client as lsc
-from edgepick.errors import EdgepickError
 from edgepick.serve.admission import Admission, ResourceCheck, ResourcePolicy, slots_needed
 from edgepick.serve.engine import Engine, EngineSpec
 from edgepick.serve.collect import collect
 from edgepick.serve.engine_http import relay_error, send, sse_error  # noqa: F401 (re-export)
 from edgepick.serve.metrics import ServeMetrics
 from edgepick.serve.scoring import EchoLimits
+from edgepick.serve.engine_queries import EngineQueries
 from edgepick.serve.supervisor import Supervised
 from edgepick.serve.tool_choice import forced_functions, forward_forced
-from edgepick.serve.router_api import (BadRequest, DeadlineExceeded, EngineUnavailable, Kind,
+from edgepick.serve.router_api import (DeadlineExceeded, EngineUnavailable, Kind,
                                        ServedResponse, UpstreamError)
 
 log = logging.getLogger("edgepick.serve")
@@ -50,7 +48,7 @@ PATHS: dict[str, str] = {"chat": "/v1/chat/completions", "completion": "/v1/comp
                          "embedding": "/v1/embeddings"}
 
 
-class EdgePool(Supervised):
+class EdgePool(Supervised, EngineQueries):
     def __init__(self, spec: EngineSpec, *, queue: int, metrics: ServeMetrics | None = None,
                  resources: ResourcePolicy | None = None, drain_timeout_s: float = 30.0,
                  log_dir: str | None = None,
@@ -194,65 +192,6 @@ class EdgePool(Supervised):
         engine = self.engine
         assert engine is not None and engine.client is not None
         return engine
-
-    async def count_tokens(self, text: str) -> int:
-        """Tokens of `text` by the serving model's own tokenizer (llama-server's /tokenize)."""
-        return len(await self.tokenize(text))
-
-    async def tokenize(self, text: str, add_special: bool = True,
-                       parse_special: bool = True) -> list[int]:
-        engine = await self._ready_engine()
-        try:
-            return await lsc.atokenize(engine.client, text, add_special, parse_special)
-        except (httpx.HTTPError, EdgepickError) as exc:
-            raise EngineUnavailable(f"engine unavailable ({type(exc).__name__})",
-                                    retry_after=2) from None
-
-    async def detokenize(self, tokens: list[int]) -> str:
-        engine = await self._ready_engine()
-        try:
-            # llama-server answers an id outside the vocabulary with a 500: the client's 400
-            vocab = await self._vocab_size(engine)
-            if vocab and any(t >= vocab for t in tokens):
-                raise BadRequest(f"'tokens': ids must be below the vocabulary size {vocab}",
-                                 param="tokens")
-            return await lsc.adetokenize(engine.client, tokens)
-        except (httpx.HTTPError, EdgepickError) as exc:
-            raise EngineUnavailable(f"engine unavailable ({type(exc).__name__})",
-                                    retry_after=2) from None
-
-    async def _vocab_size(self, engine: Engine) -> int | None:
-        """The served model's vocabulary size, read by the engine when it started."""
-        if engine.n_vocab is None:
-            await engine._read_meta()
-        return engine.n_vocab
-
-    @property
-    def n_vocab(self) -> int | None:
-        return self.engine.n_vocab if self.engine is not None else None
-
-    @property
-    def embedding_width(self) -> int | None:
-        """An embedding engine's vector width (its model's n_embd)."""
-        return self.engine.n_embd if self.engine is not None and self.spec.pooling else None
-
-    async def props(self) -> dict:
-        engine = await self._ready_engine()
-        return await lsc.aprops(engine.client) or {}
-
-    async def slot_use(self) -> dict:
-        """edgepick's slot accounting beside the engine's own (its /metrics), read at once."""
-        engine = await self._ready_engine()
-        busy, waiting = self.admission.busy, self.admission.waiting
-        try:
-            theirs = await engine.slot_use()
-        except (httpx.HTTPError, EdgepickError) as exc:
-            raise EngineUnavailable(f"engine unavailable ({type(exc).__name__})",
-                                    retry_after=2) from None
-        return {"slots": self.admission.slots, "busy": busy, "waiting": waiting,
-                "busy_after": self.admission.busy, "engine_processing": theirs["processing"],
-                "engine_deferred": theirs["deferred"],
-                "engine_tokens_predicted": theirs["tokens_predicted"]}
 
     # -- the request path --------------------------------------------------------------------
     async def forward(self, kind: Kind, body: dict, stream: bool, deadline: float,
