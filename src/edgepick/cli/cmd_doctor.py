@@ -54,6 +54,7 @@ def register(app: typer.Typer) -> None:
         file_integrity, cold_start, conversion, tool_schema. Figures already in the results
         store for this file and these settings are reused."""
         from edgepick.cli.cmd_fidelity import _progress
+        from edgepick.cli.options import split_list
         from edgepick.doctor.plan import plan
         from edgepick.doctor.render import checks_table, evidence_lines, findings_table
         from edgepick.doctor.runner import DoctorRequest, run
@@ -61,6 +62,7 @@ def register(app: typer.Typer) -> None:
         from edgepick.strings import texts
         from edgepick.units import parse_size
 
+        check = split_list(check) or None
         if lang not in ("en", "zh"):
             raise EdgepickError(f"--lang must be en or zh, got '{lang}'")
         ref = None
