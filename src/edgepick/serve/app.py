@@ -27,7 +27,7 @@ from edgepick.serve.middleware import REQUEST_ID, RequestGuard
 from edgepick.serve.openapi_doc import describe, install
 from edgepick.serve.refusals import OpenAICORS, error_response, install_refusals
 from edgepick.serve.relay import Outcome, measure_body, relay_stream
-from edgepick.serve.request_models import NOT_READY
+from edgepick.serve.answer_models import NOT_READY
 from edgepick.serve.request_checks import apply_sampling, check_body, check_key, read_json
 from edgepick.serve.router_api import Edge, Kind, RouteRequest
 from edgepick.serve.state import TASK_HEADER, ServeState, route, until_disconnect  # noqa: F401

@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel
 
+from edgepick.serve import answer_models as am
 from edgepick.serve import request_models as rm
 
 REF = "#/components/schemas/{model}"
@@ -34,23 +35,23 @@ _GENERATE = (400, 401, 408, 413, 415, 429, 431, 499, 503, 504)
 _BODY = (400, 401, 408, 413, 415, 431, 499)  # an endpoint that reads a body
 _SPEC: dict[str, tuple[type[BaseModel] | None, type[BaseModel], tuple[int, ...], bool]] = {
     # name: (request model, answer model, error statuses, streams)
-    "chat": (rm.ChatCompletionRequest, rm.ChatCompletion, _GENERATE + (502,), True),
-    "completion": (rm.CompletionRequest, rm.Completion, _GENERATE + (502,), True),
-    "embedding": (rm.EmbeddingRequest, rm.EmbeddingList, _GENERATE + (501,), False),
-    "models": (None, rm.ModelList, (401,), False),
-    "model": (None, rm.ModelCard, (401, 404), False),
-    "health": (None, rm.Health, (503,), False),
+    "chat": (rm.ChatCompletionRequest, am.ChatCompletion, _GENERATE + (502,), True),
+    "completion": (rm.CompletionRequest, am.Completion, _GENERATE + (502,), True),
+    "embedding": (rm.EmbeddingRequest, am.EmbeddingList, _GENERATE + (501,), False),
+    "models": (None, am.ModelList, (401,), False),
+    "model": (None, am.ModelCard, (401, 404), False),
+    "health": (None, am.Health, (503,), False),
     # the engine's own endpoints (serve/engine_api.py) and the loop's (serve/feedback.py)
-    "tokenize": (rm.TokenizeRequest, rm.TokenizeAnswer, _BODY + (503, 504), False),
-    "detokenize": (rm.DetokenizeRequest, rm.DetokenizeAnswer, _BODY + (503, 504), False),
-    "tokenizer_info": (None, rm.TokenizerInfo, (401, 503, 504), False),
-    "ready": (None, rm.Readiness, (503,), False),
-    "live": (None, rm.Liveness, (), False),
-    "slots": (None, rm.SlotUse, (401, 503, 504), False),
-    "feedback": (rm.FeedbackBody, rm.FeedbackAnswer, (400, 401, 413, 415, 431), False),
+    "tokenize": (rm.TokenizeRequest, am.TokenizeAnswer, _BODY + (503, 504), False),
+    "detokenize": (rm.DetokenizeRequest, am.DetokenizeAnswer, _BODY + (503, 504), False),
+    "tokenizer_info": (None, am.TokenizerInfo, (401, 503, 504), False),
+    "ready": (None, am.Readiness, (503,), False),
+    "live": (None, am.Liveness, (), False),
+    "slots": (None, am.SlotUse, (401, 503, 504), False),
+    "feedback": (rm.FeedbackBody, am.FeedbackAnswer, (400, 401, 413, 415, 431), False),
 }
 # answers whose 503 is the endpoint's own body (readiness), not an error
-_OWN_503 = {"health": rm.Health, "ready": rm.Readiness}
+_OWN_503 = {"health": am.Health, "ready": am.Readiness}
 
 
 def _ref(model: type[BaseModel]) -> dict[str, str]:
@@ -70,7 +71,7 @@ def describe(name: str) -> dict[str, Any]:
     responses: dict[int | str, Any] = {200: ok}
     for status in errors:
         responses[status] = {"description": _ERRORS[status], "content": {
-            "application/json": {"schema": _ref(rm.ErrorResponse)}}}
+            "application/json": {"schema": _ref(am.ErrorResponse)}}}
     if name in _OWN_503:
         responses[503] = {"description": "not ready: the first engine loading, a restart, an "
                           "engine that does not answer its probe (unresponsive) or one that "
@@ -87,7 +88,7 @@ def schemas() -> dict[str, Any]:
     """Every model the descriptions refer to, with their nested models, as OpenAPI components."""
     out: dict[str, Any] = {}
     models = {m for spec in _SPEC.values() for m in spec[:2] if m is not None}
-    models.add(rm.ErrorResponse)
+    models.add(am.ErrorResponse)
     for model in sorted(models, key=lambda m: m.__name__):
         schema = model.model_json_schema(ref_template=REF, by_alias=True)
         out.update(schema.pop("$defs", {}))
