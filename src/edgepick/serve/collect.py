@@ -151,3 +151,39 @@ def _fold(answer: Collected, ev: bytes) -> bool:
     if isinstance(chunk, dict):
         answer.take(chunk)
     return False
+
+
+def replay(answer: dict, kind: str) -> list[bytes]:
+    """A whole answer as the events of its stream (the inverse of `collect`): one chunk per
+    choice with all of its text (or message) and its finish, the usage chunk, `[DONE]`."""
+    chat = kind == "chat"
+    head = {k: v for k, v in answer.items() if k not in ("choices", "usage", "object")}
+    head["object"] = "chat.completion.chunk" if chat else "text_completion"
+    events = []
+    for c in answer.get("choices") or ():
+        choice = {k: v for k, v in c.items() if k != "message"}
+        if chat:
+            delta = dict(c.get("message") or {})
+            if delta.get("tool_calls"):
+                delta["tool_calls"] = [dict(t, index=i) for i, t in
+                                       enumerate(delta["tool_calls"])]
+            choice["delta"] = delta
+        events.append(dict(head, choices=[choice]))
+    if answer.get("usage"):
+        events.append(dict(head, choices=[], usage=answer["usage"]))
+    return [f"data: {json.dumps(e)}\n\n".encode() for e in events] + [b"data: [DONE]\n\n"]
+
+
+def replayed(answer: dict, kind: str, headers: dict, queue_wait_s: float):
+    """`replay` as a streaming ServedResponse."""
+    from edgepick.serve.router_api import ServedResponse
+
+    data = replay(answer, kind)
+
+    async def chunks():
+        for piece in data:
+            yield piece
+
+    gen = chunks()
+    return ServedResponse(chunks=gen, headers=headers, queue_wait_s=queue_wait_s,
+                          _closer=gen.aclose)

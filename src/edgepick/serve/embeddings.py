@@ -32,7 +32,8 @@ def embedding_body(raw: dict, n_vocab: int | None = None) -> dict:
         raise BadRequest(f"'input' holds {len(inputs)} inputs; at most {MAX_INPUTS} per request",
                          param="input")
     # the model is the server's; `dimensions` is checked against the answer; `user` is a label
-    return {k: v for k, v in raw.items() if k not in ("model", "dimensions", "user")}
+    return {k: v for k, v in raw.items() if k not in ("model", "dimensions", "user")
+            and v is not None}  # null is "not given"; llama-server refuses it
 
 
 def width(item: dict[str, Any]) -> int:

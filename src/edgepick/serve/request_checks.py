@@ -155,7 +155,8 @@ def _param(loc: tuple) -> str:
         if isinstance(p, int):
             out += f"[{p}]"
         elif p in ("str", "list", "function-after", "literal", "chain", "function-plain") or \
-                str(p).startswith(("list[", "union[", "function-", "literal[", "json-or-python")):
+                str(p).startswith(("list[", "union[", "function-", "literal[", "json-or-python",
+                                   "constrained-")):
             continue  # pydantic's names for the branch of a union it tried
         elif isinstance(p, str) and p in ("system", "developer", "user", "assistant", "tool",
                                           "TextPart", "NamedToolChoice") and out:
@@ -273,7 +274,29 @@ async def check_body(kind: Kind, body: dict, *, max_tokens: int, max_prompt_toke
                              code="context_length_exceeded")
     # the model is the server's choice (registry, policy); the client's name is only a label
     body.pop("model", None)
-    return body
+    return without_nulls(body)
+
+
+def without_nulls(body: dict) -> dict:
+    """`null` is "not given" in OpenAI's API, and llama-server's JSON reader refuses it where it
+    wants a string (`encoding_format: null`, `response_format.json_schema: null`): such fields
+    are dropped, at the top, in `response_format` and its wrapper, `stream_options` and each
+    message (a message's `content` stays: null content is an assistant's tool call). A JSON
+    schema keeps its nulls (`default: null` means something there)."""
+    out = {k: v for k, v in body.items() if v is not None}
+    fmt = out.get("response_format")
+    if isinstance(fmt, dict):
+        fmt = {k: v for k, v in fmt.items() if v is not None}
+        if isinstance(fmt.get("json_schema"), dict):
+            fmt["json_schema"] = {k: v for k, v in fmt["json_schema"].items() if v is not None}
+        out["response_format"] = fmt
+    if isinstance(out.get("stream_options"), dict):
+        out["stream_options"] = {k: v for k, v in out["stream_options"].items()
+                                 if v is not None}
+    if isinstance(out.get("messages"), list):
+        out["messages"] = [{k: v for k, v in m.items() if v is not None or k == "content"}
+                           if isinstance(m, dict) else m for m in out["messages"]]
+    return out
 
 
 def check_ids(prompt: Any, n_vocab: int | None, param: str) -> None:

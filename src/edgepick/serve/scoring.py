@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, AsyncContextManager, Protocol
 
 from edgepick.serve.admission import Admission
+from edgepick.serve.collect import replayed
 from edgepick.serve.router_api import BadRequest, DeadlineExceeded, ServedResponse
 from edgepick.serve.score_math import Stopped, score, tokens_of
 
@@ -170,9 +171,6 @@ def _choice(index: int, scored: dict, k: int, asked: bool) -> dict:
 async def score_request(pool: ScoringPool, body: dict, stream: bool,
                         deadline: float) -> ServedResponse:
     """The `echo: true` completion: prompt log-probabilities from the served file."""
-    if stream:
-        raise BadRequest("'echo' is answered without streaming; send 'stream': false",
-                         param="stream")
     limits = getattr(pool, "echo_limits", None) or EchoLimits()
     k, max_tokens = _options(body, limits)
     n = body.get("n", 1) or 1
@@ -213,6 +211,8 @@ async def score_request(pool: ScoringPool, body: dict, stream: bool,
            "usage": {"prompt_tokens": n_prompt, "completion_tokens": n_gen,
                      "total_tokens": n_prompt + n_gen}}
     headers = {"x-edgepick-model-version": f"{spec.name}@{spec.version}"}
+    if stream:  # scored whole, sent as one chunk per choice
+        return replayed(out, "completion", headers, wait_s)
     return ServedResponse(body=out, headers=headers, queue_wait_s=wait_s)
 
 

@@ -10,10 +10,10 @@ tool call is retried under the grammar. Never plain text silently.
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from typing import Any
 
+from edgepick.serve.collect import replayed
 from edgepick.serve.router_api import BadRequest, ServedResponse
 
 _DROP = ("tools", "tool_choice", "parallel_tool_calls", "response_format", "stream",
@@ -79,30 +79,6 @@ def as_tool_calls(answer: dict, max_tokens: Any) -> dict:
     return out
 
 
-def as_stream(answer: dict, include_usage: bool) -> ServedResponse:
-    """A whole answer as the events of a stream (one delta per choice, then the end)."""
-    head = {"id": answer.get("id", f"chatcmpl-{uuid.uuid4().hex[:24]}"),
-            "object": "chat.completion.chunk", "created": answer.get("created", int(time.time())),
-            "model": answer.get("model")}
-    events = []
-    for c in answer["choices"]:
-        calls = [dict(call, index=i) for i, call in enumerate(c["message"]["tool_calls"])]
-        events.append(dict(head, choices=[{"index": c["index"], "finish_reason": None, "delta": {
-            "role": "assistant", "content": None, "tool_calls": calls}}]))
-        events.append(dict(head, choices=[{"index": c["index"], "delta": {},
-                                           "finish_reason": "tool_calls"}]))
-    if include_usage and answer.get("usage"):
-        events.append(dict(head, choices=[], usage=answer["usage"]))
-    data = [f"data: {json.dumps(e)}\n\n".encode() for e in events] + [b"data: [DONE]\n\n"]
-
-    async def chunks():
-        for piece in data:
-            yield piece
-
-    gen = chunks()
-    return ServedResponse(chunks=gen, _closer=gen.aclose)
-
-
 async def forward_forced(pool, body: dict, stream: bool, deadline: float,
                          functions: list[dict]) -> ServedResponse:
     """A chat request whose tool call is required, answered with one (serve/edge.py)."""
@@ -115,6 +91,5 @@ async def forward_forced(pool, body: dict, stream: bool, deadline: float,
     answer = as_tool_calls(resp.body or {}, body.get("max_tokens"))
     if not stream:
         return ServedResponse(body=answer, headers=resp.headers, queue_wait_s=resp.queue_wait_s)
-    out = as_stream(answer, True)  # the app drops the usage chunk unless it was asked for
-    out.headers, out.queue_wait_s = resp.headers, resp.queue_wait_s
-    return out
+    # the app drops the usage chunk unless it was asked for
+    return replayed(answer, "chat", resp.headers, resp.queue_wait_s)
