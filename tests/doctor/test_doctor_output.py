@@ -71,8 +71,12 @@ def test_ranking_puts_the_clearer_cause_first():
         return Finding(symptom="garbled", cause=cause, summary="", fix=Fix(text=""),
                        confidence=conf, check=cause, evidence=[Evidence(what="x")])
 
-    order = ranked([f("host_load", 0.6), f("sampling", 0.95), f("file_integrity", 0.95)])
-    assert [x.cause for x in order] == ["file_integrity", "sampling", "host_load"]
+    found = [f("host_load", 0.95), f("quantization", 0.75), f("file_integrity", 0.95),
+             f("sampling", 0.95)]
+    order = ranked(found, "garbled")  # a symptom: the clearer separation first
+    assert [x.cause for x in order] == ["file_integrity", "sampling", "host_load", "quantization"]
+    quick = ranked(found)  # no symptom: what stops loading, then answers, then speed
+    assert [x.cause for x in quick] == ["file_integrity", "sampling", "quantization", "host_load"]
     assert DoctorReport.model_validate(DoctorReport(target="t", kind="gguf", budget_s=1,
                                                     findings=order).model_dump())
 

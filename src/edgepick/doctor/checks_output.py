@@ -75,7 +75,7 @@ def sampling(ctx):
         f"temperature {temp:g} with repeat penalty {penalty:g} (seeds: about 0.7 and 1.1-1.2): "
         f"sampled "
         f"tokens average {d['mean_logprob']:.2f} nats against greedy's {g['mean_logprob']:.2f}",
-        Fix(text="lower the temperature to 0.7 and set a repeat penalty of 1.1 (seed 004 §6.2)",
+        Fix(text="sample at temperature 0.7 with a repeat penalty of 1.1 (seed 004 §6.2)",
             deploy_edit=_edit(fixed),
             verified=(f"mean token log-probability {after['mean_logprob']:.2f} nats"
                       if after["mean_logprob"] is not None else None)),
@@ -86,7 +86,7 @@ def sampling(ctx):
          Evidence(what="answers in a repetition loop", value=d["loops"], baseline=g["loops"],
                   unit=f"of {d['n']}"),
          Evidence(what="example answer", value=(d["examples"] or [""])[0])],
-        detail=f"temperature {temp:g}")
+        detail=f"temperature {temp:g}, repeat penalty {penalty:g}")
 
 
 # -- context ---------------------------------------------------------------------------------

@@ -86,6 +86,18 @@ class DoctorReport(_Data):
     created: float | None = None
 
 
-def ranked(findings: list[Finding]) -> list[Finding]:
-    """Most likely first: confidence (to one decimal), then the cause that blocks the most."""
+# Without a symptom, findings explain different things: what stops the model from loading
+# first, then what spoils its answers, then what slows it down.
+TIER = {**{c: 0 for c in ("file_integrity", "engine_support", "memory_budget")},
+        **{c: 1 for c in ("chat_template", "context_overflow", "sampling", "kv_cache_type",
+                          "quantization", "conversion", "tool_schema")},
+        **{c: 2 for c in ("memory_growth", "host_load", "thermal_throttling", "cold_start")}}
+
+
+def ranked(findings: list[Finding], symptom: str | None = None) -> list[Finding]:
+    """Most likely first. For a symptom: confidence (to one decimal), then the cause that
+    blocks the most; for the quick checks: the tier, then confidence."""
+    if symptom is None:
+        return sorted(findings, key=lambda f: (TIER[f.cause], -round(f.confidence, 1),
+                                               PRIORITY[f.cause]))
     return sorted(findings, key=lambda f: (-round(f.confidence, 1), PRIORITY[f.cause]))

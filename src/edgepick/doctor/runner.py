@@ -104,7 +104,7 @@ def run(req: DoctorRequest, store, progress: Tick = silent,
         progress(ProgressEvent(len(checks), len(checks), "done"))
     finally:
         ctx.close_engines()
-    report.findings = ranked(report.findings)
+    report.findings = ranked(report.findings, req.symptom)
     report.elapsed_s = round(time.monotonic() - t0, 1)
     if store is not None:
         store.put(KIND, store_key(report), report.model_dump(mode="json"),
