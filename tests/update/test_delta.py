@@ -133,3 +133,35 @@ def test_apply_memory_stays_bounded(tmp_path):
         tracemalloc.stop()
     assert peak < 16 * 2**20, peak
     assert (tmp_path / "out.gguf").read_bytes() == new.read_bytes()
+
+
+def test_kill_9_during_apply_leaves_no_output_and_the_next_apply_cleans_up(tmp_path):
+    """Killed at any moment, `update apply` leaves no NEW (only its own temporary file, which
+    the next apply removes); the next apply writes NEW whole."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import numpy as np
+
+    big = [(f"blk.{i}.w", "F32", np.random.default_rng(i).standard_normal((512, 2048)))
+           for i in range(8)]
+    old = write_gguf(tmp_path / "old.gguf", {"a": 1}, big)
+    new = write_gguf(tmp_path / "new.gguf", {"a": 2}, [(n, k, a * 3) for n, k, a in big])
+    pkg = diff(old, new, tmp_path / "u.epd").path
+    out = tmp_path / "out.gguf"
+    argv = [sys.executable, "-m", "edgepick", "update", "apply", str(old), str(pkg), "-o",
+            str(out)]
+    for delay in (0.3, 0.6, 0.9, 1.2):
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        if out.exists():  # the rename happened before the kill: whole
+            assert out.read_bytes() == new.read_bytes()
+            out.unlink()
+    done = subprocess.run(argv, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert out.read_bytes() == new.read_bytes()
+    assert not list(tmp_path.glob("out.gguf.partial*"))

@@ -101,6 +101,7 @@ def apply(base: str | Path, package: str | Path, out: str | Path,
         raise EdgepickError(f"{base_p}: no such file")
     index = index or read_index(pkg_p)
     check_base(index, base_p, pkg_p)
+    _remove_stale(out_p)
     tmp = out_p.with_name(out_p.name + f".partial{os.getpid()}")
     whole, written = hashlib.sha256(), 0
     try:
@@ -131,6 +132,24 @@ def apply(base: str | Path, package: str | Path, out: str | Path,
         tmp.unlink(missing_ok=True)
         raise
     return index.new.sha256
+
+
+def _remove_stale(out: Path) -> None:
+    """What an apply killed before its rename left beside `out` (its process gone)."""
+    for p in out.parent.glob(out.name + ".partial*"):
+        pid = p.name.rsplit(".partial", 1)[-1]
+        if pid.isdigit() and not _alive(int(pid)):
+            p.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _fsync_dir(folder: Path) -> None:
