@@ -27,8 +27,9 @@ def broken(tmp_path_factory, smollm2_f16, smollm2_q4_1) -> dict[str, str]:
     subprocess.run([tool_path("llama-quantize"), smollm2_f16, str(q2k), "Q2_K", "2"],
                    check=True, capture_output=True)
     no_template = d / "smollm2.no-template.gguf"
-    subprocess.run([str(Path(sys.executable).parent / "gguf-new-metadata"), "--force", "--remove-metadata",
-                    "tokenizer.chat_template", smollm2_q4_1, str(no_template)],
+    subprocess.run([str(Path(sys.executable).parent / "gguf-new-metadata"), "--force",
+                    "--remove-metadata", "tokenizer.chat_template", smollm2_q4_1,
+                    str(no_template)],
                    check=True, capture_output=True)
     truncated = d / "smollm2.truncated.gguf"
     data = Path(smollm2_q4_1).read_bytes()

@@ -4,7 +4,6 @@ deploy, reuse of stored figures, the healthy deploy, and monitor's hint (issue 3
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from edgepick.doctor.finding import DoctorReport, Evidence, Finding, Fix, ranked
 from edgepick.monitor.doctor_hint import doctor_commands

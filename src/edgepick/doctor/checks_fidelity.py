@@ -248,15 +248,17 @@ def conversion(ctx):
     from edgepick.records.model_ref import ModelRef
 
     ref = _reference(ctx)
+    if _shape(ref.path)[2] != _shape(ctx.target.model_path)[2]:
+        raise Skip("the reference has another vocabulary: another model, not another build")
 
     def measure() -> dict:
         with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as fh:
-            for p in ctx.prompts[:4]:
+            for p in ctx.prompts[:3]:
                 fh.write(json.dumps({"id": p.id, "task": "generation", "messages": p.messages},
                                     ensure_ascii=False) + "\n")
         try:
             res = consistency(ref, ModelRef.file(ctx.target.model_path), fh.name,
-                              max_tokens=24, threads=ctx.threads)
+                              max_tokens=16, threads=ctx.threads)
         finally:
             Path(fh.name).unlink(missing_ok=True)
         return {"n": res.n, "identical": res.n_identical,
@@ -264,20 +266,28 @@ def conversion(ctx):
                 "tokens_differ": [it.id for it in res.items if it.token_divergence is not None],
                 "first_divergence": res.mean_first_divergence}
 
-    m = ctx.measured("conversion", [ref.path, [p.messages for p in ctx.prompts[:4]]], measure)
+    m = ctx.measured("conversion", [ref.path, [p.messages for p in ctx.prompts[:3]]], measure)
     if m["prompt_differs"] and not _renders(ctx.target.model_path):
         m["prompt_differs"] = []  # no usable template of its own: the chat_template check's
     if not m["prompt_differs"] and not m["tokens_differ"]:
         return None
     what = "the chat template renders different prompt text" if m["prompt_differs"] else \
         "the same text is tokenized into different token IDs"
+    fix = Fix(text="convert again keeping the reference's tokenizer and chat template "
+                   "(tokenizer.* keys of its GGUF), then re-run the consistency test (seed 000 "
+                   "§5.4)")
+    if m["prompt_differs"]:
+        from edgepick.doctor.checks_file import _template_and_vocab, _with_template
+        from edgepick.store.identity import file_sha256
+
+        fixed = _with_template(ctx, _template_and_vocab(ref.path)[0])
+        fix = Fix(text=f"take the reference's chat template (doctor wrote {fixed}, this build "
+                       "with it)", deploy_edit={"model.path": fixed,
+                                                "model.sha256": file_sha256(fixed)})
     return finding(ctx, "conversion",
                    f"between the reference and this build {what} "
                    f"({len(m['prompt_differs'] or m['tokens_differ'])} of {m['n']} prompts)",
-                   Fix(text="convert again keeping the reference's tokenizer and chat template "
-                            "(tokenizer.* keys of its GGUF), then re-run the consistency test "
-                            "(seed 000 §5.4)"),
-                   0.9, [Evidence(what="identical greedy answers", value=m["identical"],
+                   fix, 0.9, [Evidence(what="identical greedy answers", value=m["identical"],
                                   baseline=m["n"],
                                   command=shlex.join(["edgepick", "consistency", "-m",
                                                       ctx.target.model_path, "-r", ref.path,

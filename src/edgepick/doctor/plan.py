@@ -42,7 +42,8 @@ BY_SYMPTOM = {
     "context-overflow": ("context_overflow", "memory_budget"),
     "mismatch": ("chat_template", "conversion", "quantization", "kv_cache_type"),
 }
-# No symptom: every check that is cheap on a deploy (< 3 min on 2 cores, benchmarks/doctor_quick.py).
+# No symptom: every check that is cheap on a deploy (< 3 min on 2 cores,
+# benchmarks/doctor_quick.py).
 QUICK = ("file_integrity", "engine_support", "memory_budget", "chat_template", "context_overflow",
          "sampling", "kv_cache_type", "tool_schema", "quantization", "memory_growth",
          "thermal_throttling", "host_load")

@@ -96,7 +96,8 @@ def resolve_target(text: str) -> Target:
         if not mp.is_absolute():
             mp = path.resolve().parent / mp
         return Target(text=text, kind="deploy", model_path=str(mp), backend=cfg.model.backend,
-                      settings=cfg.runtime, sampling=_sampling(cfg), sha256=cfg.model.sha256 or None,
+                      settings=cfg.runtime, sampling=_sampling(cfg),
+                      sha256=cfg.model.sha256 or None,
                       deploy=cfg, device=cfg.device)
     return Target(text=text, kind="gguf", model_path=str(path))
 
