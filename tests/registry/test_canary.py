@@ -103,6 +103,10 @@ def test_a_looping_update_is_rolled_back_by_the_canary(server):
     assert 'edgepick_canary_rollbacks_total{figure="unacceptable_rate",version="2"} 1.0' in metrics
     assert 'edgepick_model_swaps_total{cause="canary-rollback",to_version="1"} 1.0' in metrics
     assert admin.canary.outcome.startswith("rolled back: unacceptable_rate")
+    from cli_runner import run_cli
+
+    shown = run_cli("models", "history", "fake-model", "--registry", str(reg.root))
+    assert shown.returncode == 0 and "canary-rollback" in shown.stdout, shown.stderr
 
 
 def test_an_update_that_serves_as_well_passes_the_window(server):

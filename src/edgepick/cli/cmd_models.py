@@ -87,6 +87,25 @@ def list_(registry: RegistryOpt = None,
     console.print(t)
 
 
+@models_app.command("history")
+def history(name: str = typer.Argument(..., help="NAME"), registry: RegistryOpt = None,
+            json_out: bool = typer.Option(False, "--json", help="print JSON")) -> None:
+    """What happened to a model, oldest first: versions added or built from an update, probes,
+    activations, rollbacks (a canary's with the figure that was worse), canary windows."""
+    from edgepick.registry.store import Registry
+
+    entry = Registry(_root(registry)).model(name)
+    if json_out:
+        print_json(entry.events)
+        return
+    t = Table("when", "action", "version", "detail")
+    for e in entry.events:
+        t.add_row(e.when, e.action, e.version, e.detail)
+    console.print(t)
+    if entry.canary:
+        console.print(f"canary open: {entry.canary.version} watched, {entry.canary.previous} kept")
+
+
 @models_app.command("remove")
 def remove(ref: str = typer.Argument(..., help="NAME@VERSION"), registry: RegistryOpt = None) -> None:
     """Delete a version that is not active (its file too)."""
