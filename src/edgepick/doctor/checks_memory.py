@@ -13,7 +13,6 @@ from edgepick.doctor.finding import Evidence, Fix
 from edgepick.units import human_bytes as format_bytes
 
 SUSTAIN_S = 12.0  # a few hundred tokens on a busy 2-core host: enough for a stable slope
-KV_STEPS = ("q8_0", "q4_0")
 MIN_CTX = 256
 
 
@@ -73,23 +72,29 @@ def measure_need(ctx, **changes) -> dict:
             "anon": v["anon"], "file_read": v.get("file_read"), "hwm": v["hwm"]}
 
 
-def _fix(ctx, budget: int, scale: float) -> tuple[dict, int] | None:
-    """The first settings (shorter context, then a quantized KV cache) whose need, as fit
-    predicts it scaled by measured ÷ predicted, stays within the budget."""
+def _fix(ctx, budget: int, scale: float) -> tuple[dict, dict] | None:
+    """The first settings (a shorter context, a quantized KV cache, both) whose need, as fit
+    predicts it scaled by measured ÷ predicted, stays within the budget, and then measures
+    within it too (at most three measured)."""
     s = ctx.target.settings
     floor = max(MIN_CTX, (ctx.target.context_p99 or 0) + (ctx.target.output_p95 or 0))
-    tries: list[dict] = []
+    ctxs = []
     n = s.n_ctx // 2
     while n >= floor:
-        tries.append({"n_ctx": n})
+        ctxs.append(n)
         n //= 2
-    kvs = [k for k in KV_STEPS if k != s.kv_type and KV_STEPS.index(k) >= (
-        KV_STEPS.index(s.kv_type) + 1 if s.kv_type in KV_STEPS else 0)]
-    tries += [{"kv_type": k} for k in kvs[:1]]
+    tries: list[dict] = [{"n_ctx": c} for c in ctxs]
+    if s.flash_attn and s.kv_type in ("f16", "f32", "bf16"):  # a quantized V cache needs it
+        tries += [{"kv_type": "q8_0"}] + [{"n_ctx": c, "kv_type": "q8_0"} for c in ctxs]
+    measured = 0
     for t in tries:
         need = fit_need(ctx, t.get("n_ctx"), t.get("kv_type"))
-        if need is not None and need * scale <= 0.9 * budget:
-            return t, int(need * scale)
+        if need is None or need * scale > budget or measured == 3:
+            continue
+        measured += 1
+        check = ctx.measured("memory_need", [], lambda: measure_need(ctx, **t), changes=t)
+        if (check.get("need") or need * scale) <= budget:
+            return t, check if check.get("need") else {"predicted": int(need * scale)}
     return None
 
 
@@ -101,7 +106,7 @@ def _lower_quant(ctx, budget: int, scale: float) -> tuple[str, int] | None:
     own = fit_need(ctx)
     for t in LOWER_TYPES:
         need = fit_need(ctx, quant=t)
-        if need is not None and need < own and need * scale <= 0.9 * budget:
+        if need is not None and need < own and need * scale <= budget:
             return t, int(need * scale)
     return None
 
@@ -133,13 +138,12 @@ def memory_budget(ctx):
     scale = (measured / predicted) if measured and predicted else 1.0
     found = None if weights > budget.bytes else _fix(ctx, budget.bytes, scale)
     if found is not None:
-        change, after = found
-        check = ctx.measured("memory_need_fix", [change], lambda: measure_need(ctx, **change))
+        change, check = found
         fix = Fix(text="within the budget with " + ", ".join(f"{k} {v}" for k, v in
                                                              change.items()),
                   deploy_edit={f"runtime.{k}": v for k, v in change.items()},
                   verified=(f"measured need {format_bytes(check['need'])}" if check.get("need")
-                            else f"fit's need {format_bytes(after)}"))
+                            else f"fit's need {format_bytes(check['predicted'])}"))
     elif (lower := _lower_quant(ctx, budget.bytes, scale)) is not None:
         t, after = lower
         src = ctx.reference.path if ctx.reference is not None and ctx.reference.path else \

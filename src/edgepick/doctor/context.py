@@ -44,19 +44,22 @@ class Ctx:
         return shlex.join(parts)
 
     # -- the store ------------------------------------------------------------------------
-    def key(self, check: str, *parts: Any) -> str:
+    def key(self, check: str, *parts: Any, changes: dict | None = None) -> str:
         from edgepick.store.identity import model_identity
 
         model = self.target.model_path or self.target.url or self.target.text
         ident = model_identity(model) if self.target.model_path else model
-        blob = json.dumps([check, ident, self.target.settings.key_dict(), self.target.sampling,
+        settings = self.target.settings.model_copy(update=changes or {})
+        blob = json.dumps([check, ident, settings.key_dict(), self.target.sampling,
                            list(parts)], sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
-    def measured(self, check: str, parts: list, measure: Callable[[], dict]) -> dict:
-        """The stored figures of `check` for this file, settings and `parts`, else measured and
-        stored (issue 36: a figure already measured is not measured again)."""
-        key = self.key(check, *parts)
+    def measured(self, check: str, parts: list, measure: Callable[[], dict],
+                 changes: dict | None = None) -> dict:
+        """The stored figures of `check` for this file, settings (with `changes`: what a fix
+        sets, so that the run after the fix finds them) and `parts`, else measured and stored
+        (issue 36: a figure already measured is not measured again)."""
+        key = self.key(check, *parts, changes=changes)
         held = self.store.get(FIGURE_KIND, key) if self.store is not None else None
         if held is not None:
             self.reused = True
