@@ -44,9 +44,11 @@ BY_SYMPTOM = {
 }
 # No symptom: every check that is cheap on a deploy (< 3 min on 2 cores,
 # benchmarks/doctor_quick.py).
-QUICK = ("file_integrity", "engine_support", "memory_budget", "chat_template", "context_overflow",
-         "sampling", "kv_cache_type", "tool_schema", "quantization", "memory_growth",
-         "thermal_throttling", "host_load")
+# host_load early: it is cheap, its engine serves the checks after it, and a busy host makes
+# the rest slow enough to run out of time before it.
+QUICK = ("file_integrity", "engine_support", "memory_budget", "host_load", "chat_template",
+         "context_overflow", "sampling", "kv_cache_type", "tool_schema", "quantization",
+         "memory_growth", "thermal_throttling")
 # A finding here makes every later check meaningless: the model does not load.
 BLOCKING = {"file_integrity", "engine_support"}
 STOP_CONFIDENCE = 0.8  # with a symptom, stop once a cause explains it this clearly
