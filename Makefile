@@ -10,7 +10,7 @@ LLAMA_CPP_PYTHON := 0.3.36
 LLAMA_CFLAGS := $(shell bash scripts/llama_cflags.sh)
 STAMP := $(VENV)/.installed-$(LLAMA_CPP_PYTHON)-$(if $(LLAMA_CFLAGS),noamx,native)
 
-.PHONY: setup tools run test bench clean
+.PHONY: setup tools run test test-fast bench clean
 
 setup: $(STAMP) tools
 
@@ -32,8 +32,14 @@ tools: $(STAMP)
 run: setup
 	$(PY) -m edgepick run default
 
+# the 25 slowest tests are printed at the end: where the suite's time goes
 test: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=25
+
+# for iterating, not used by CI: leaves out the tests marked slow, runs last failures first and
+# stops at the first failure
+test-fast: setup
+	$(PY) -m pytest -q -m "not slow" --ff -x --durations=10
 
 bench: setup
 	$(PY) -m benchmarks
