@@ -165,3 +165,21 @@ def test_kill_9_during_apply_leaves_no_output_and_the_next_apply_cleans_up(tmp_p
     assert done.returncode == 0, done.stderr
     assert out.read_bytes() == new.read_bytes()
     assert not list(tmp_path.glob("out.gguf.partial*"))
+
+
+def test_f16_tensors_ship_as_byte_planes_across_pieces(tmp_path):
+    """F16 weights over several 1 MiB pieces (the last one short) are stored as byte planes,
+    alone or XORed with the old tensor, and come back exactly."""
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    w = (rng.standard_normal((1300, 1024)) * 0.02).astype(np.float32)  # 2.5 MiB at F16
+    moved = w.copy()
+    moved[::7] += 0.001
+    old = write_gguf(tmp_path / "old.gguf", {"a": 1}, [("w", "F16", w)])
+    new = write_gguf(tmp_path / "new.gguf", {"a": 1}, [("w", "F16", moved),
+                                                        ("fresh", "F16", w[:900] * 2)])
+    r = diff(old, new, tmp_path / "u.epd")
+    assert {b.shuffle for b in r.index.blobs} >= {2}
+    apply(old, r.path, tmp_path / "out.gguf")
+    assert (tmp_path / "out.gguf").read_bytes() == new.read_bytes()

@@ -22,7 +22,7 @@ from edgepick.errors import EdgepickError
 from edgepick.progress import ProgressEvent, Tick
 from edgepick.update.manifest import Manifest, TensorEntry, build_manifest
 from edgepick.update.package import (CHUNK, Codec, FileId, Index, PackageWriter, Segment,
-                                     read_index)
+                                     planes, read_index)
 
 PAYS = 0.98  # compress when it saves at least 2 %
 XOR_PAYS = 0.9  # XOR with the old tensor when that compresses 10 % smaller again
@@ -117,17 +117,27 @@ def _merge(plan: list) -> list:
     return out
 
 
-def _choose(sample: bytes, old_sample: bytes | None) -> tuple[Codec, bool]:
-    """(codec, xor) for a tensor, from its first MiB."""
+def _choose(sample: bytes, old_sample: bytes | None,
+            element: int | None) -> tuple[Codec, bool, int | None]:
+    """(codec, xor, shuffle) for a tensor: the smallest of its first MiB stored raw, zlib'd,
+    as byte planes (F16/F32), or XORed with the old tensor (which must pay 10 % more)."""
     if not sample:
-        return "raw", False
-    plain = len(zlib.compress(sample, 6))
-    best: tuple[Codec, bool] = ("zlib", False) if plain < PAYS * len(sample) else ("raw", False)
+        return "raw", False, None
+    size = {("raw", False, None): len(sample)}
+
+    def try_(data: bytes, xor: bool) -> None:
+        size[("zlib", xor, None)] = len(zlib.compress(data, 6)) / (XOR_PAYS if xor else PAYS)
+        if element and len(data) % element == 0:
+            size[("zlib", xor, element)] = \
+                len(zlib.compress(planes(data, element), 6)) / (XOR_PAYS if xor else PAYS)
+
+    try_(sample, False)
     if old_sample is not None:
-        xored = len(zlib.compress(_xor(sample, old_sample), 6))
-        if xored < XOR_PAYS * min(plain, len(sample)):
-            best = ("zlib", True)
-    return best
+        try_(_xor(sample, old_sample), True)
+    return min(size, key=lambda k: size[k])
+
+
+ELEMENT = {"F16": 2, "BF16": 2, "F32": 4}
 
 
 def _meta_codec(data: bytes) -> Codec:
@@ -183,14 +193,14 @@ def _tensor_blob(writer: PackageWriter, p: _Lit, fh, oh) -> Segment:
     assert t is not None
     sample = next(_read(fh, p.offset, min(CHUNK, p.length)), b"")
     old_sample = next(_read(oh, p.xor.offset, min(CHUNK, p.length)), b"") if p.xor else None
-    codec, xor = _choose(sample, old_sample)
+    codec, xor, shuffle = _choose(sample, old_sample, ELEMENT.get(t.type))
     if xor and p.xor is not None:
         pieces = (_xor(a, b) for a, b in zip(_read(fh, p.offset, p.length),
                                              _read(oh, p.xor.offset, p.length)))
-        blob = writer.blob(pieces, codec)
+        blob = writer.blob(pieces, codec, shuffle)
         return Segment(kind="xor", length=p.length, blob=blob, name=t.name, base=p.xor.name,
                        base_offset=p.xor.offset, sha256=p.xor.sha256)
-    blob = writer.blob(_read(fh, p.offset, p.length), codec)
+    blob = writer.blob(_read(fh, p.offset, p.length), codec, shuffle)
     return Segment(kind="blob", length=p.length, blob=blob, name=t.name)
 
 

@@ -12,7 +12,8 @@ stored raw, or zlib/lzma-compressed where that paid; each carries the SHA-256 of
 
 Codecs are the standard library's (no new dependency): zlib for tensor data (on quantized
 weights it saves as much as lzma at ~20× its speed), lzma for metadata (a tokenizer compresses
-to a quarter), raw where neither saves at least 2 %.
+to a quarter), raw where neither saves at least 2 %. F16/BF16/F32 tensors may be stored as byte
+planes (`shuffle`), which zlib compresses about 7 % further on F16 weights.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import zlib
 from pathlib import Path
 from typing import BinaryIO, Iterator, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from edgepick.errors import EdgepickError
@@ -58,6 +60,9 @@ class Blob(BaseModel):
     size: int  # decoded
     codec: Codec
     sha256: str  # of the decoded bytes
+    # each CHUNK of the bytes was stored as byte planes of this element size (F16: 2, F32: 4):
+    # the exponents' bytes together compress better than interleaved with the mantissas'
+    shuffle: int | None = None
 
 
 class Segment(BaseModel):
@@ -104,20 +109,22 @@ class PackageWriter:
     def pos(self) -> int:
         return self.fh.tell()
 
-    def blob(self, pieces: Iterator[bytes], codec: Codec) -> int:
-        """Encode the pieces (each at most a few MiB) as one blob; returns its index."""
+    def blob(self, pieces: Iterator[bytes], codec: Codec, shuffle: int | None = None) -> int:
+        """Encode the pieces as one blob; returns its index. With `shuffle`, every piece but
+        the last must be CHUNK bytes (decode regroups by CHUNK)."""
         start, raw, size = self.pos, hashlib.sha256(), 0
         enc = _encoder(codec)
         for piece in pieces:
             raw.update(piece)
             size += len(piece)
-            out = enc.compress(piece) if enc else piece
+            stored = planes(piece, shuffle) if shuffle else piece
+            out = enc.compress(stored) if enc else stored
             if out:
                 self._put(out)
         if enc:
             self._put(enc.flush())
         self.blobs.append(Blob(offset=start, stored=self.pos - start, size=size, codec=codec,
-                               sha256=raw.hexdigest()))
+                               sha256=raw.hexdigest(), shuffle=shuffle))
         return len(self.blobs) - 1
 
     def close(self, index: Index) -> None:
@@ -191,10 +198,47 @@ def _check_digest(fh: BinaryIO, p: Path, size: int) -> None:
                              "it ends with); refusing it")
 
 
+def planes(data: bytes, size: int) -> bytes:
+    """Byte planes: every element's first byte, then every second byte, …"""
+    return np.frombuffer(data, np.uint8).reshape(-1, size).T.tobytes()
+
+
+def unplanes(data: bytes, size: int) -> bytes:
+    return np.frombuffer(data, np.uint8).reshape(size, -1).T.tobytes()
+
+
+def _regroup(pieces: Iterator[bytes], size: int) -> Iterator[bytes]:
+    """Shuffled pieces back to bytes: regrouped into the encoder's CHUNKs, then interleaved."""
+    pending = b""
+    for piece in pieces:
+        pending += piece
+        while len(pending) >= CHUNK:
+            yield unplanes(pending[:CHUNK], size)
+            pending = pending[CHUNK:]
+    if pending:
+        if len(pending) % size:
+            raise CorruptPackage("a shuffled blob does not end on an element")
+        yield unplanes(pending, size)
+
+
 def decode(fh: BinaryIO, blob: Blob) -> Iterator[bytes]:
     """The blob's bytes in pieces of at most CHUNK, checked against its SHA-256 at the end."""
+    stream = _decoded(fh, blob)
+    if blob.shuffle:
+        stream = _regroup(stream, blob.shuffle)
+    h, out = hashlib.sha256(), 0
+    for piece in stream:
+        h.update(piece)
+        out += len(piece)
+        yield piece
+    if out != blob.size or h.hexdigest() != blob.sha256:
+        raise CorruptPackage("a blob's bytes do not match its SHA-256")
+
+
+def _decoded(fh: BinaryIO, blob: Blob) -> Iterator[bytes]:
+    """The blob's stored bytes, decompressed."""
     fh.seek(blob.offset)
-    left, h, out = blob.stored, hashlib.sha256(), 0
+    left = blob.stored
     dec = zlib.decompressobj() if blob.codec == "zlib" else \
         lzma.LZMADecompressor() if blob.codec == "lzma" else None
     try:
@@ -203,20 +247,11 @@ def decode(fh: BinaryIO, blob: Blob) -> Iterator[bytes]:
             if not data:
                 raise CorruptPackage("a blob runs past the package's end")
             left -= len(data)
-            for piece in (_drain(dec, blob.codec, data) if dec else (data,)):
-                h.update(piece)
-                out += len(piece)
-                yield piece
+            yield from (_drain(dec, blob.codec, data) if dec else (data,))
         if blob.codec == "zlib":
-            tail = dec.flush()
-            h.update(tail)
-            out += len(tail)
-            if tail:
-                yield tail
+            yield dec.flush()
     except (zlib.error, lzma.LZMAError) as exc:
         raise CorruptPackage(f"a blob does not decode ({exc})") from None
-    if out != blob.size or h.hexdigest() != blob.sha256:
-        raise CorruptPackage("a blob's bytes do not match its SHA-256")
 
 
 def _drain(dec, codec: Codec, data: bytes) -> Iterator[bytes]:
