@@ -293,6 +293,8 @@ def without_nulls(body: dict) -> dict:
     if isinstance(out.get("stream_options"), dict):
         out["stream_options"] = {k: v for k, v in out["stream_options"].items()
                                  if v is not None}
+    if isinstance(out.get("tools"), list):  # a function's `parameters` is a schema: kept
+        out["tools"] = [_tool_without_nulls(t) for t in out["tools"]]
     if isinstance(out.get("messages"), list):
         out["messages"] = [{k: v for k, v in m.items() if v is not None or k == "content"}
                            if isinstance(m, dict) else m for m in out["messages"]]
@@ -308,6 +310,15 @@ def check_ids(prompt: Any, n_vocab: int | None, param: str) -> None:
             if isinstance(t, int) and t >= n_vocab:
                 raise BadRequest(f"'{param}': token id {t} is not below the vocabulary size "
                                  f"{n_vocab}", param=param)
+
+
+def _tool_without_nulls(tool: Any) -> Any:
+    if not isinstance(tool, dict):
+        return tool
+    out = {k: v for k, v in tool.items() if v is not None}
+    if isinstance(out.get("function"), dict):
+        out["function"] = {k: v for k, v in out["function"].items() if v is not None}
+    return out
 
 
 def apply_sampling(body: dict, sampling: dict, locked: bool) -> tuple[dict, list[str]]:
