@@ -28,7 +28,8 @@ from edgepick.serve.openapi_doc import describe, install
 from edgepick.serve.refusals import OpenAICORS, error_response, install_refusals
 from edgepick.serve.relay import Outcome, measure_body, relay_stream
 from edgepick.serve.answer_models import NOT_READY
-from edgepick.serve.request_checks import apply_sampling, check_body, check_key, read_json
+from edgepick.serve.forwarded import apply_sampling
+from edgepick.serve.request_checks import check_body, check_key, read_json
 from edgepick.serve.router_api import Edge, Kind, RouteRequest
 from edgepick.serve.state import TASK_HEADER, ServeState, route, until_disconnect  # noqa: F401
 from edgepick.serve.forced_routes import MockFailingEdge, forced_routes

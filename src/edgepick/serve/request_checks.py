@@ -16,6 +16,7 @@ from starlette.requests import ClientDisconnect, Request
 from edgepick.serve.constraints import check_constraints
 from edgepick.serve.errors import (BadRequest, BodyTooLarge, ClientGone, RequestTimeout,
                                    Unauthorized, UnsupportedMediaType)
+from edgepick.serve.forwarded import without_nulls
 from edgepick.serve.request_models import ENGINE_ONLY_FIELDS, REQUEST_MODELS
 from edgepick.serve.router_api import Kind
 
@@ -277,30 +278,6 @@ async def check_body(kind: Kind, body: dict, *, max_tokens: int, max_prompt_toke
     return without_nulls(body)
 
 
-def without_nulls(body: dict) -> dict:
-    """`null` is "not given" in OpenAI's API, and llama-server's JSON reader refuses it where it
-    wants a string (`encoding_format: null`, `response_format.json_schema: null`): such fields
-    are dropped, at the top, in `response_format` and its wrapper, `stream_options` and each
-    message (a message's `content` stays: null content is an assistant's tool call). A JSON
-    schema keeps its nulls (`default: null` means something there)."""
-    out = {k: v for k, v in body.items() if v is not None}
-    fmt = out.get("response_format")
-    if isinstance(fmt, dict):
-        fmt = {k: v for k, v in fmt.items() if v is not None}
-        if isinstance(fmt.get("json_schema"), dict):
-            fmt["json_schema"] = {k: v for k, v in fmt["json_schema"].items() if v is not None}
-        out["response_format"] = fmt
-    if isinstance(out.get("stream_options"), dict):
-        out["stream_options"] = {k: v for k, v in out["stream_options"].items()
-                                 if v is not None}
-    if isinstance(out.get("tools"), list):  # a function's `parameters` is a schema: kept
-        out["tools"] = [_tool_without_nulls(t) for t in out["tools"]]
-    if isinstance(out.get("messages"), list):
-        out["messages"] = [{k: v for k, v in m.items() if v is not None or k == "content"}
-                           if isinstance(m, dict) else m for m in out["messages"]]
-    return out
-
-
 def check_ids(prompt: Any, n_vocab: int | None, param: str) -> None:
     """Token ids in a prompt (a list of ids, or of lists of ids) below the vocabulary."""
     if not n_vocab or not isinstance(prompt, list):
@@ -310,29 +287,3 @@ def check_ids(prompt: Any, n_vocab: int | None, param: str) -> None:
             if isinstance(t, int) and t >= n_vocab:
                 raise BadRequest(f"'{param}': token id {t} is not below the vocabulary size "
                                  f"{n_vocab}", param=param)
-
-
-def _tool_without_nulls(tool: Any) -> Any:
-    if not isinstance(tool, dict):
-        return tool
-    out = {k: v for k, v in tool.items() if v is not None}
-    if isinstance(out.get("function"), dict):
-        out["function"] = {k: v for k, v in out["function"].items() if v is not None}
-    return out
-
-
-def apply_sampling(body: dict, sampling: dict, locked: bool) -> tuple[dict, list[str]]:
-    """deploy.yaml's `sampling` as the request's defaults (issue 26 item 3); with
-    `lock_sampling` they replace what the client sent. Returns the body and the fields the lock
-    overrode (for the `x-edgepick-sampling` header)."""
-    if not sampling:
-        return body, []
-    out = dict(body)
-    overridden = []
-    for key, value in sampling.items():
-        if key not in out or out[key] is None:
-            out[key] = value
-        elif locked and out[key] != value:
-            out[key] = value
-            overridden.append(key)
-    return out, overridden

@@ -1,0 +1,56 @@
+"""The body serve forwards, shaped from the checked request: nulls dropped (llama-server reads
+`null` as a type error), deploy.yaml's sampling applied (serve/request_checks.py and app.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def without_nulls(body: dict) -> dict:
+    """`null` is "not given" in OpenAI's API, and llama-server's JSON reader refuses it where it
+    wants a string (`encoding_format: null`, `response_format.json_schema: null`): such fields
+    are dropped, at the top, in `response_format` and its wrapper, `stream_options` and each
+    message (a message's `content` stays: null content is an assistant's tool call). A JSON
+    schema keeps its nulls (`default: null` means something there)."""
+    out = {k: v for k, v in body.items() if v is not None}
+    fmt = out.get("response_format")
+    if isinstance(fmt, dict):
+        fmt = {k: v for k, v in fmt.items() if v is not None}
+        if isinstance(fmt.get("json_schema"), dict):
+            fmt["json_schema"] = {k: v for k, v in fmt["json_schema"].items() if v is not None}
+        out["response_format"] = fmt
+    if isinstance(out.get("stream_options"), dict):
+        out["stream_options"] = {k: v for k, v in out["stream_options"].items()
+                                 if v is not None}
+    if isinstance(out.get("tools"), list):  # a function's `parameters` is a schema: kept
+        out["tools"] = [_tool_without_nulls(t) for t in out["tools"]]
+    if isinstance(out.get("messages"), list):
+        out["messages"] = [{k: v for k, v in m.items() if v is not None or k == "content"}
+                           if isinstance(m, dict) else m for m in out["messages"]]
+    return out
+
+
+def _tool_without_nulls(tool: Any) -> Any:
+    if not isinstance(tool, dict):
+        return tool
+    out = {k: v for k, v in tool.items() if v is not None}
+    if isinstance(out.get("function"), dict):
+        out["function"] = {k: v for k, v in out["function"].items() if v is not None}
+    return out
+
+
+def apply_sampling(body: dict, sampling: dict, locked: bool) -> tuple[dict, list[str]]:
+    """deploy.yaml's `sampling` as the request's defaults (issue 26 item 3); with
+    `lock_sampling` they replace what the client sent. Returns the body and the fields the lock
+    overrode (for the `x-edgepick-sampling` header)."""
+    if not sampling:
+        return body, []
+    out = dict(body)
+    overridden = []
+    for key, value in sampling.items():
+        if key not in out or out[key] is None:
+            out[key] = value
+        elif locked and out[key] != value:
+            out[key] = value
+            overridden.append(key)
+    return out, overridden
