@@ -87,3 +87,18 @@ def test_monitor_names_the_doctor_command():
                     "edgepick doctor deploy.yaml --symptom slow",
                     "edgepick doctor deploy.yaml --symptom garbled"]
     assert doctor_commands(["availability (time ready)"], None) == []
+
+
+def test_every_figure_monitor_can_judge_worse_has_a_doctor_command():
+    """monitor's own figure names, as live.figures writes them against a full baseline."""
+    from edgepick.monitor.live import figures, parse
+    from edgepick.records.deploy import Baseline
+
+    base = Baseline(ttft_p50_ms=1, ttft_p99_ms=1, decode_tps=1, peak_memory_bytes=1,
+                    unacceptable_rate=0.1, format_error_rate=0.1, badcases_per_1000=1,
+                    power_w=1, temperature_c=1)
+    judged = [r.figure for r in figures(parse(""), base) if r.baseline is not None]
+    assert len(judged) == 9
+    assert len(doctor_commands(judged, "d.yaml")) == len({
+        "slow-first-token", "slow", "memory-growth", "garbled", "tool-calls"})
+    assert all(doctor_commands([name], "d.yaml") for name in judged), judged
