@@ -90,6 +90,9 @@ def register(app: typer.Typer) -> None:
             from edgepick.doctor.runner import QUICK_BUDGET_S, SYMPTOM_BUDGET_S
 
             names = [c.name for c in plan(symptom) if not check or c.name in check]
+            if not check and "://" not in target:
+                names = [n for n in ("file_integrity", "engine_support")
+                         if n not in names] + names
             err_console.print(t["title"].format(target=target) + "; "
                               + (t["symptom"].format(s=symptom) if symptom else t["quick"]),
                               highlight=False)

@@ -63,10 +63,15 @@ def _context(req: DoctorRequest, store, progress: Tick):
 def run(req: DoctorRequest, store, progress: Tick = silent,
         on_check: Callable[[CheckRun, float], None] | None = None) -> DoctorReport:
     """Run the plan; `on_check(run, seconds_left)` after each check (the CLI prints it)."""
-    from edgepick.doctor.plan import BLOCKING, STOP_CONFIDENCE, plan
+    from edgepick.doctor.plan import BLOCKING, CHECKS, STOP_CONFIDENCE, plan
 
     ctx = _context(req, store, progress)
     checks = plan(req.symptom)
+    if ctx.target.model_path and not req.checks:
+        # a file that does not load explains any symptom: checked first whatever was asked
+        first = [CHECKS[n] for n in ("file_integrity", "engine_support")
+                 if n not in {c.name for c in checks}]
+        checks = first + checks
     if req.checks:
         unknown = set(req.checks) - {c.name for c in checks}
         if unknown:
