@@ -87,11 +87,13 @@ class DoctorReport(_Data):
 
 
 # Without a symptom, findings explain different things: what stops the model from loading
-# first, then what spoils its answers, then what slows it down.
+# first, then what spoils its answers, then what slows it down, and last the host around it
+# (other work is the environment's, not the deployment's).
 TIER = {**{c: 0 for c in ("file_integrity", "engine_support", "memory_budget")},
         **{c: 1 for c in ("chat_template", "context_overflow", "sampling", "kv_cache_type",
                           "quantization", "conversion", "tool_schema")},
-        **{c: 2 for c in ("memory_growth", "host_load", "thermal_throttling", "cold_start")}}
+        **{c: 2 for c in ("memory_growth", "thermal_throttling", "cold_start")},
+        "host_load": 3}
 
 
 def ranked(findings: list[Finding], symptom: str | None = None) -> list[Finding]:
