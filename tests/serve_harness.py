@@ -135,10 +135,11 @@ def module_server(name: str, *args: str, key: str | None = None):
     return server, client
 
 
-def hog_engine(tmp_path, mib: int, rate: int = 0) -> tuple[dict, object]:
+def hog_engine(tmp_path, mib: int, rate: int = 0, once: bool = False) -> tuple[dict, object]:
     """A llama-server whose process tree grows by `mib` MiB once the returned gate file exists:
     a child allocating that much, as a leak would (the watchdog sums the tree); at once, or
-    `rate` MiB/s (in steps of a tenth of a second) until stopped."""
+    `rate` MiB/s (in steps of a tenth of a second) until stopped; with `once`, only the first
+    engine to see the gate leaks (it takes the gate away)."""
     import sys
 
     from edgepick.llama_tools import tool_path
@@ -150,7 +151,8 @@ def hog_engine(tmp_path, mib: int, rate: int = 0) -> tuple[dict, object]:
         "while not os.path.exists(gate):\n"
         "    if os.getppid() != parent: sys.exit(0)\n"
         "    time.sleep(0.05)\n"
-        f"rate = {rate}\n"
+        f"rate, once = {rate}, {once}\n"
+        "if once: os.remove(gate)\n"
         "step = max(rate // 10, 1) if rate else mib\n"
         "held = []\n"
         "while os.getppid() == parent:\n"

@@ -18,7 +18,7 @@ MSG = [{"role": "user", "content": "Write a very long story."}]
 
 
 def test_memory_over_limit_drains_and_restarts(tiny_model, tmp_path):
-    env, leak = hog_engine(tmp_path, 256)  # the engine's tree grows past the limit on cue
+    env, leak = hog_engine(tmp_path, 256, once=True)  # one engine grows past the limit
     args = ["-m", tiny_model, "--slots", "1", "--queue", "2", "--ctx", "4096",
             "--max-tokens", "2000", "--mem-limit", "128MiB", "--mem-check", "3",
             "--restart-cooldown", "3600", "--drain-timeout", "1"]
@@ -120,7 +120,7 @@ def test_a_fast_leak_is_stopped_near_the_limit_and_the_peak_is_recorded(tiny_mod
     within the hard ceiling (limit + 10 %) plus one sample of growth, the peak metric holds
     what it reached, and the engine is back in service."""
     limit = 256 << 20
-    env, leak = hog_engine(tmp_path, 4096, rate=300)
+    env, leak = hog_engine(tmp_path, 4096, rate=300, once=True)  # the next engine is sound
     with serve(["-m", tiny_model, "--slots", "1", "--ctx", "512", "--mem-limit", str(limit),
                 "--restart-cooldown", "3600"], tmp_path, env=env) as s:
         leak.touch()
