@@ -80,6 +80,8 @@ CORPUS = [
                              b'"\\ud800": 1}', 400),
     ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}],
                               "reasoning_format": "bogus"}, 400),
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}],
+                              "top_logprobs": 2}, 400),  # only with logprobs: true
     # a reason far over its 2000 characters in astral-plane letters: over the 16 KiB cap
     ("/v1/feedback", {"reason": ".1f" + "\U00089958" * 5000, "request_id": None,
                       "rating": "up"}, 413),

@@ -249,6 +249,9 @@ async def check_body(kind: Kind, body: dict, *, max_tokens: int, max_prompt_toke
         raise BadRequest(f"this request asks for {n} completions and this server decodes at "
                          f"most {max_n} at once (--slots); ask for at most {max_n}", param="n")
     check_constraints(kind, body)
+    if kind == "chat" and body.get("top_logprobs") is not None \
+            and body.get("logprobs") is not True:
+        raise BadRequest("'top_logprobs' needs 'logprobs': true", param="top_logprobs")
     if kind == "completion":
         check_ids(body.get("prompt"), n_vocab, "prompt")
     asked = [(k, body[k]) for k in MAX_TOKEN_FIELDS if body.get(k) is not None]

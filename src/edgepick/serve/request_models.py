@@ -155,7 +155,15 @@ class _Sampling(_Request):
     reasoning_format: Literal["none", "auto", "deepseek", "deepseek-legacy"] | None = None
 
 
+# top_logprobs only with logprobs: true (as OpenAI has it; llama-server refuses it otherwise)
+_TOP_NEEDS_LOGPROBS = {
+    "if": {"required": ["top_logprobs"], "properties": {"top_logprobs": {"type": "integer"}}},
+    "then": {"required": ["logprobs"], "properties": {"logprobs": {"const": True}}}}
+
+
 class ChatCompletionRequest(_Sampling):
+    model_config = ConfigDict(extra="allow",
+                              json_schema_extra=dict(_TOP_NEEDS_LOGPROBS, **_NO_ENGINE_FIELDS))
     messages: Annotated[list[Message], Field(min_length=1)]
     max_tokens: Annotated[StrictInt, Field(ge=1)] | None = None
     max_completion_tokens: Annotated[StrictInt, Field(ge=1)] | None = None
