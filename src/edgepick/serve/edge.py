@@ -223,7 +223,9 @@ class EdgePool(Supervised, EngineQueries):
 
         # generation always streams from the engine: a non-streaming answer is rebuilt from
         # the stream (serve/collect.py), so a client that leaves stops the engine at once
-        streamed = kind != "embedding"
+        # (llama-server refuses logprobs with tools on a stream: such a request is not streamed)
+        streamed = kind != "embedding" and (stream or not (
+            kind == "chat" and body.get("tools") and body.get("logprobs")))
         try:
             engine = await self._ready_engine(deadline)
             engine.begin()

@@ -252,6 +252,10 @@ async def check_body(kind: Kind, body: dict, *, max_tokens: int, max_prompt_toke
     if kind == "chat" and body.get("top_logprobs") is not None \
             and body.get("logprobs") is not True:
         raise BadRequest("'top_logprobs' needs 'logprobs': true", param="top_logprobs")
+    if kind == "chat" and body.get("stream") is True and body.get("tools") \
+            and body.get("logprobs") is True:
+        raise BadRequest("'logprobs' is not supported with 'tools' on a stream by this engine; "
+                         "send 'stream': false", param="logprobs")
     if kind == "completion":
         check_ids(body.get("prompt"), n_vocab, "prompt")
     asked = [(k, body[k]) for k in MAX_TOKEN_FIELDS if body.get(k) is not None]

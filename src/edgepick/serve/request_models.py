@@ -161,9 +161,16 @@ _TOP_NEEDS_LOGPROBS = {
     "then": {"required": ["logprobs"], "properties": {"logprobs": {"const": True}}}}
 
 
+# llama-server refuses logprobs with tools on a stream ("not supported with tools + stream")
+_NO_LOGPROBS_WITH_TOOLS_STREAMED = {
+    "if": {"required": ["stream", "tools"], "properties": {
+        "stream": {"const": True}, "tools": {"type": "array", "minItems": 1}}},
+    "then": {"not": {"required": ["logprobs"], "properties": {"logprobs": {"const": True}}}}}
+
+
 class ChatCompletionRequest(_Sampling):
-    model_config = ConfigDict(extra="allow",
-                              json_schema_extra=dict(_TOP_NEEDS_LOGPROBS, **_NO_ENGINE_FIELDS))
+    model_config = ConfigDict(extra="allow", json_schema_extra=dict(
+        allOf=[_TOP_NEEDS_LOGPROBS, _NO_LOGPROBS_WITH_TOOLS_STREAMED], **_NO_ENGINE_FIELDS))
     messages: Annotated[list[Message], Field(min_length=1)]
     max_tokens: Annotated[StrictInt, Field(ge=1)] | None = None
     max_completion_tokens: Annotated[StrictInt, Field(ge=1)] | None = None
