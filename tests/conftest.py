@@ -12,7 +12,7 @@ import pytest
 # by every folder and by Ray workers (tests/ray_head.py puts this folder on their PYTHONPATH).
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cli_runner import run_cli  # noqa: E402 - found through the line above
+from cli_runner import run_cli, run_process  # noqa: E402 - found through the line above
 
 
 @pytest.fixture(scope="session")
@@ -58,5 +58,8 @@ def store_path(tmp_path: Path) -> str:
 
 
 @pytest.fixture
-def cli():
+def cli(request):
+    # serve's tests start, kill and watch servers and engines around their calls: a process each
+    if request.path.parent.name == "serve":
+        return run_process
     return run_cli
