@@ -25,8 +25,16 @@ def without_nulls(body: dict) -> dict:
     if isinstance(out.get("tools"), list):  # a function's `parameters` is a schema: kept
         out["tools"] = [_tool_without_nulls(t) for t in out["tools"]]
     if isinstance(out.get("messages"), list):
-        out["messages"] = [{k: v for k, v in m.items() if v is not None or k == "content"}
-                           if isinstance(m, dict) else m for m in out["messages"]]
+        out["messages"] = [_message(m) for m in out["messages"]]
+    return out
+
+
+def _message(m: Any) -> Any:
+    if not isinstance(m, dict):
+        return m
+    out = {k: v for k, v in m.items() if v is not None or k == "content"}
+    if out.get("role") == "assistant" and "content" not in out and not out.get("tool_calls"):
+        out["content"] = ""  # llama-server wants one of the two; OpenAI's content is optional
     return out
 
 
