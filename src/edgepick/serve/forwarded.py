@@ -10,8 +10,9 @@ def without_nulls(body: dict) -> dict:
     """`null` is "not given" in OpenAI's API, and llama-server's JSON reader refuses it where it
     wants a string (`encoding_format: null`, `response_format.json_schema: null`): such fields
     are dropped, at the top, in `response_format` and its wrapper, `stream_options` and each
-    message (a message's `content` stays: null content is an assistant's tool call). A JSON
-    schema keeps its nulls (`default: null` means something there)."""
+    message and its tool calls (an assistant message left with neither content nor tool calls
+    gets empty content, which llama-server wants). A JSON schema keeps its nulls (`default:
+    null` means something there)."""
     out = {k: v for k, v in body.items() if v is not None}
     fmt = out.get("response_format")
     if isinstance(fmt, dict):
@@ -32,7 +33,9 @@ def without_nulls(body: dict) -> dict:
 def _message(m: Any) -> Any:
     if not isinstance(m, dict):
         return m
-    out = {k: v for k, v in m.items() if v is not None or k == "content"}
+    out = {k: v for k, v in m.items() if v is not None}
+    if isinstance(out.get("tool_calls"), list):
+        out["tool_calls"] = [_tool_without_nulls(c) for c in out["tool_calls"]]
     if out.get("role") == "assistant" and "content" not in out and not out.get("tool_calls"):
         out["content"] = ""  # llama-server wants one of the two; OpenAI's content is optional
     return out
