@@ -35,7 +35,9 @@ def _message(m: Any) -> Any:
         return m
     out = {k: v for k, v in m.items() if v is not None}
     if isinstance(out.get("tool_calls"), list):
-        out["tool_calls"] = [_tool_without_nulls(c) for c in out["tool_calls"]]
+        # `type` defaults to "function" in OpenAI's API; llama-server wants it written
+        out["tool_calls"] = [dict({"type": "function"}, **_tool_without_nulls(c))
+                             if isinstance(c, dict) else c for c in out["tool_calls"]]
     if out.get("role") == "assistant" and "content" not in out and not out.get("tool_calls"):
         out["content"] = ""  # llama-server wants one of the two; OpenAI's content is optional
     return out
