@@ -32,12 +32,18 @@ def tool_path(name: str) -> str:
 
 def repack_unsafe() -> bool:
     """Whether llama.cpp must run without its repacked weight buffers here: ggml's AMX matmul
-    segfaults on hosts that advertise AMX inside a VM (seen in ggml_backend_amx_mul_mat on any
-    Q4_0/Q8_0/K-quant prompt of 2+ tokens, and in llama-server's warm-up), so where the CPU
-    reports amx_tile the tools get --no-repack and llama-cpp-python loads without extra buffer
-    types: the same results on plain CPU kernels. EDGEPICK_REPACK=1 keeps the repacking."""
+    faults on hosts that advertise AMX but do not give the process the tile state (seen in
+    ggml_backend_amx_mul_mat on any Q4_0/Q8_0/K-quant prompt of 2+ tokens). `make setup` builds
+    the engine and the tools without AMX (scripts/llama_cflags.sh; the tools record their
+    flags in bin/.cflags), so repacking stays on; only a build with AMX on an AMX host needs
+    --no-repack. EDGEPICK_REPACK=1 keeps the repacking whatever the build."""
     if os.environ.get("EDGEPICK_REPACK") == "1":
         return False
+    try:
+        if "-mno-amx-int8" in (tools_dir() / ".cflags").read_text():
+            return False
+    except OSError:
+        pass
     try:
         with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
             return any(line.startswith("flags") and " amx_tile" in line for line in fh)
