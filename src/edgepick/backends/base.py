@@ -20,7 +20,8 @@ from edgepick.records.candidate import Candidate
 # The capabilities an engine may declare. A name outside this set is a typo, caught at import.
 LOGITS = "logits"  # logits(tokens): next-token logits at every position (fidelity, seed 000 §5.3)
 LOGPROBS = "logprobs"  # generate(logprobs=True) fills Generation.token_logprobs
-CONCURRENT_SEQUENCES = "concurrent_sequences"  # generate_concurrent: requests decoded together
+# generate_concurrent / generate_many: requests decoded together
+CONCURRENT_SEQUENCES = "concurrent_sequences"
 IN_PROCESS = "in_process"  # runs in this process: its load time and memory are ours to measure
 TOKENIZE = "tokenize"  # tokenize / detokenize with the model's own vocabulary
 VOCABULARY = "vocabulary"  # vocabulary(): the token table's fingerprint and its BOS rule
@@ -42,6 +43,20 @@ class LoadOptions(BaseModel):
 
     need_logits: bool = False  # keep the logits of every position (needs LOGITS)
     n_seq: int = Field(default=1, ge=1)  # concurrent sequences to size the context for
+    # the n_seq sequences share the one cache of n_ctx cells (llama-server's unified KV): no
+    # more memory than one sequence; each has n_ctx cells of its own otherwise
+    shared_kv: bool = False
+
+
+class GenRequest(BaseModel):
+    """One generation of a group (`generate_many`), with its own prompt, budget and sampling."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prompt: str | list[dict] | list[int]
+    max_tokens: int = Field(ge=1)
+    chat: bool = False
+    sampling: dict | None = None  # None: greedy (SAMPLING_FIELDS and a seed otherwise)
 
 
 class Generation(BaseModel):
@@ -224,6 +239,13 @@ class Backend(ABC):
                             ignore_eos: bool = False) -> list[Generation]:
         """Several requests submitted at the same instant; times are from that instant."""
         self._lacks(CONCURRENT_SEQUENCES)
+
+    def generate_many(self, requests: list[GenRequest]) -> list[Generation]:
+        """Each request's generation, in order. An engine with CONCURRENT_SEQUENCES decodes them
+        together, as many at a time as the model was loaded for; here, one after another."""
+        return [self.generate(r.prompt, r.max_tokens, chat=r.chat, sampling=r.sampling)
+                if r.sampling is not None else self.generate(r.prompt, r.max_tokens, chat=r.chat)
+                for r in requests]
 
     def embed(self, texts: list[str]) -> np.ndarray:
         self._lacks(EMBEDDINGS)

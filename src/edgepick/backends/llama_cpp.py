@@ -133,7 +133,7 @@ class LlamaCppBackend(Backend):
         except (ValueError, RuntimeError) as exc:
             raise EdgepickError(f"{path}: llama.cpp could not load the model ({exc})") from None
         if options.n_seq > 1:
-            self._resize_for_sequences(options.n_seq)
+            self._resize_for_sequences(options.n_seq, options.shared_kv)
         load_s = time.perf_counter() - t0
         self.candidate = candidate
         self._sampler = llama_cpp.llama_sampler_init_greedy()
@@ -191,19 +191,8 @@ class LlamaCppBackend(Backend):
         llm = self._require()
         sampling = base.sampling_or_greedy(sampling)
         t0 = time.perf_counter()
-        if isinstance(prompt, list) and prompt and isinstance(prompt[0], int):
-            tokens = list(prompt)
-        else:
-            text = self.render_chat(prompt) if chat or isinstance(prompt, list) else prompt
-            # A chat template writes its own BOS; adding another would change the input.
-            has_bos = bool(llm._model.token_get_text(llm.token_bos())) and chat and \
-                text.startswith(llm._model.token_get_text(llm.token_bos()))
-            tokens = self.tokenize(text, add_bos=not has_bos)
-        if len(tokens) + max_tokens > llm.n_ctx():
-            max_tokens = llm.n_ctx() - len(tokens)
-            if max_tokens <= 0:
-                raise EdgepickError(
-                    f"prompt of {len(tokens)} tokens does not fit the context of {llm.n_ctx()}")
+        tokens = self._prompt_tokens(prompt, chat)
+        max_tokens = self._budget(tokens, max_tokens)
         llm.reset()
         vocab = llm._model.vocab
         ctx = llm._ctx.ctx
@@ -227,6 +216,42 @@ class LlamaCppBackend(Backend):
         return Generation(text=text, prompt_tokens=len(tokens), generated_tokens=len(out),
                           token_times=times, prefill_s=prefill_s, finish_reason=finish,
                           token_logprobs=lps)
+
+    def _prompt_tokens(self, prompt, chat: bool) -> list[int]:
+        llm = self._require()
+        if isinstance(prompt, list) and prompt and isinstance(prompt[0], int):
+            return list(prompt)
+        text = self.render_chat(prompt) if chat or isinstance(prompt, list) else prompt
+        # A chat template writes its own BOS; adding another would change the input.
+        has_bos = bool(llm._model.token_get_text(llm.token_bos())) and chat and \
+            text.startswith(llm._model.token_get_text(llm.token_bos()))
+        return self.tokenize(text, add_bos=not has_bos)
+
+    def _budget(self, tokens: list[int], max_tokens: int) -> int:
+        """`max_tokens`, cut to what the context leaves after the prompt (one sequence's)."""
+        import llama_cpp
+
+        n_ctx = llama_cpp.llama_n_ctx_seq(self._require()._ctx.ctx)
+        if len(tokens) + max_tokens > n_ctx:
+            max_tokens = n_ctx - len(tokens)
+            if max_tokens <= 0:
+                raise EdgepickError(
+                    f"prompt of {len(tokens)} tokens does not fit the context of {n_ctx}")
+        return max_tokens
+
+    def generate_many(self, requests: list[base.GenRequest]) -> list[Generation]:
+        """Decoded together, as many at a time as the model was loaded for (load with n_seq;
+        shared_kv packs the groups into the one cache), each with its own budget and sampler."""
+        import llama_cpp
+
+        if len(requests) < 2 or llama_cpp.llama_n_seq_max(self._require()._ctx.ctx) < 2:
+            return super().generate_many(requests)
+        from edgepick.backends.llama_cpp_batched import generate_packed
+
+        prompts = [self._prompt_tokens(r.prompt, r.chat) for r in requests]
+        limits = [self._budget(p, r.max_tokens) for p, r in zip(prompts, requests)]
+        return generate_packed(self, prompts, limits,
+                               [base.sampling_or_greedy(r.sampling) for r in requests])
 
     def _decode(self, step, ctx, vocab, chain, t0: float, max_tokens: int, stop, logprobs: bool,
                 ignore_eos: bool):
@@ -305,10 +330,10 @@ class LlamaCppBackend(Backend):
         return self._step
 
     # -- concurrent sequences (additive; see llama_cpp_batched.py) ------------------------------
-    def _resize_for_sequences(self, n_seq: int) -> None:
+    def _resize_for_sequences(self, n_seq: int, shared: bool = False) -> None:
         from edgepick.backends.llama_cpp_batched import multi_sequence_context
 
-        self._multi_ctx = multi_sequence_context(self.llm, n_seq)
+        self._multi_ctx = multi_sequence_context(self.llm, n_seq, shared)
 
     def generate_concurrent(self, prompts: list[list[int]], max_tokens: int, *,
                             ignore_eos: bool = False) -> list[Generation]:

@@ -15,8 +15,9 @@ from edgepick.backends.base import Generation
 from edgepick.errors import EdgepickError
 
 
-def multi_sequence_context(llm, n_seq: int):
-    """Replace the Llama's context by one holding `n_seq` sequences of n_ctx tokens each.
+def multi_sequence_context(llm, n_seq: int, shared: bool = False):
+    """Replace the Llama's context by one holding `n_seq` sequences of n_ctx tokens each, or,
+    `shared`, `n_seq` sequences in the one cache of n_ctx cells (llama-server's unified KV).
 
     The single-sequence context is freed first, so the process's memory high-water mark is that
     of the multi-sequence context, as it would be on a server sized for that concurrency."""
@@ -25,8 +26,8 @@ def multi_sequence_context(llm, n_seq: int):
 
     params = type(llm.context_params).from_buffer_copy(llm.context_params)
     params.n_seq_max = n_seq
-    params.n_ctx = llm.context_params.n_ctx * n_seq
-    params.kv_unified = False  # each sequence gets its own n_ctx cells
+    params.n_ctx = llm.context_params.n_ctx * (1 if shared else n_seq)
+    params.kv_unified = shared  # else each sequence gets its own n_ctx cells
     params.n_batch = max(params.n_batch, n_seq)
     llm._ctx.close()
     try:
@@ -66,9 +67,37 @@ class _Batch:
         llama_cpp.llama_batch_free(self.b)
 
 
-def generate_batched(backend, prompts: list[list[int]], max_tokens: int, *,
-                     ignore_eos: bool = False) -> list[Generation]:
+def generate_packed(backend, prompts: list[list[int]], limits: list[int],
+                    samplings: list[dict | None]) -> list[Generation]:
+    """Groups decoded together: in order, as many as the context's sequences, and with a shared
+    cache no more than its cells hold (each prompt plus its budget), so no group runs out."""
     import llama_cpp
+
+    ctx = backend._require()._ctx.ctx
+    n_seq = llama_cpp.llama_n_seq_max(ctx)
+    cells = llama_cpp.llama_n_ctx(ctx) if n_seq > 1 and \
+        llama_cpp.llama_n_ctx_seq(ctx) == llama_cpp.llama_n_ctx(ctx) else None
+    out: list[Generation] = []
+    i = 0
+    while i < len(prompts):
+        j, used = i, 0
+        while j < len(prompts) and j - i < n_seq and (
+                cells is None or j == i or used + len(prompts[j]) + limits[j] <= cells):
+            used += len(prompts[j]) + limits[j]
+            j += 1
+        out += generate_batched(backend, prompts[i:j], limits[i:j], samplings=samplings[i:j])
+        i = j
+    return out
+
+
+def generate_batched(backend, prompts: list[list[int]], max_tokens: int | list[int], *,
+                     ignore_eos: bool = False,
+                     samplings: list[dict | None] | None = None) -> list[Generation]:
+    """`max_tokens` for all, or one each; `samplings`: each sequence's own sampler (its seed
+    among the settings), None for greedy."""
+    import llama_cpp
+
+    from edgepick.backends.llama_cpp_step import sampler_chain
 
     llm = backend._require()
     n = len(prompts)
@@ -83,9 +112,15 @@ def generate_batched(backend, prompts: list[list[int]], max_tokens: int, *,
     for p in prompts:
         if len(p) + 1 > per_seq:
             raise EdgepickError(f"prompt of {len(p)} tokens does not fit the context of {per_seq}")
-    limits = [min(max_tokens, per_seq - len(p)) for p in prompts]
+    budgets = max_tokens if isinstance(max_tokens, list) else [max_tokens] * n
+    limits = [min(m, per_seq - len(p)) for m, p in zip(budgets, prompts)]
     vocab = llm._model.vocab
     step = backend._stepper()  # greedy arg-max, as in single-sequence generate
+    chains = [None if s is None else sampler_chain(s, backend.candidate.settings.seed, llm.n_vocab())
+              for s in (samplings or [None] * n)]
+    for chain, p in zip(chains, prompts):
+        for t in p if chain is not None else ():  # the prompt counts for the repeat penalty
+            llama_cpp.llama_sampler_accept(chain, t)
     n_batch = max(llm.context_params.n_batch, n)
     batch = _Batch(n_batch, n)
     llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(ctx), True)
@@ -101,7 +136,8 @@ def generate_batched(backend, prompts: list[list[int]], max_tokens: int, *,
             raise EdgepickError(f"llama_decode failed with code {rc} (batch of {batch.b.n_tokens})")
 
     def take(seq: int, idx: int, t0: float) -> None:
-        tok = step.argmax(ctx, idx)
+        tok = step.argmax(ctx, idx) if chains[seq] is None else \
+            int(llama_cpp.llama_sampler_sample(chains[seq], ctx, idx))
         now = time.perf_counter() - t0
         if not ignore_eos and llama_cpp.llama_vocab_is_eog(vocab, tok):
             done[seq] = True
@@ -142,6 +178,9 @@ def generate_batched(backend, prompts: list[list[int]], max_tokens: int, *,
                 take(seq, idx, t0)
     finally:
         batch.free()
+        for chain in chains:
+            if chain is not None:
+                llama_cpp.llama_sampler_free(chain)
         llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(ctx), True)
         llm.n_tokens = 0  # the single-sequence bookkeeping no longer matches the memory
     gens = []

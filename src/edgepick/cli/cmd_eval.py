@@ -119,6 +119,10 @@ def register(app: typer.Typer) -> None:
         out: Optional[Path] = typer.Option(None, "--out", help="write eval.json, badcases.jsonl, gap.csv here"),
         threads: int = typer.Option(DEFAULTS.threads, "--threads", help="inference threads"),
         ctx: int = typer.Option(DEFAULTS.n_ctx, "--ctx", help="context size in tokens"),
+        parallel: int = typer.Option(
+            4, "--parallel", min=1, max=64,
+            help="items an in-process engine decodes together, in its one KV cache of --ctx "
+                 "(1: one at a time; the stored outputs are the same records)"),
         show_badcases: int = typer.Option(15, "--show-badcases", help="badcases printed per candidate"),
         json_out: bool = typer.Option(False, "--json", help="print JSON (per-item outcomes in --out only)"),
     ) -> None:
@@ -144,7 +148,7 @@ def register(app: typer.Typer) -> None:
 
         with open_store(store, paths[0]) as rs, progress:
             res = run(EvalRequest(data=paths if len(paths) > 1 else paths[0], reference=ref,
-                                  candidates=cands, limit=limit), rs, tick)
+                                  candidates=cands, limit=limit, parallel=parallel), rs, tick)
         for p in res.problems:
             err_console.print(f"[yellow]skipped:[/] {p}", highlight=False, soft_wrap=True)
         if res.problems:

@@ -201,7 +201,7 @@ def run_eval(items: list[EvalItem], reference: Candidate, candidates: list[Candi
              seed: int = BOOTSTRAP_SEED,
              progress: Tick | None = None,
              sampling: dict | None = None, samples: int = 1,
-             sequential: "Sequential | None" = None) -> EvalResult | None:
+             sequential: "Sequential | None" = None, parallel: int = 1) -> EvalResult | None:
     """Every model on every item (fixed N), or in looks that stop what is settled
     (`sequential`, evaluate/looks.py). With `sampling`, `samples` outputs per item. None only
     when a time budget ran out before the reference answered one item. `progress` counts
@@ -218,7 +218,7 @@ def run_eval(items: list[EvalItem], reference: Candidate, candidates: list[Candi
         sequential = None
         free_note += " (fixed N: sequential looks need scores)"
     k = samples if sampling else 1
-    gen = dict(sampling=sampling, samples=k)
+    gen = dict(sampling=sampling, samples=k, parallel=parallel)
     counter = _Overall(progress or silent, len(items), len(items) * (1 + len(candidates)),
                        fixed=sequential is None)
     info = None

@@ -65,29 +65,50 @@ def output_keys(candidate: Candidate, items: list[EvalItem], budgets: dict[str, 
             for it in items]
 
 
-def _generate(backend, prompt, max_tokens: int, chat: bool, sampling: dict | None, seed: int):
-    if sampling is None:
-        return backend.generate(prompt, max_tokens, chat=chat)
-    from edgepick.backends.base import SAMPLING
+def _request(backend, prompt, max_tokens: int, chat: bool, sampling: dict | None, seed: int):
+    from edgepick.backends.base import SAMPLING, GenRequest
 
-    if not backend.supports(SAMPLING):
+    if sampling is not None and not backend.supports(SAMPLING):
         raise EdgepickError(f"the {backend.name or type(backend).__name__} backend generates "
                             "greedily only; evaluate with sampling needs an engine that samples "
                             "(scenario sampling, docs/evaluate.md)", )
-    return backend.generate(prompt, max_tokens, chat=chat, sampling=dict(sampling, seed=seed))
+    return GenRequest(prompt=prompt, max_tokens=max_tokens, chat=chat,
+                      sampling=None if sampling is None else dict(sampling, seed=seed))
+
+
+def _generate_group(backend, reqs: list) -> list:
+    """Each request's Generation, or the EdgepickError that stopped it: a group that fails is
+    tried again one by one, so a bad item costs only its own output."""
+    if len(reqs) > 1:
+        try:
+            return list(backend.generate_many(reqs))
+        except EdgepickError:
+            pass
+    out = []
+    for r in reqs:
+        try:
+            out.append(backend.generate(r.prompt, r.max_tokens, chat=r.chat, sampling=r.sampling)
+                       if r.sampling is not None
+                       else backend.generate(r.prompt, r.max_tokens, chat=r.chat))
+        except EdgepickError as exc:
+            out.append(exc)
+    return out
 
 
 def collect_outputs(candidate: Candidate, items: list[EvalItem], store: ResultStore,
                     budgets: dict[str, int],
                     progress: Tick | None = None, *,
                     sampling: dict | None = None, samples: int = 1,
-                    deadline: float | None = None) -> tuple[list[dict | None], int, int]:
+                    deadline: float | None = None,
+                    parallel: int = 1) -> tuple[list[dict | None], int, int]:
     """(one output dict per item, how many generations ran now, how many came from the store).
     With `sampling` each item gets `samples` outputs, each stored under its own seed; the item's
     dict then holds them under "samples" (each with its "seed"), so a killed run resumes.
     With a `deadline` (on `now()`) no generation starts after it: the items it leaves
     without every output come back as None. `progress` hears this call's own count: the items
-    already whole in the store first, then one more as each of the others is generated."""
+    already whole in the store first, then one more as each of the others is generated.
+    `parallel`: items decoded together by an engine with CONCURRENT_SEQUENCES (each with its
+    own budget, sampling and seed; the stored record is the same), in the model's one cache."""
     from edgepick.backends import get_backend
 
     seeds = sample_seeds(candidate.settings.seed, samples if sampling else 1)
@@ -99,43 +120,50 @@ def collect_outputs(candidate: Candidate, items: list[EvalItem], store: ResultSt
     done = len(items) - len({i for i, _ in missing})
     tick(ProgressEvent(done, len(items), candidate.name))
     if missing:
+        from edgepick.backends.base import CONCURRENT_SEQUENCES, LoadOptions
+
         backend = get_backend(candidate.backend)
         prompter = None
         if any(items[i].tools for i, _ in missing):  # seed 004 §4.1: tools in the model's format
             from edgepick.agent.prompting import ToolPrompter
 
             prompter = ToolPrompter.for_model(candidate.model, candidate.backend)
-        backend.load(candidate)
+        # a group of items decoded together shares the one cache the model is budgeted for
+        width = min(parallel, len(missing)) if backend.supports(CONCURRENT_SEQUENCES) else 1
+        backend.load(candidate, LoadOptions(n_seq=width, shared_kv=True) if width > 1 else None)
         try:
             last = None
-            for i, j in missing:
+            for start in range(0, len(missing), width):
                 if deadline is not None and now() >= deadline:
                     break
-                it = items[i]
-                prompt, chat = (prompter.build(it.chat_messages(), it.tools)
-                                if prompter and it.tools else (it.chat_messages(), True))
-                try:
-                    g = _generate(backend, prompt, budget(it, budgets), chat, sampling, seeds[j])
-                except EdgepickError as exc:
-                    if sampling and "generates greedily only" in str(exc):
-                        raise
-                    # Not stored: a transient failure must be retried by the next run.
-                    got[i][j] = {"text": "", "finish_reason": "error", "generated_tokens": 0,
-                                 "error": str(exc)}
-                else:
-                    rec = {"text": g.text, "finish_reason": g.finish_reason,
-                           "generated_tokens": g.generated_tokens, "prompt_tokens": g.prompt_tokens,
-                           "item_id": it.id}
-                    if sampling:
-                        rec["seed"] = seeds[j]
-                    if prompter and it.tools:
-                        rec["tool_prompt"] = prompter.mode
-                    store.put(OUTPUT_KIND, keys[i][j], rec, label=f"{candidate.name}:{it.id}")
-                    got[i][j] = rec
-                if i != last:
-                    done += 1
-                    tick(ProgressEvent(done, len(items), candidate.name))
-                last = i
+                group = missing[start:start + width]
+                reqs = []
+                for i, j in group:
+                    it = items[i]
+                    prompt, chat = (prompter.build(it.chat_messages(), it.tools)
+                                    if prompter and it.tools else (it.chat_messages(), True))
+                    reqs.append(_request(backend, prompt, budget(it, budgets), chat, sampling,
+                                         seeds[j]))
+                for (i, j), g in zip(group, _generate_group(backend, reqs)):
+                    it = items[i]
+                    if isinstance(g, EdgepickError):
+                        # Not stored: a transient failure must be retried by the next run.
+                        got[i][j] = {"text": "", "finish_reason": "error", "generated_tokens": 0,
+                                     "error": str(g)}
+                    else:
+                        rec = {"text": g.text, "finish_reason": g.finish_reason,
+                               "generated_tokens": g.generated_tokens,
+                               "prompt_tokens": g.prompt_tokens, "item_id": it.id}
+                        if sampling:
+                            rec["seed"] = seeds[j]
+                        if prompter and it.tools:
+                            rec["tool_prompt"] = prompter.mode
+                        store.put(OUTPUT_KIND, keys[i][j], rec, label=f"{candidate.name}:{it.id}")
+                        got[i][j] = rec
+                    if i != last:
+                        done += 1
+                        tick(ProgressEvent(done, len(items), candidate.name))
+                    last = i
         finally:
             backend.unload()
     outputs: list[dict | None] = []

@@ -32,6 +32,9 @@ class EvalRequest(BaseModel):
     look_items: int = Field(4, ge=1)
     max_items: int | None = Field(None, ge=1)  # per model over all sets (round-robin over tasks)
     budget_s: float | None = Field(None, gt=0)  # seconds of generation left for this stage
+    # items an engine that decodes sequences together takes at once (outputs/collect_outputs);
+    # not part of the key: the stored records are the same
+    parallel: int = Field(1, ge=1, le=64)
     # sequential: candidates left out because they fail a gate no routing avoids (the plan's
     # eval stage finds them on this run's measurements) -> that gate; the result names them
     not_evaluated: dict[str, str] = Field(default_factory=dict)
@@ -88,6 +91,6 @@ def run(req: EvalRequest, store, progress: Tick = silent) -> EvalResult | None:
     result = run_eval(items, req.reference, req.candidates, store, data_path=sets.label,
                       data_sha=sets.sha, problems=sets.problems, budgets=req.max_tokens or None,
                       progress=progress, sampling=req.sampling,
-                      samples=req.samples, sequential=_sequential(req))
+                      samples=req.samples, sequential=_sequential(req), parallel=req.parallel)
     progress(ProgressEvent(total, total, "done"))
     return result

@@ -111,7 +111,8 @@ def eval_request(st: RunState):
                        sequential=plan.eval.sequential,
                        gates=eval_gates(scenario) if plan.eval.sequential else [],
                        look_items=plan.eval.look_items, max_items=plan.eval.max_items,
-                       budget_s=st.remaining_s(), not_evaluated=failing)
+                       budget_s=st.remaining_s(), not_evaluated=failing,
+                       parallel=plan.eval.parallel)
 
 
 def fidelity_requests(st: RunState) -> list[tuple[RunCandidate, object]]:
