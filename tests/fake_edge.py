@@ -139,15 +139,17 @@ def make_app(settings: dict | None = None, deploy=None, router=None, pool: FakeP
 @contextmanager
 def running(app) -> Iterator[int]:
     """The app under uvicorn as serve runs it (its protocol: serve/run.py) on a free loopback
-    port, in a thread."""
+    port, in a thread; an app that is not serve's (a stand-in cloud) with serve's defaults."""
     import uvicorn
 
     from edgepick.serve.run import server_config
+    from edgepick.serve.settings import ServeSettings
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(server_config(app, app.state.serve_settings))
+    settings = getattr(app.state, "serve_settings", None) or ServeSettings()
+    server = uvicorn.Server(server_config(app, settings))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     end = time.monotonic() + 20
