@@ -7,6 +7,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import tempfile
 import time
 from contextlib import contextmanager
@@ -20,7 +21,9 @@ import psutil
 @contextmanager
 def edgepick_serve(args: list[str]) -> Iterator[tuple[str, subprocess.Popen]]:
     """Yields (http://127.0.0.1:PORT, process) once /health is 200; always stops it."""
-    from edgepick.serve.spawn import spawn_serve
+    # the tests' launcher (tests/serve_spawn.py): dev-only code stays out of the package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from serve_spawn import spawn_serve
 
     log = Path(tempfile.mkdtemp(prefix="edgepick-bench-serve-")) / "serve.log"
     with spawn_serve(args, log) as served:

@@ -110,7 +110,7 @@ def wait_until(what: str, check: Callable[[], bool], timeout: float = 60.0) -> N
 @contextmanager
 def serve(args: list[str], tmp: Path, env: dict | None = None,
           ready: bool = True) -> Iterator[Served]:
-    from edgepick.serve.spawn import spawn_serve
+    from serve_spawn import spawn_serve
 
     need_llama_server()
     log = tmp / f"serve-{len(list(tmp.glob('serve-*.log')))}.log"

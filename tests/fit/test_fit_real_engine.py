@@ -15,7 +15,7 @@ from edgepick.fit.memory import kv_cache_bytes
 from edgepick.fit.planner import fit_one, plan_tensors
 from edgepick.fit.speed import weights_read_per_token
 from edgepick.models.gguf_info import gguf_spec
-from edgepick.models.synthetic_moe import synthetic_deepseek2, synthetic_qwen3moe
+from synthetic_moe import synthetic_deepseek2, synthetic_qwen3moe
 
 MIB = 2**20
 KV_LINE = re.compile(r"llama_kv_cache: size = +([\d.]+) MiB \( *(\d+) cells, +(\d+) layers.*"

@@ -64,7 +64,7 @@ def test_engine_silent_past_the_longer_bound_is_restarted_as_hung(tiny_model, tm
 
 
 def test_memory_limit_below_the_engine_footprint_is_refused_at_start(tiny_model, tmp_path):
-    from edgepick.serve.spawn import spawn_serve
+    from serve_spawn import spawn_serve
     from edgepick.errors import EdgepickError
 
     log = tmp_path / "serve.log"

@@ -99,7 +99,7 @@ def test_ctrl_c_to_the_foreground_group_stops_serve_and_engine_without_a_restart
     must not see it first and be taken for a crash."""
     import psutil
 
-    from edgepick.serve.spawn import spawn_serve
+    from serve_spawn import spawn_serve
     from serve_harness import need_llama_server
 
     need_llama_server()

@@ -60,13 +60,6 @@ def use_loopback() -> None:
     os.environ.update(LOOPBACK_ENV)
 
 
-def on_loopback() -> bool:
-    """True when this process's Ray node is at a loopback address (Ray must be initialized)."""
-    import ray
-
-    return is_loopback(ray.util.get_node_ip_address())
-
-
 def require_ray():
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     # A Ray cluster runs whatever code it is sent: every edgepick process, head, node or driver,

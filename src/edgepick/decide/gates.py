@@ -186,10 +186,6 @@ def candidate_figure(spec: GateSpec, s: CandidateSummary, sc: Scenario) -> Figur
     return fn(s, sc)
 
 
-def candidate_figures(s: CandidateSummary, sc: Scenario) -> dict[str, Figure | None]:
-    return {g.metric: candidate_figure(g, s, sc) for g in candidate_specs()}
-
-
 def tool_figure(s: CandidateSummary, metric: str) -> Figure | None:
     """A tool_call rate with its Wilson interval, from the scorer's rate and `<metric>_n`."""
     q = s.tasks.get("tool_call")
@@ -226,10 +222,6 @@ def task_figure(spec: GateSpec, q: TaskQuality) -> Figure | None:
     fn = spec.task_figure or TASK_FIGURES.get(spec.metric) or (
         lambda q: _point(q.metrics.get(spec.metric)))
     return fn(q)
-
-
-def task_figures(q: TaskQuality) -> dict[str, Figure | None]:
-    return {g.metric: task_figure(g, q) for g in task_specs()}
 
 
 def settle(fig: Figure, limit: float) -> int | None:

@@ -39,10 +39,6 @@ def paired_bootstrap(ref: list[float], cand: list[float], resamples: int = BOOTS
     return ci, None
 
 
-def _rate(flags: list[bool]) -> float:
-    return sum(flags) / len(flags) if flags else 0.0
-
-
 def item_values(outcomes: list[ItemOutcome], what: str) -> list[float]:
     """Per item: the flag (one output), or the share of its samples (k samples)."""
     out = []

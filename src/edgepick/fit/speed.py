@@ -129,12 +129,6 @@ def decode_time_s(read: list[PlannedTensor], device: DeviceProfile, attention: A
 DECODE_COMPUTE_SHARE = 0.5
 
 
-def uses_host_constants(device: DeviceProfile) -> bool:
-    """The AVX2 constants were fitted on this project's host: they describe a device only when
-    its profile says it is this host (measured here by the probe)."""
-    return device.measured and "avx2" in device.cpu_features
-
-
 def device_threads(device: DeviceProfile) -> int | None:
     return device.threads_default or device.cores
 

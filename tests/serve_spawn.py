@@ -1,6 +1,6 @@
-"""`edgepick serve` as a child process, for tests, benchmarks and scripts: started on a free
-loopback port, its URL read from the line it prints, waited for until /health answers 200, and
-always stopped."""
+"""`edgepick serve` as a child process, for tests and benchmarks (dev-only, so outside the
+package): started on a free loopback port, its URL read from the line it prints, waited for until
+/health answers 200, and always stopped."""
 
 from __future__ import annotations
 
