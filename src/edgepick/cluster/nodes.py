@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import re
 import sys
 from dataclasses import dataclass, field
 
 from edgepick.errors import EdgepickError
+from edgepick.plan.cluster_section import TAG_RE
 
 RAY_NAMESPACE = "edgepick"
 TAG_PREFIX = "device:"
-TAG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _PROFILE = "profile:"
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from edgepick.cluster.config import ClusterSection
+from edgepick.plan.cluster_section import ClusterSection
 from edgepick.convert.plan_section import ConvertEntry
 from edgepick.evaluate.eval_sets import DataSpec
 from edgepick.power.detect import PowerConfig

@@ -34,7 +34,7 @@ def check_plan(lp, line_of: LineOf) -> None:
         fail(("candidates",), "the plan names no candidates (give candidates, quantize or "
                               "convert)")
     _check_device(plan.device, lp, fail)
-    from edgepick.cluster.config import check_fleet
+    from edgepick.plan.cluster_section import check_fleet
 
     check_fleet(plan, fail)
     for i, c in enumerate(plan.candidates):

@@ -1,8 +1,14 @@
-"""The plan's `cluster:` section and the checks of its `devices:` list (SPEC §12)."""
+"""The plan's `cluster:` section (the plan owns it; cluster/ reads it) and the checks of its `devices:` list (SPEC §12)."""
 
 from __future__ import annotations
 
+import re
+
 from pydantic import BaseModel, ConfigDict, Field
+
+
+# A Ray node's device tag (cluster/nodes.py starts nodes with it); the plan checks it first.
+TAG_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 class ClusterSection(BaseModel):
@@ -17,8 +23,6 @@ class ClusterSection(BaseModel):
 
 def check_fleet(plan, fail) -> None:
     """Device tags that Ray can carry, each named once; an entry's device one of the plan's."""
-    from edgepick.cluster.nodes import TAG_RE
-
     if plan.devices and plan.device != "local":
         fail(("device",), "give device (one target) or devices (a fleet), not both")
     seen: set[str] = set()
