@@ -51,6 +51,7 @@ def test_no_prediction_for_a_bench_at_another_thread_count(fit_payload):
 
 
 def test_the_report_shows_the_prediction_with_its_band(fit_payload):
+    from edgepick.records.decision_texts import DecisionTexts, ScenarioFacts
     from edgepick.report.tables import predicted_table
 
     payload, _, _ = fit_payload
@@ -59,5 +60,5 @@ def test_the_report_shows_the_prediction_with_its_band(fit_payload):
     bench_adapter(_bench(payload["model"]), lambda *a, **k: s)
     lo, hi = (s.predicted_decode_tps * r for r in s.predicted_decode_band)
     assert lo < s.predicted_decode_tps < hi
-    _, rows = predicted_table([s], "en")
+    _, rows = predicted_table([s], DecisionTexts(scenario=ScenarioFacts(name="x")), "en")
     assert f"({lo:.0f}-{hi:.0f})" in rows[0][4]

@@ -128,12 +128,14 @@ def test_decide_cli_json_and_deploy(store_path, cli, tmp_path):
 
 
 def test_hybrid_plan_in_the_report(tmp_path):
+    from edgepick.decide.wording import describe
     from edgepick.report.writer import write_report
 
     tasks = {"classification": (0, 4, 5, 60), "math": (30, 35, 10, 60)}
     rows = [summary("edge", (30, 120), tasks)]
     d = decide(rows, SC)
-    write_report(rows, d, SC, tmp_path, lang="both")
+    d.texts = describe(d, rows, SC)
+    write_report(rows, d, tmp_path, lang="both")
     md = (tmp_path / "report.en.md").read_text(encoding="utf-8")
     assert "**Recommendation:** edge (hybrid)" in md
     assert "| classification | edge | 50% | 67 [26, 159] | - |" in md

@@ -23,9 +23,12 @@ def test_stage_decides_stores_writes_deploy_and_report(store_path, tmp_path):
                                 report=tmp_path / "report", lang="en"), store, events.append)
         stored = store.get("decision", "job")
     assert rec.decision.recommendation == direct.recommendation
-    assert rec.decision.model_dump(exclude={"explanation"}) == \
-        direct.model_dump(exclude={"explanation"})
+    assert rec.decision.model_dump(exclude={"explanation", "texts"}) == \
+        direct.model_dump(exclude={"explanation", "texts"})
     assert stored["recommendation"] == direct.recommendation
+    # decide, then render: the stored decision carries its words in every language
+    assert set(stored["texts"]["explanations"]) == {"en", "zh"}
+    assert stored["texts"]["explanations"]["en"] == rec.decision.explanation.model_dump()
     cfg = DeployConfig.load(rec.deploy)
     assert cfg.model.name == direct.recommendation and cfg.device == "local"
     assert cfg.network == "online" and cfg.edge_only_tasks == [] and not cfg.lock_sampling

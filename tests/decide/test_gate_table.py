@@ -11,6 +11,7 @@ from edgepick.decide.scenarios import Constraints, Scenario, load_scenario
 from edgepick.errors import InputError
 from edgepick.evaluate.intervals import wilson
 from edgepick.records.decision import CandidateSummary, Figure, TaskQuality
+from edgepick.decide.wording import describe
 from edgepick.report.tables import gates_table
 
 
@@ -58,6 +59,7 @@ def test_a_gate_registered_from_outside_is_gated_explained_and_reported(refusal_
     assert "refusal rate 30.0% [" in rude.violations[0].text  # its label, value and interval
     assert [g.metric for g in rude.task_gates["chat"]] == ["refusal_rate"]  # task scope too
     assert any("refusal rate" in line for line in d.explanation.why)
+    d.texts = describe(d, [_summary("good", 0), _summary("rude", 60)], sc)
     header, rows = gates_table(d, "zh")
     assert any(r[1] == "拒答率" for r in rows)  # its bilingual label in the report's table
     d = decide([_summary("rude", 60)], sc)  # everyone fails it: the gate's own advice

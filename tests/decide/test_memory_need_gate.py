@@ -9,6 +9,8 @@ from edgepick.decide.adapters import bench_adapter, fit_adapter
 from edgepick.decide.gates import candidate_gates, gate_text
 from edgepick.decide.scenarios import Constraints, ContextTokens, Scenario
 from edgepick.records.decision import CandidateSummary
+from edgepick.decide.decision import decide
+from edgepick.decide.wording import describe
 from edgepick.report.tables import predicted_table
 from decide_payloads import bench, fit
 
@@ -70,7 +72,8 @@ def test_unmeasured_memory_has_no_basis():
 def test_predicted_vs_measured_compares_fit_need_with_measured_need(need):
     s = _summary(need)
     fit_adapter(fit("/m/q4.gguf", 190 * MiB), lambda *a, **k: s)
-    header, rows = predicted_table([s], "en")
+    d = decide([s], SCENARIOS[0])
+    header, rows = predicted_table([s], describe(d, [s], SCENARIOS[0]), "en")
     row = dict(zip(header, rows[0]))
     assert row["Memory need (predicted)"] == "190 MiB"
     assert row["VmHWM (for reference)"] == "300 MiB"

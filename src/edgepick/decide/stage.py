@@ -5,8 +5,9 @@ fleet call this one function, so every caller gets the same decision, deploy fil
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from edgepick.decide.scenarios import Scenario
 from edgepick.errors import EdgepickError
@@ -16,8 +17,12 @@ from edgepick.records.decision import DecisionRecord
 STEPS = 5  # summaries, decision, stored record, deploy.yaml, report
 
 
-@dataclass
-class DecideRequest:
+class DecideRequest(BaseModel):
+    """What to decide over, and where to write the deploy file and the report. Frozen: the stage
+    never changes its caller's request (the gated scenario is its own local value)."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
     scenario: Scenario
     budget: int | None = None  # the device's model budget (the peak-memory limit)
     power_budget_w: float | None = None  # the device's; 0.6 x it is sustained_power_max_w's default
@@ -25,8 +30,8 @@ class DecideRequest:
     runs: list[int] | None = None  # store runs to read; None: the latest (decide/selection.py)
     models: list[str] | None = None  # only these candidates, in this order (a plan's)
     names: dict[str, str] | None = None  # model locator -> the display name the plan gave it
-    skipped: dict[str, str | None] = field(default_factory=dict)  # name -> why not measured
-    failures: dict[str, str] = field(default_factory=dict)  # name -> why its run failed
+    skipped: dict[str, str | None] = Field(default_factory=dict)  # name -> why not measured
+    failures: dict[str, str] = Field(default_factory=dict)  # name -> why its run failed
     store_as: str | None = None  # store the decision under this key (None: not stored)
     deploy: Path | None = None  # write deploy.yaml here (None: not written)
     deploy_required: bool = False  # no recommendation is an error, not a note (`decide --deploy`)
@@ -60,16 +65,19 @@ def run(request: DecideRequest, store, progress: Tick = silent) -> DecisionRecor
     step(1, "decision")
     from edgepick.decide.power_figures import sustained_power_limit
 
-    req.scenario = sustained_power_limit(req.scenario, req.power_budget_w, summaries)
-    decision = decide(summaries, req.scenario, req.budget)
+    from edgepick.decide.wording import describe
+
+    scenario = sustained_power_limit(req.scenario, req.power_budget_w, summaries)
+    decision = decide(summaries, scenario, req.budget)
+    decision.texts = describe(decision, summaries, scenario)  # decide, then render
     step(2, "stored record")
     if req.store_as:
         store.put("decision", req.store_as, decision.model_dump(mode="json"),
-                  label=req.scenario.name)
+                  label=scenario.name)
     step(3, "deploy.yaml")
     deploy, replaced = None, False
     if req.deploy is not None:
-        deploy, replaced = _deploy(req, decision, summaries, selection.runs, notes)
+        deploy, replaced = _deploy(req, scenario, decision, summaries, selection.runs, notes)
     step(4, "report")
     reports = _report(req, decision, summaries, store) if req.report is not None else []
     step(5, "done")
@@ -79,15 +87,15 @@ def run(request: DecideRequest, store, progress: Tick = silent) -> DecisionRecor
                           notes=notes)
 
 
-def _deploy(req: DecideRequest, decision, summaries, runs: dict[str, list[int]],
-            notes: list[str]) -> tuple[Path | None, bool]:
+def _deploy(req: DecideRequest, scenario: Scenario, decision, summaries,
+            runs: dict[str, list[int]], notes: list[str]) -> tuple[Path | None, bool]:
     from edgepick.decide.deploy import build_deploy, write_deploy
 
     if decision.recommendation is None and not req.deploy_required:
         notes.append("deploy: no deploy.yaml written, nothing can be recommended")
         return None, False
     run_id = req.run_id or ",".join(map(str, sorted({r for ids in runs.values() for r in ids})))
-    cfg = build_deploy(decision, summaries, req.scenario, device=req.device,
+    cfg = build_deploy(decision, summaries, scenario, device=req.device,
                        run_id=run_id or None)
     path, replaced = write_deploy(req.deploy, cfg)
     if replaced:
@@ -101,8 +109,7 @@ def _report(req: DecideRequest, decision, summaries, store) -> list[Path]:
     from edgepick.report.route_section import append_to_report, latest_route_eval
     from edgepick.report.writer import LANGS, write_report
 
-    paths = write_report(summaries, decision, req.scenario, req.report, lang=req.lang,
-                         device=req.device)
+    paths = write_report(summaries, decision, req.report, lang=req.lang, device=req.device)
     from edgepick.report import savings_section
 
     seq = savings_section.latest_sequential(store, [s.candidate for s in summaries])

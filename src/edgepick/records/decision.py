@@ -10,6 +10,8 @@ from typing import Any
 from pydantic import BaseModel, Field, computed_field, model_validator
 
 from edgepick.records.deploy import Gate, Status, TaskRoute
+# Explanation is imported from here too
+from edgepick.records.decision_texts import DecisionTexts, Explanation  # noqa: F401
 
 
 class Figure(BaseModel):
@@ -245,12 +247,6 @@ class HybridPlan(BaseModel):
     unserved: list[UnservedTask] = Field(default_factory=list)  # a plan with these is no plan
 
 
-class Explanation(BaseModel):
-    why: list[str] = Field(default_factory=list)
-    cost: list[str] = Field(default_factory=list)  # against the runner-up
-    watch: list[str] = Field(default_factory=list)
-
-
 class Decision(BaseModel):
     scenario: str
     budget_bytes: int | None = None
@@ -265,6 +261,8 @@ class Decision(BaseModel):
     normalisation: str = ""
     # status none because some task types have no side that serves them (issue 26)
     unserved: list[UnservedTask] = Field(default_factory=list)
+    # the decision in words, every language (decide/wording.py); report renders only this
+    texts: DecisionTexts | None = None
 
 
 class DecisionRecord(BaseModel):

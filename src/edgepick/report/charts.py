@@ -12,6 +12,7 @@ matplotlib.use("svg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from edgepick.records.decision import CandidateSummary, Decision  # noqa: E402
+from edgepick.records.decision_texts import DecisionTexts  # noqa: E402
 
 plt.rcParams.update({"svg.fonttype": "path", "font.size": 9, "figure.dpi": 100,
                      "svg.hashsalt": "edgepick"})
@@ -29,19 +30,20 @@ def _svg(fig) -> str:
 
 
 def pareto_data(summaries: list[CandidateSummary], decision: Decision,
-                task_weights: dict[str, float] | None = None) -> list[dict]:
-    """Quality is the score's own figure (task accuracy under the scenario's task weights)."""
-    from edgepick.decide.scoring import weighted_accuracy
-
+                texts: DecisionTexts) -> list[dict]:
+    """Quality is the score's own figure (task accuracy under the scenario's task weights), and
+    memory the figure the tables and the memory gate show (the need), both as decide stored
+    them."""
     front = set(decision.pareto)
     eliminated = {r.candidate for r in decision.ranking if r.eliminated}
     rows = []
     for s in summaries:
-        q = weighted_accuracy(s, task_weights or {})
-        if q is not None and s.decode_tps is not None:
-            rows.append({"candidate": s.candidate, "quality": q, "decode_tps": s.decode_tps,
-                         "peak_rss_mib": None if s.peak_rss_bytes is None
-                         else s.peak_rss_bytes / 2**20,
+        said = texts.of(s.candidate)
+        if said.quality is not None and s.decode_tps is not None:
+            rows.append({"candidate": s.candidate, "quality": said.quality,
+                         "decode_tps": s.decode_tps,
+                         "memory_mib": None if said.memory_need is None
+                         else said.memory_need / 2**20,
                          "pareto": s.candidate in front, "eliminated": s.candidate in eliminated})
     return rows
 
@@ -50,7 +52,7 @@ def pareto_chart(rows: list[dict]) -> str | None:
     if not rows:
         return None
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    mem = [r["peak_rss_mib"] or 0 for r in rows]
+    mem = [r["memory_mib"] or 0 for r in rows]
     top = max(mem) or 1
     for r, m in zip(rows, mem):
         ax.scatter(r["decode_tps"], r["quality"] * 100, s=60 + 600 * m / top,
@@ -63,7 +65,7 @@ def pareto_chart(rows: list[dict]) -> str | None:
     ax.margins(x=0.25, y=0.2)
     ax.set_xlabel("decode speed (tok/s), higher is better")
     ax.set_ylabel("task accuracy (%)")
-    ax.set_title("Pareto front of survivors (red), eliminated faded - bubble area = peak memory")
+    ax.set_title("Pareto front of survivors (red), eliminated faded - bubble area = memory need")
     ax.grid(alpha=0.3)
     return _svg(fig)
 
@@ -208,13 +210,12 @@ def pvm_chart(rows: list[dict]) -> str | None:
 
 
 def all_charts(summaries: list[CandidateSummary], decision: Decision,
-               scenario=None) -> dict[str, dict]:
+               texts: DecisionTexts) -> dict[str, dict]:
     """name -> {"svg": str | None, "data": list[dict]}; one entry per chart of the report."""
     ttft = curve_data(summaries, "ttft_curve", "prompt_tokens", "ttft_ms")
     sus = curve_data(summaries, "sustained_curve", "t_s", "decode_tps")
     timeline = timeline_data(summaries)
-    weights = scenario.task_weights if scenario is not None else None
-    pareto, tasks, pvm = (pareto_data(summaries, decision, weights), task_data(summaries),
+    pareto, tasks, pvm = (pareto_data(summaries, decision, texts), task_data(summaries),
                           pvm_data(summaries))
     return {
         "pareto": {"svg": pareto_chart(pareto), "data": pareto},

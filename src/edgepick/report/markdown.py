@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from edgepick.decide.scenarios import Scenario
 from edgepick.markup import md_table
 from edgepick.records.decision import Decision
+from edgepick.records.decision_texts import ScenarioFacts
 from edgepick.report.i18n import tr
 from edgepick.report.model import ReportModel
 from edgepick.report.tool_section import tool_table
@@ -21,12 +21,11 @@ def decision_lines(d: Decision, ex, lang: str, rec: str | None = None) -> list[s
     return out
 
 
-def scenario_lines(sc: Scenario, lang: str) -> list[str]:
-    cons = {k: v for k, v in sc.constraints.model_dump().items() if v is not None}
-    weights = sc.weights.normalised()
-    return [f"- {tr('constraints', lang)}: " + ", ".join(f"`{k} = {v}`" for k, v in cons.items()),
+def scenario_lines(sc: ScenarioFacts, lang: str) -> list[str]:
+    return [f"- {tr('constraints', lang)}: " + ", ".join(f"`{k} = {v}`"
+                                                        for k, v in sc.constraints.items()),
             f"- {tr('weights', lang)}: " + ", ".join(f"{tr(k, lang)} {whole_pct(v)}"
-                                                    for k, v in weights.items())]
+                                                    for k, v in sc.weights.items())]
 
 
 def render_markdown(m: ReportModel, lang: str) -> str:

@@ -1,12 +1,14 @@
-"""Everything a report shows, computed once and rendered in each language."""
+"""Everything a report shows, read from a stored decision and rendered in each language. The
+words and derived figures are the decide stage's (decision.texts): report decides nothing."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from edgepick.decide.scenarios import Scenario
+from edgepick.errors import EdgepickError
 from edgepick.records.decision import CandidateSummary, Decision
+from edgepick.records.decision_texts import DecisionTexts, ScenarioFacts
 from edgepick.report import tables
 from edgepick.report.charts import all_charts
 from edgepick.report.i18n import tr
@@ -25,34 +27,40 @@ FROM_DECISION = {"ranking": tables.ranking_table, "gates": tables.gates_table,
 class ReportModel:
     summaries: list[CandidateSummary]
     decision: Decision
-    scenario: Scenario
     device: str | None = None
     generated: str = field(
         default_factory=lambda: datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
     charts: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if self.decision.texts is None:
+            raise EdgepickError("this decision was not put into words by the decide stage; "
+                                "run `edgepick decide` (or `edgepick report`) to decide it again")
         if not self.charts:
-            self.charts = all_charts(self.summaries, self.decision, self.scenario)
+            self.charts = all_charts(self.summaries, self.decision, self.texts)
+
+    @property
+    def texts(self) -> DecisionTexts:
+        assert self.decision.texts is not None  # __post_init__ refused a decision without
+        return self.decision.texts
+
+    @property
+    def scenario(self) -> ScenarioFacts:
+        return self.texts.scenario
 
     def table(self, name: str, lang: str):
         """One of the report's tables in `lang`, as (header, rows)."""
         if name in FROM_DECISION:
             return FROM_DECISION[name](self.decision, lang)
-        return FROM_SUMMARIES[name](self.summaries, lang)
+        return FROM_SUMMARIES[name](self.summaries, self.texts, lang)
 
     def scenario_description(self, lang: str) -> str:
-        sc = self.scenario
-        return sc.description_zh if lang == "zh" and sc.description_zh else sc.description
+        d = self.scenario.description
+        return d.get(lang) or d.get("en", "")
 
     def explanation(self, lang: str):
-        """The decision's explanation in `lang` (the stored one is English)."""
-        if lang == "en":
-            return self.decision.explanation
-        from edgepick.decide.explain import explain
-
-        return explain(self.decision, {s.candidate: s for s in self.summaries}, self.scenario,
-                       lang)
+        """The decision's explanation in `lang`, as the decide stage wrote it."""
+        return self.texts.explanations.get(lang) or self.decision.explanation
 
     def recommendation(self, lang: str) -> str:
         """'smollm2-Q8_0 (provisional)', or the none text."""

@@ -1,11 +1,11 @@
-"""The report's tables as plain rows, shared by the Markdown and HTML writers and the exports."""
+"""The report's tables as plain rows, shared by the Markdown and HTML writers and the exports.
+Words and derived figures (reasons, gate labels, the memory need, difficulty) are the decide
+stage's, read from the decision's texts."""
 
 from __future__ import annotations
 
-from edgepick.decide.engineering import difficulty
-from edgepick.decide.gates import measured_memory
-from edgepick.decide.texts import reasons_text
 from edgepick.records.decision import CandidateSummary, Decision
+from edgepick.records.decision_texts import DecisionTexts
 from edgepick.report.i18n import tr
 from edgepick.units import mib, pct, pct_ci, whole_pct
 
@@ -29,7 +29,8 @@ def _per_1000(fig, nm: str) -> str:
     return f"{fig.value * 1000:.0f} [{fig.low * 1000:.0f}, {fig.high * 1000:.0f}]"
 
 
-def template_table(summaries: list[CandidateSummary], lang: str) -> tuple[list[str], list[list[str]]]:
+def template_table(summaries: list[CandidateSummary], texts: DecisionTexts,
+                   lang: str) -> tuple[list[str], list[list[str]]]:
     """Seed 000 §7.3: one row per metric, one column per candidate."""
     nm = tr("not_measured", lang)
     header = [tr("metric", lang)] + [s.candidate for s in summaries]
@@ -41,7 +42,8 @@ def template_table(summaries: list[CandidateSummary], lang: str) -> tuple[list[s
     add("params", lambda s: nm if s.params is None else f"{s.params / 1e6:.0f} M")
     add("quant", lambda s: s.quant or nm)
     add("weights_mem", lambda s: mib(s.weights_bytes, nm))
-    add("peak_mem", lambda s: tr("failed", lang) if s.bench_error else mib(measured_memory(s), nm))
+    add("peak_mem", lambda s: tr("failed", lang) if s.bench_error
+        else mib(texts.of(s.candidate).memory_need, nm))
     add("ttft_p50", lambda s: _f(s.ttft_p50_ms, nm, "{:.0f}", "ms"))
     add("ttft_p99", lambda s: _f(s.ttft_p99_ms, nm, "{:.0f}", "ms"))
     add("decode", lambda s: _f(s.decode_tps, nm, "{:.1f}", "tok/s"))
@@ -69,7 +71,7 @@ def template_table(summaries: list[CandidateSummary], lang: str) -> tuple[list[s
     add("kld", lambda s: nm if s.kld_mean is None else f"{s.kld_mean:.4f} / {s.kld_p99:.4f}"
         if s.kld_p99 is not None else f"{s.kld_mean:.4f}")
     add("ppl_ratio", lambda s: _f(s.ppl_ratio, nm, "{:.3f}"))
-    add("difficulty", lambda s: tr(difficulty(s), lang))
+    add("difficulty", lambda s: tr(texts.of(s.candidate).difficulty or "not_measured", lang))
     return header, [[label] + vals for label, vals in rows]
 
 
@@ -81,31 +83,33 @@ def _lengths(s: CandidateSummary, nm: str) -> str:
     return f"{p50.value:.0f} / {p95.value:.0f}"
 
 
+def _texts(decision: Decision) -> DecisionTexts:
+    if decision.texts is None:
+        raise ValueError("the decision carries no texts (decide/wording.py writes them)")
+    return decision.texts
+
+
 def ranking_table(decision: Decision, lang: str) -> tuple[list[str], list[list[str]]]:
     header = [tr(k, lang) for k in ("rank", "candidate", "score", "status", "pareto", "reasons")]
-    rows = []
+    texts, rows = _texts(decision), []
     for i, r in enumerate(decision.ranking, 1):
+        reasons = texts.of(r.candidate).reasons
         rows.append([str(i), r.candidate, "-" if r.score is None else f"{r.score:.3f}",
                      tr(r.status, lang), "✓" if r.pareto else "",
-                     "; ".join(reasons_text(r, lang))])
+                     "; ".join(reasons.get(lang) or reasons.get("en", []))])
     return header, rows
 
 
 def gates_table(decision: Decision, lang: str) -> tuple[list[str], list[list[str]]]:
     """Every hard constraint of every candidate: value [95% interval], limit, verdict."""
-    from edgepick.decide.gates import constraint_of, gate_text
-    from edgepick.decide.texts import gate_label
-    from edgepick.records.deploy import Gate
-
     header = [tr(k, lang) for k in ("candidate", "gate", "value_ci", "limit", "verdict",
                                     "to_settle")]
-    rows = []
+    texts, rows = _texts(decision), []
     for r in decision.ranking:
-        for g in r.gates:
-            c = constraint_of(g.metric)
-            limit = gate_text(Gate(metric=g.metric, value=g.limit))
-            rows.append([r.candidate, gate_label(g, lang), gate_text(g),
-                         ("≤ " if g.direction == "max" else "≥ ") + limit, tr(g.verdict, lang),
+        for g, line in zip(r.gates, texts.of(r.candidate).gates, strict=True):
+            rows.append([r.candidate, line.label.get(lang) or line.label["en"], line.shown,
+                         ("≤ " if g.direction == "max" else "≥ ") + line.limit_shown,
+                         tr(g.verdict, lang),
                          "" if g.items_to_settle is None else str(g.items_to_settle)])
     return header, rows
 
@@ -131,7 +135,8 @@ def routes_table(decision: Decision, lang: str) -> tuple[list[str], list[list[st
     return header, rows
 
 
-def predicted_table(summaries: list[CandidateSummary], lang: str) -> tuple[list[str], list[list[str]]]:
+def predicted_table(summaries: list[CandidateSummary], texts: DecisionTexts,
+                    lang: str) -> tuple[list[str], list[list[str]]]:
     nm = tr("not_measured", lang)
     # fit's need total against the measured need, like with like (docs/metrics.md); a bench
     # stored before the need was measured compares VmHWM, marked so
@@ -142,7 +147,7 @@ def predicted_table(summaries: list[CandidateSummary], lang: str) -> tuple[list[
               tr("vmhwm_ref", lang)]
     rows = []
     for s in summaries:
-        need = measured_memory(s)
+        need = texts.of(s.candidate).memory_need
         mr = f"{need / s.predicted_peak_bytes:.2f}" if need and s.predicted_peak_bytes else "-"
         shown = mib(need, nm) + (" (VmHWM)" if need and s.peak_need_bytes is None else "")
         dr = (f"{s.decode_tps / s.predicted_decode_tps:.2f}"
@@ -156,7 +161,8 @@ def predicted_table(summaries: list[CandidateSummary], lang: str) -> tuple[list[
     return header, rows
 
 
-def task_table(summaries: list[CandidateSummary], lang: str) -> tuple[list[str], list[list[str]]]:
+def task_table(summaries: list[CandidateSummary], texts: DecisionTexts,
+               lang: str) -> tuple[list[str], list[list[str]]]:
     nm = tr("not_measured", lang)
     header = [tr(k, lang) for k in ("candidate", "task", "n", "accuracy", "ref_score", "gap",
                                     "badcases_per_1000", "ref_badcases", "badcases_1000",
@@ -178,7 +184,7 @@ def task_table(summaries: list[CandidateSummary], lang: str) -> tuple[list[str],
     return header, rows
 
 
-def badcase_table(summaries: list[CandidateSummary], lang: str,
+def badcase_table(summaries: list[CandidateSummary], texts: DecisionTexts, lang: str,
                   limit: int = 20) -> tuple[list[str], list[list[str]]]:
     header = [tr(k, lang) for k in ("candidate", "item", "task", "expected", "got", "why_failed")]
     rows = []

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from edgepick.decide.scenarios import Scenario
 from edgepick.errors import EdgepickError
 from edgepick.records.decision import CandidateSummary, Decision
 from edgepick.report.export import write_rows, write_table
@@ -16,14 +15,15 @@ from edgepick.report.model import ReportModel
 LANGS = {"en": ["en"], "zh": ["zh"], "both": ["en", "zh"]}
 
 
-def write_report(summaries: list[CandidateSummary], decision: Decision, scenario: Scenario,
-                 out: str | Path, lang: str = "both", device: str | None = None) -> list[Path]:
-    """Paths of the report files written (HTML first), plus the data files beside them."""
+def write_report(summaries: list[CandidateSummary], decision: Decision, out: str | Path,
+                 lang: str = "both", device: str | None = None) -> list[Path]:
+    """Paths of the report files written (HTML first), plus the data files beside them. The
+    decision carries its own words (decision.texts, written by the decide stage)."""
     if lang not in LANGS:
         raise EdgepickError(f"--lang must be en, zh or both, got '{lang}'")
     out = Path(out)
     (out / "charts").mkdir(parents=True, exist_ok=True)
-    m = ReportModel(summaries, decision, scenario, device)
+    m = ReportModel(summaries, decision, device)
     data = out / "data"
     for name, chart in m.charts.items():
         write_rows(data / name, chart["data"])
