@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from edgepick.errors import InputError, known_name, pydantic_problem
 
+# The built-in task types; an eval set may also use any task a plugin scorer registers
+# (evaluate/scorers scored_tasks), so this tuple is edgepick's own, not a closed list.
 TASKS = ("classification", "yes_no", "extraction", "qa", "summary", "generation", "code",
          "math", "multi_turn", "tool_call")
 DIFFICULTIES = ("easy", "medium", "hard")
@@ -47,7 +49,11 @@ class EvalItem(BaseModel):
     @field_validator("task")
     @classmethod
     def _known_task(cls, v: str) -> str:
-        return known_name(v, TASKS, "task")
+        if v in TASKS:
+            return v
+        from edgepick.evaluate.scorers import scored_tasks
+
+        return known_name(v, tuple(dict.fromkeys([*TASKS, *scored_tasks()])), "task")
 
     @property
     def reference_free(self) -> bool:

@@ -101,6 +101,13 @@ def get_scorer(task: str) -> Scorer:
     return SCORERS.load(task)
 
 
+def scored_tasks() -> list[str]:
+    """Every task type a registered scorer scores: this package's and the plugins'. An eval set
+    may use any of them (evaluate/items.py)."""
+    _load_modules()
+    return SCORERS.names()
+
+
 def mean_of(scores: list[ItemScore], key: str) -> float:
     vals = [float(s.details[key]) for s in scores if key in s.details]
     return sum(vals) / len(vals) if vals else 0.0
