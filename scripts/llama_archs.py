@@ -41,15 +41,19 @@ def arch_names(src: Path) -> list[str]:
 
 
 def swa_archs(src: Path) -> list[str]:
-    """Architectures whose model reads `<arch>.attention.sliding_window` (src/models/*.cpp):
-    only these keep a window-sized cache; any other runs full attention whatever a config says."""
+    """Architectures whose model reads `<arch>.attention.sliding_window` and then runs it
+    (src/models/*.cpp: its load_arch_hparams sets a swa_type other than LLAMA_SWA_TYPE_NONE, so
+    llama_model::create_memory builds a llama_kv_cache_iswa): only these keep a window-sized
+    cache. Any other runs full attention whatever a config says: phi3 reads the window and sets
+    LLAMA_SWA_TYPE_NONE ("Phi SWA is currently disabled")."""
     table = _arch_table(src)
     model_cpp = (src / "src" / "llama-model.cpp").read_text()
     cls_of = dict(re.findall(r"case (LLM_ARCH_\w+):\s*return new (llama_model_\w+)\(", model_cpp))
     reads = set()
     for f in (src / "src" / "models").glob("*.cpp"):
         text = f.read_text()
-        if "LLM_KV_ATTENTION_SLIDING_WINDOW" in text:
+        if "LLM_KV_ATTENTION_SLIDING_WINDOW" in text and re.search(
+                r"swa_type\s*=\s*LLAMA_SWA_TYPE_(?!NONE)", text):
             reads.update(re.findall(r"(llama_model_\w+)::load_arch_hparams", text))
     return sorted(table[a] for a, cls in cls_of.items() if cls in reads and a in table)
 

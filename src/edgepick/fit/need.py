@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from edgepick.fit.overhead import RUNTIME_BASELINE_BYTES, RUNTIME_FILE_BYTES, overhead_parts
+from edgepick.fit.overhead import RUNTIME_FILE_BYTES, repacked_tensors
 from edgepick.models.quant_types import PlannedTensor
 from edgepick.records.model import ModelSpec
 
@@ -39,13 +39,10 @@ def _is_repacked(t: PlannedTensor, repacked: set[str]) -> bool:
     return t.name in repacked
 
 
-def memory_need(spec: ModelSpec, tensors: list[PlannedTensor], kv_bytes: int, n_ubatch: int,
-                cpu_features, mmap: bool = True,
-                runtime_bytes: int = RUNTIME_BASELINE_BYTES) -> MemoryNeed:
-    from edgepick.fit.overhead import repacked_tensors
-
-    parts = overhead_parts(spec, tensors, n_ubatch, cpu_features, runtime_bytes)
-    runtime_file = min(RUNTIME_FILE_BYTES, runtime_bytes)
+def memory_need(spec: ModelSpec, tensors: list[PlannedTensor], kv_bytes: int,
+                parts: dict[str, int], cpu_features, mmap: bool = True) -> MemoryNeed:
+    """`parts`: overhead.overhead_parts of the same model and settings."""
+    runtime_file = min(RUNTIME_FILE_BYTES, parts["runtime"])
     repacked = {t.name for t in repacked_tensors(tensors, cpu_features)}
     tied = "output.weight" not in {t.name for t in tensors}
     anon = {"kv_cache": kv_bytes, "activations": parts["activations"],
@@ -62,4 +59,7 @@ def memory_need(spec: ModelSpec, tensors: list[PlannedTensor], kv_bytes: int, n_
                                          ("token_embedding", embd)) if v}
     else:
         anon["weights"] = sum(t.n_bytes for t in tensors)
+        # read once, in the repacked layout where there is one; a tied embedding twice (the
+        # lookup's original and the LM head's repacked copy)
+        anon["repacked_weights"] = parts["repacked_weights"]
     return MemoryNeed(anon, file, reclaimable)

@@ -7,9 +7,11 @@ from importlib.resources import files
 
 import yaml
 
-from edgepick.fit.memory import attention_load, kv_cache_bytes, kv_read_bytes
+from edgepick.errors import EdgepickError
+from edgepick.fit.compute import batches, reserved_compute_bytes
+from edgepick.fit.memory import attention_load, kv_cache_bytes, kv_cells, kv_read_bytes
 from edgepick.fit.need import memory_need
-from edgepick.fit.overhead import RUNTIME_BASELINE_BYTES, overhead_parts
+from edgepick.fit.overhead import RUNTIME_BASELINE_BYTES, duplicated_bytes, overhead_parts
 from edgepick.fit.speed import (CONSTANTS_THREADS, DEVICE_SPEC, PREFILL_MOE_ASSUMPTION,
                                bound_bandwidth_gbps, decode_band, decode_basis, decode_time_s,
                                device_threads, prefill_estimate, weights_read_per_token)
@@ -19,6 +21,7 @@ from edgepick.records.fit import FitEstimate
 from edgepick.records.model import ModelSpec
 
 DEFAULT_MARGIN = 0.20  # the seeds' rule: keep 20% headroom
+UNQUANTIZED_KV = ("f32", "f16", "bf16")
 
 
 def plan_tensors(spec: ModelSpec, quant: str | None) -> tuple[list[PlannedTensor], bool, str]:
@@ -68,17 +71,30 @@ def _higher_precision(tensors: list[PlannedTensor], ftype: str) -> tuple[dict[st
 def fit_one(spec: ModelSpec, quant: str | None, ctx: int, device: DeviceProfile, *,
             kv_type: str = "f16", margin: float = DEFAULT_MARGIN, efficiency: float | None = None,
             n_ubatch: int = 512, fill: int | None = None, swa_full: bool = False,
-            runtime_bytes: int = RUNTIME_BASELINE_BYTES, mmap: bool = True) -> FitEstimate:
+            runtime_bytes: int = RUNTIME_BASELINE_BYTES, mmap: bool = True,
+            flash_attn: bool = True, n_batch: int = 512,
+            kv_type_v: str | None = None) -> FitEstimate:
+    """`kv_type` is the K cache's type (`-ctk`), `kv_type_v` the V cache's (`-ctv`, default
+    the same); `flash_attn`, `n_batch` and `n_ubatch` set the compute buffer."""
+    v_type = kv_type_v or kv_type
+    if v_type not in UNQUANTIZED_KV and not flash_attn:
+        raise EdgepickError(f"kv_type {v_type} for V needs flash attention: llama.cpp refuses a "
+                            "quantized V cache without it (llama-context.cpp)")
     tensors, exact, qname = plan_tensors(spec, quant)
     weights = sum(t.n_bytes for t in tensors)
     kv_spec = spec if not swa_full else spec.model_copy(update={"swa_layers": []})
-    kv = kv_cache_bytes(kv_spec, ctx, kv_type, n_ubatch)
-    parts = overhead_parts(spec, tensors, min(n_ubatch, ctx), device.cpu_features, runtime_bytes)
-    if not mmap:
-        parts["repacked_weights"] = 0  # read straight into the repacked layout, once
+    b = batches(ctx, n_batch, n_ubatch)  # what llama.cpp really uses
+    kv = kv_cache_bytes(kv_spec, ctx, kv_type, b.n_ubatch, kv_type_v)
+    cells = [kv_cells(kv_spec, i, ctx, b.n_ubatch) for i in range(spec.n_layers)]
+    compute = reserved_compute_bytes(spec, cells, b, flash_attn)
+    tokens = min(b.n_ubatch, b.n_ctx)
+    scores = 0 if flash_attn else 4 * tokens * spec.n_heads * max(cells or [0])
+    parts = overhead_parts(spec, tensors, tokens, device.cpu_features, runtime_bytes, scores)
+    parts["activations"] = min(parts["activations"], compute)
+    parts["repacked_weights"] = (parts["repacked_weights"] if mmap else
+                                 duplicated_bytes(tensors, device.cpu_features))
     overhead = sum(parts.values())
-    need = memory_need(spec, tensors, kv, min(n_ubatch, ctx), device.cpu_features, mmap,
-                       runtime_bytes)
+    need = memory_need(spec, tensors, kv, parts, device.cpu_features, mmap)
     total = need.need_bytes
     budget = device.model_budget_bytes
     verdict = "fits" if total * (1 + margin) <= budget else "tight" if total <= budget else "no"
@@ -91,9 +107,9 @@ def fit_one(spec: ModelSpec, quant: str | None, ctx: int, device: DeviceProfile,
     def speeds(at: int) -> tuple[int, float, float]:
         """Bytes read per token, bound and estimate at `at` cached tokens: one KV fill for both,
         and the estimate never above the bound it sits under."""
-        kv = kv_read_bytes(kv_spec, ctx, at, kv_type, n_ubatch)
+        kv = kv_read_bytes(kv_spec, ctx, at, kv_type, b.n_ubatch, kv_type_v)
         bound = bound_bw / (weights_read + kv)
-        t = decode_time_s(read, device, attention_load(kv_spec, ctx, at, n_ubatch), efficiency, kv)
+        t = decode_time_s(read, device, attention_load(kv_spec, ctx, at, b.n_ubatch), efficiency, kv)
         return weights_read + kv, bound, min(bound, 1.0 / t)
 
     per_token, bound, estimate = speeds(fill)
@@ -108,8 +124,10 @@ def fit_one(spec: ModelSpec, quant: str | None, ctx: int, device: DeviceProfile,
         _elements(t) for t in read))
     hp, fallbacks = _higher_precision(tensors, qname) if qname in _ftypes() else ({}, [])
     return FitEstimate(
-        model=spec.source, quant=qname, ctx=ctx, kv_type=kv_type, device=device.name,
+        model=spec.source, quant=qname, ctx=ctx, kv_type=kv_type, kv_type_v=v_type,
+        device=device.name, flash_attn=flash_attn, n_batch=b.n_batch, n_ctx_cells=b.n_ctx,
         weights_bytes=weights, weights_exact=exact, kv_cache_bytes=kv, overhead_bytes=overhead,
+        compute_buffer_bytes=compute,
         overhead_parts=parts, total_bytes=total, budget_bytes=budget, margin=margin,
         memory_anon_bytes=sum(need.anon.values()), memory_file_bytes=sum(need.file.values()),
         reclaimable_bytes=sum(need.reclaimable.values()), reclaimable_parts=need.reclaimable,

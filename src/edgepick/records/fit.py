@@ -9,13 +9,20 @@ class FitEstimate(BaseModel):
     model: str
     quant: str
     ctx: int
-    kv_type: str
+    kv_type: str  # the K cache's type (-ctk)
     device: str
+    kv_type_v: str | None = None  # the V cache's type (-ctv); None in rows stored before it
+    flash_attn: bool = True
+    n_batch: int = 512  # as llama.cpp uses it: min(n_ctx, n_batch)
+    n_ctx_cells: int | None = None  # the context llama.cpp allocates: padded to 256
     weights_bytes: int
     weights_exact: bool  # True when read from the file's own tensor types
     kv_cache_bytes: int
     overhead_bytes: int  # runtime baseline + context structures + activations + repacked copies
     overhead_parts: dict[str, int] = Field(default_factory=dict)
+    # llama.cpp's reserved compute buffer (its log's `CPU compute buffer size`, fit/compute.py):
+    # the settings' cost as the engine asks for it; the need counts only what a batch touches
+    compute_buffer_bytes: int | None = None
     # the need (fit/need.py): anonymous memory + file pages read while running; the verdict's
     # figure. weights + KV + overhead - reclaimable.
     total_bytes: int
