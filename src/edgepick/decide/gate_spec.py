@@ -45,10 +45,22 @@ class GateSpec:
     # a speed figure a busy host slows: failing on a contended measurement it is undetermined
     # (decide/power_figures.contended_speed), so it never rules a candidate out before evaluation
     contended: bool = False
+    # measured by evaluation per item, so sequential looks judge it after each look (built-in
+    # metrics: evaluate/seq_gates.values makes their per-item values)
+    sequential: bool = False
     # Producers: the figure for a candidate (summary, scenario) or a task (TaskQuality). None:
     # the figure under `metric` in the summary's (or task's) figures.
     candidate_figure: Callable | None = None
     task_figure: Callable | None = None
+    # per-item values in [0, 1] for sequential looks: (candidate outcomes, reference outcomes or
+    # None) -> a sequence, or None when no item carries the figure. A plugin gate on an eval
+    # figure gives it; the looks then stop on the gate like on a built-in one.
+    item_values: Callable | None = None
+
+    @property
+    def in_looks(self) -> bool:
+        """Sequential evaluation judges this gate (evaluate/seq_gates.py)."""
+        return self.sequential or self.item_values is not None
 
     def __post_init__(self) -> None:
         if self.direction not in ("max", "min"):
@@ -94,7 +106,7 @@ def _from_yaml(name: str, e: dict) -> GateSpec:
                     advice=e.get("advice"), bounds=tuple(e.get("bounds") or (None, None)),
                     size=bool(e.get("size")), aliases=tuple(e.get("aliases") or ()),
                     task_optional=bool(e.get("task_optional")), at=e.get("at"),
-                    contended=bool(e.get("contended")))
+                    contended=bool(e.get("contended")), sequential=bool(e.get("sequential")))
 
 
 @lru_cache(maxsize=1)

@@ -299,11 +299,9 @@ def ruled_out_before_eval(gates: list[Gate]) -> Gate | None:
     (memory, speed, decay, power). Sequential evaluation skips such a candidate (plan's eval
     stage); the decision and the report say so (texts.reasons_text). A speed gate that failed
     on a contended measurement is undetermined (power_figures.contended_speed), never this."""
-    from edgepick.evaluate.seq_gates import EVAL_METRICS
-
     for g in gates:
         spec = gate_of(g.metric)
-        if spec is None or "task" in spec.scope or g.metric in EVAL_METRICS:
+        if spec is None or "task" in spec.scope or spec.in_looks:
             continue
         if g.verdict == "fail":
             return g

@@ -22,9 +22,14 @@ from edgepick.units import mib
 
 HIGHER, LOWER = "higher", "lower"
 # The score's metrics are raw_metrics' keys; a scenario's layer weights (decide/scenarios.py)
-# say which layer each counts in. These score better the lower they are; the rest, higher.
-LOWER_IS_BETTER = frozenset({"ttft_p50_ms", "peak_memory", "energy_per_token", "length_growth",
-                             "tail"})
+# say which layer each counts in. A metric a gate reads scores in the gate's direction (a
+# `max` gate: lower is better); of the others, these score better the lower they are.
+LOWER_NO_GATE = frozenset({"energy_per_token", "length_growth", "tail"})
+
+
+def lower_is_better(metric: str) -> bool:
+    spec = gate_of(metric)
+    return spec.direction == "max" if spec is not None else metric in LOWER_NO_GATE
 
 
 def weighted_accuracy(s: CandidateSummary, task_weights: dict[str, float]) -> float | None:
@@ -124,7 +129,7 @@ def score(survivors: list[CandidateSummary], sc: Scenario) -> dict[str, dict]:
     raw = {s.candidate: raw_metrics(s, sc) for s in survivors}
     norm: dict[str, dict[str, float | None]] = {s.candidate: {} for s in survivors}
     for metric in next(iter(raw.values()), {}):
-        direction = LOWER if metric in LOWER_IS_BETTER else HIGHER
+        direction = LOWER if lower_is_better(metric) else HIGHER
         vals = {n: r[metric] for n, r in raw.items()}
         column = [v for v in vals.values() if v is not None]
         if not column:

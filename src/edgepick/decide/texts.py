@@ -80,9 +80,10 @@ def evaluation_text(ranked, lang: str = "en") -> list[str]:
     when it fails a gate no routing avoids (gates.ruled_out_before_eval, the rule sequential
     evaluation skips on); yes, when its speed gates failed only on contended measurements."""
     from edgepick.decide.gates import ruled_out_before_eval
-    from edgepick.evaluate.seq_gates import EVAL_METRICS
+    from edgepick.evaluate.seq_gates import eval_metrics
 
-    measured = any(g.verdict != "unmeasured" for g in ranked.gates if g.metric in EVAL_METRICS) \
+    in_looks = eval_metrics()
+    measured = any(g.verdict != "unmeasured" for g in ranked.gates if g.metric in in_looks) \
         or any(ranked.task_gates.values())
     blocker = ruled_out_before_eval(ranked.gates)
     if blocker is not None:

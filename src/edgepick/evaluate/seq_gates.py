@@ -17,9 +17,14 @@ from edgepick.evaluate.gap import item_values, paired_bootstrap
 from edgepick.evaluate.intervals import bootstrap_mean, per_item_rate, verdict, wilson
 from edgepick.records.evaluation import ItemOutcome
 
-# metric -> how the per-item values are made (all in [0, 1]; "paired": cand − ref, moved)
-EVAL_METRICS = ("unacceptable_rate", "format_compliance", "strict_format", "quality",
-                "extra_badcases_per_1000", "tool_choice_accuracy", "schema_valid_rate")
+
+
+def eval_metrics() -> frozenset[str]:
+    """The metrics sequential looks judge: the gate table's `sequential` gates and every gate
+    with its own per-item producer (decide/gate_spec.py), a plugin's included."""
+    from edgepick.decide.gate_spec import gate_table
+
+    return frozenset(g.metric for g in gate_table().values() if g.in_looks)
 
 
 class EvalGate(BaseModel):
@@ -66,7 +71,18 @@ def values(metric: str, cand: list[ItemOutcome], ref: list[ItemOutcome] | None
     if metric == "schema_valid_rate":
         v = [float(bool(o.details["schema_valid"])) for o in cand if o.details.get("attempted")]
         return np.asarray(v) if v else None
-    return None
+    return _plugin_values(metric, cand, ref)
+
+
+def _plugin_values(metric: str, cand: list[ItemOutcome], ref: list[ItemOutcome] | None
+                   ) -> np.ndarray | None:
+    from edgepick.decide.gate_spec import gate_of
+
+    spec = gate_of(metric)
+    if spec is None or spec.item_values is None:
+        return None
+    got = spec.item_values(cand, ref)
+    return None if got is None or len(got) == 0 else np.asarray(got, dtype=float)
 
 
 def _limit01(metric: str, limit: float) -> float:

@@ -15,12 +15,12 @@ def eval_gates(scenario) -> list:
     on it)."""
     from edgepick.decide.gate_spec import gate_table
     from edgepick.decide.gates import limits
-    from edgepick.evaluate.seq_gates import EVAL_METRICS, EvalGate
+    from edgepick.evaluate.seq_gates import EvalGate
 
     lim = limits(scenario, None)
     out = []
     for g in gate_table().values():
-        if g.metric not in EVAL_METRICS or lim.get(g.name) is None:
+        if not g.in_looks or lim.get(g.name) is None:
             continue
         weighted = g.metric == "quality" and bool(scenario.task_weights)
         out.append(EvalGate(metric=g.metric, direction=g.direction, limit=lim[g.name],

@@ -1,5 +1,12 @@
-"""Which power counter this machine has: an explicit meter or adb serial first, then RAPL,
-Jetson INA3221 rails, a battery fuel gauge. None found is said in one line (`NO_SOURCE`)."""
+"""Which power counter this machine has: an explicit meter or adb serial first, then the sources
+other packages register, then RAPL, Jetson INA3221 rails, a battery fuel gauge. None found is
+said in one line (`NO_SOURCE`).
+
+A power source is a finder, `find(root: Path) -> (PowerSource | None, why | None)`: the source
+when present (usable or not), else None with why it cannot be read, or (None, None) when there
+is no such counter here. edgepick's own and any other package's are registered alike, in the
+entry point group `edgepick.power_sources` (edgepick/plugins.py); an installed source comes
+before the built-in sysfs counters, since whoever installed it chose that meter."""
 
 from __future__ import annotations
 
@@ -8,10 +15,40 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from edgepick.power import adb, battery, ina3221, rapl
+from edgepick.errors import EdgepickError
+from edgepick.plugins import Plugins
+from edgepick.power import adb
 from edgepick.power.base import PowerSource, SourceError
 
 NO_SOURCE = "no power counter here"
+BUILTIN = {"rapl": "edgepick.power.rapl:find", "ina3221": "edgepick.power.ina3221:find",
+           "battery": "edgepick.power.battery:find"}
+
+
+def _callable(name: str, obj, where: str):
+    if not callable(obj):
+        raise SourceError(f"power source '{name}' ({where}) is not a finder find(root)")
+    return obj
+
+
+SOURCES = Plugins("edgepick.power_sources", "power source", builtin=BUILTIN, check=_callable)
+
+
+def _finders() -> list[tuple[str, object]]:
+    """(name, finder): the installed sources by name, then the built-in ones in BUILTIN order."""
+    names = SOURCES.names()
+    order = sorted(n for n in names if n not in BUILTIN) + [n for n in BUILTIN if n in names]
+    return [(n, _loaded(n)) for n in order]
+
+
+def _loaded(name: str):
+    """The finder, or one that reports why it could not be loaded: a broken plugin is a line in
+    probe's list, never a failed bench."""
+    try:
+        return SOURCES.load(name)
+    except (EdgepickError, SourceError) as exc:
+        message = str(exc)
+        return lambda root: (None, message)
 
 
 class PowerConfig(BaseModel):
@@ -56,9 +93,11 @@ def find_sources(cfg: PowerConfig | None = None) -> list[Found]:
     src, why = adb.find(cfg.adb_serial)
     if src is not None or why:
         out.append(Found("adb", src, why))
-    for name, finder in (("rapl", rapl.find), ("ina3221", ina3221.find),
-                         ("battery", battery.find)):
-        src, why = finder(root)
+    for name, finder in _finders():
+        try:
+            src, why = finder(root)
+        except Exception as exc:  # a plugin's bug is a line in probe's list, not a failed bench
+            src, why = None, f"failed: {type(exc).__name__}: {exc}"
         if src is None and why is None:
             continue
         if src is not None:
