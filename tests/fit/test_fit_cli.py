@@ -85,3 +85,46 @@ def test_bad_arguments_are_one_line_errors(cli, tmp_path, smollm2_q4_1):
                          (["--quant", "Q9"], "unknown quantization type")]:
         r = cli("fit", "--model", smollm2_q4_1, *args, "--json")
         assert r.returncode != 0 and expect in r.stderr and "Traceback" not in r.stderr
+
+
+def test_settings_flags_reach_the_estimate(cli, tmp_path, smollm2_q4_1):
+    """--kv-type/--kv-type-v, --flash-attn/--no-flash-attn, --batch and --ubatch (issue 34
+    item 2): each changes the KV cache or the compute buffer it should, and nothing else."""
+    dev = device_file(tmp_path, "4GiB")
+
+    def one(*flags):
+        r = cli("fit", "--model", smollm2_q4_1, "--ctx", "3000", "--device", dev, "--json", *flags)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)[0]
+
+    base = one()
+    assert base["n_ctx_cells"] == 3072 and base["flash_attn"] and base["compute_buffer_bytes"]
+    mixed = one("--kv-type", "q8_0", "--kv-type-v", "q4_0")
+    assert (mixed["kv_type"], mixed["kv_type_v"]) == ("q8_0", "q4_0")
+    assert mixed["kv_cache_bytes"] < one("--kv-type", "q8_0")["kv_cache_bytes"] < base["kv_cache_bytes"]
+    assert mixed["compute_buffer_bytes"] == base["compute_buffer_bytes"]
+    small = one("--batch", "128")
+    assert small["n_batch"] == 128 and small["compute_buffer_bytes"] < base["compute_buffer_bytes"] / 3
+    no_fa = one("--no-flash-attn")
+    assert no_fa["kv_cache_bytes"] == base["kv_cache_bytes"]
+    assert no_fa["overhead_parts"]["activations"] > base["overhead_parts"]["activations"]
+    r = cli("fit", "--model", smollm2_q4_1, "--device", dev, "--kv-type", "q4_0", "--no-flash-attn")
+    assert r.returncode != 0 and "needs flash attention" in r.stderr
+
+
+def test_a_config_is_named_for_its_model_not_config_json(cli, tmp_path):
+    """Issue 34 item 7: `_name_or_path`, else the folder the config sits in."""
+    cfg = {"model_type": "llama", "hidden_size": 576, "intermediate_size": 1536,
+           "num_attention_heads": 9, "num_hidden_layers": 30, "num_key_value_heads": 3,
+           "vocab_size": 49152, "torch_dtype": "bfloat16"}
+    folder = tmp_path / "Tiny-Llama-Shape"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(cfg))
+    dev = device_file(tmp_path, "4GiB")
+    r = cli("fit", "-m", str(folder / "config.json"), "--device", dev)
+    assert r.returncode == 0, r.stderr
+    assert "Tiny-Llama-Shape" in r.stdout and "config.json" not in r.stdout.replace("\n", "")
+    (folder / "config.json").write_text(json.dumps({**cfg, "_name_or_path": "Org/Named-1B"}))
+    r = cli("fit", "-m", str(folder / "config.json"), "--device", dev)
+    assert r.returncode == 0, r.stderr
+    assert "Named-1B" in r.stdout

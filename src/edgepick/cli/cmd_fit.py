@@ -24,7 +24,15 @@ def register(app: typer.Typer) -> None:
         ctx: list[str] = typer.Option([str(DEFAULTS.n_ctx)], "--ctx",
                                       help="context sizes in tokens, comma-separated or repeated"),
         device: str = typer.Option("local", help="catalog name, 'local' (probe), or a YAML file"),
-        kv_type: str = typer.Option(DEFAULTS.kv_type, help="KV cache type: f16, q8_0, q4_0, f32"),
+        kv_type: str = typer.Option(DEFAULTS.kv_type, help="KV cache type: f16, q8_0, q4_0, f32 "
+                                    "(K and V; -ctk)"),
+        kv_type_v: str = typer.Option(None, "--kv-type-v", help="the V cache's type when it "
+                                      "differs from K's (-ctv)"),
+        flash_attn: bool = typer.Option(DEFAULTS.flash_attn, "--flash-attn/--no-flash-attn",
+                                        help="flash attention (-fa): sets the compute buffer; a "
+                                             "quantized V cache needs it"),
+        batch: int = typer.Option(DEFAULTS.n_batch, "--batch",
+                                  help="logical batch size of the engine (n_batch, -b)"),
         margin: float = typer.Option(0.20, help="safety margin on memory (the seeds' 20%)"),
         efficiency: float = typer.Option(None, help="override the bandwidth efficiency (0-1)"),
         fill: int = typer.Option(None, help="tokens in the KV cache while decoding "
@@ -55,8 +63,11 @@ def register(app: typer.Typer) -> None:
         from edgepick.fit.stage import FitRequest, run
         from edgepick.inputs import resolve_ref
 
-        if kv_type not in KV_TYPE_NAMES:
-            raise EdgepickError(f"--kv-type: unknown '{kv_type}'; known: {', '.join(KV_TYPE_NAMES)}")
+        for flag, value in (("--kv-type", kv_type), ("--kv-type-v", kv_type_v)):
+            if value is not None and value not in KV_TYPE_NAMES:
+                raise EdgepickError(f"{flag}: unknown '{value}'; known: {', '.join(KV_TYPE_NAMES)}")
+        if batch < 1:
+            raise EdgepickError(f"--batch: expected a positive number of tokens, got {batch}")
         if not 0 <= margin < 5:
             raise EdgepickError(f"--margin: expected a fraction such as 0.2, got {margin}")
         if efficiency is not None and not 0 < efficiency <= 1:
@@ -77,7 +88,8 @@ def register(app: typer.Typer) -> None:
             dev = load_device(device)
         req = FitRequest.for_models(refs, quants, ctxs=ctxs, device=dev, kv_type=kv_type,
                                     margin=margin, efficiency=efficiency, fill=fill,
-                                    n_ubatch=n_ubatch, swa_full=swa_full, mmap=mmap)
+                                    n_ubatch=n_ubatch, swa_full=swa_full, mmap=mmap,
+                                    flash_attn=flash_attn, n_batch=batch, kv_type_v=kv_type_v)
         with open_store(store) as rs:
             rows = run(req, rs)
         if json_out:
@@ -136,6 +148,13 @@ def _print_tables(rows, names: list[str], dev, margin: float) -> None:
                   "mapped pages never read after load (repacked originals, an untied "
                   "embedding), resident until the kernel wants them back (docs/fit.md)",
                   style="dim")
+    r0 = rows[0]
+    reserved = ", ".join(dict.fromkeys(f"{mib(r.compute_buffer_bytes)} at ctx {r.ctx}"
+                                       for r in rows if r.compute_buffer_bytes))
+    console.print(f"llama.cpp reserves a compute buffer of {reserved} MiB (flash attention "
+                  f"{'on' if r0.flash_attn else 'off'}, n_batch {r0.n_batch}, n_ubatch "
+                  f"{r0.n_ubatch}); KV {r0.kv_type}/{r0.kv_type_v or r0.kv_type}; the need counts "
+                  "what a batch touches of it", style="dim")
     console.print(speed)
     console.print(f"estimate: {_basis_text(dev, rows[0].decode_basis)}", style="dim")
     console.print(f"{band_text(rows[0].decode_basis)}; bound and estimate at the same KV fill; "

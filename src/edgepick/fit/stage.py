@@ -43,6 +43,9 @@ class FitRequest(BaseModel):
     n_ubatch: int = DEFAULTS.n_ubatch
     swa_full: bool = False
     mmap: bool = DEFAULTS.mmap
+    flash_attn: bool = DEFAULTS.flash_attn
+    n_batch: int = DEFAULTS.n_batch
+    kv_type_v: str | None = None  # the V cache's type when it differs from K's (-ctv)
 
     @classmethod
     def for_models(cls, models: list[ModelRef], quants: list[str], **kw) -> "FitRequest":
@@ -77,7 +80,8 @@ def run(req: FitRequest, store, progress: Tick = silent) -> list[FitEstimate]:
             progress(ProgressEvent(len(out), total, t.label or t.model.label))
             est = fit_one(spec, t.quant, ctx, req.device, kv_type=req.kv_type, margin=req.margin,
                           efficiency=req.efficiency, n_ubatch=req.n_ubatch, fill=req.fill,
-                          swa_full=req.swa_full, mmap=req.mmap)
+                          swa_full=req.swa_full, mmap=req.mmap, flash_attn=req.flash_attn,
+                          n_batch=req.n_batch, kv_type_v=req.kv_type_v)
             out.append(est)
             payload = est.model_dump(mode="json")
             payload["model"] = t.file  # the file the estimate is for; None: no candidate

@@ -39,6 +39,21 @@ def _own_format(path: str, backend: str) -> str:
                         "and not a GGUF to convert")
 
 
+def _config_label(path: str) -> str:
+    """A Hugging Face config.json names its model by `_name_or_path` (a hub id or the folder it
+    was saved from: its last part), else by the folder it sits in; "config.json" names nothing."""
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            name = json.load(fh).get("_name_or_path")
+    except (OSError, ValueError, AttributeError):
+        name = None
+    if isinstance(name, str) and name.strip("/ "):
+        return os.path.basename(name.strip().rstrip("/"))
+    return os.path.basename(os.path.dirname(path)) or "config.json"
+
+
 def resolve_ref(spec: str, *, backend: str | None = None, label: str | None = None,
                 base_dir: str | Path | None = None, api_key_env: str | None = None) -> ModelRef:
     """Resolve what a user typed. The engine defaults by kind: `openai_http` for endpoints,
@@ -55,7 +70,8 @@ def resolve_ref(spec: str, *, backend: str | None = None, label: str | None = No
     if candidate.exists():
         kind, path = "file", os.path.realpath(candidate)
         stem = os.path.basename(path.rstrip("/"))
-        default_label = stem[:-5] if stem.endswith(".gguf") else stem
+        default_label = (_config_label(path) if stem == "config.json" else
+                         stem[:-5] if stem.endswith(".gguf") else stem)
     elif spec in BUNDLED:
         kind, path, default_label = "bundled", os.path.realpath(BUNDLED[spec]()), spec
     else:
