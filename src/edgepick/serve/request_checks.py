@@ -228,10 +228,15 @@ def prompt_text(kind: Kind, body: dict) -> str:
     prompt = body["prompt"]
     if isinstance(prompt, str):
         return prompt
-    if all(isinstance(p, str) for p in prompt):
-        return "\n".join(prompt)
-    # token ids: their count is exact
-    return " " * sum(len(p) if isinstance(p, list) else 1 for p in prompt)
+    return "\n".join(prompt)
+
+
+def id_count(kind: Kind, body: dict) -> int | None:
+    """A completion prompt of token ids (or lists of them): their count, which is exact."""
+    prompt = body.get("prompt") if kind == "completion" else None
+    if not isinstance(prompt, list) or all(isinstance(p, str) for p in prompt):
+        return None
+    return sum(len(p) if isinstance(p, list) else 1 for p in prompt)
 
 
 async def check_body(kind: Kind, body: dict, *, max_tokens: int, max_prompt_tokens: int,
@@ -271,15 +276,16 @@ async def check_body(kind: Kind, body: dict, *, max_tokens: int, max_prompt_toke
     # absent: the server's cap, or OpenAI's own default of 16 for an echoed completion
     body["max_tokens"] = min((v for _, v in asked),
                              default=min(ECHO_DEFAULT_TOKENS, max_tokens) if scoring else max_tokens)
-    text = prompt_text(kind, body)
-    # a token is at least one byte, so only prompts longer in bytes than the cap are counted
-    if len(text.encode()) > max_prompt_tokens:
-        n = await count_tokens(text)
-        if n > max_prompt_tokens:
-            raise BadRequest(f"prompt of {n} tokens is over this server's limit of "
-                             f"{max_prompt_tokens} prompt tokens (--max-prompt-tokens)",
-                             param="messages" if kind == "chat" else "prompt",
-                             code="context_length_exceeded")
+    n = id_count(kind, body)
+    if n is None:
+        text = prompt_text(kind, body)
+        # a token is at least one byte, so only prompts longer in bytes than the cap are counted
+        n = await count_tokens(text) if len(text.encode()) > max_prompt_tokens else 0
+    if n > max_prompt_tokens:
+        raise BadRequest(f"prompt of {n} tokens is over this server's limit of "
+                         f"{max_prompt_tokens} prompt tokens (--max-prompt-tokens)",
+                         param="messages" if kind == "chat" else "prompt",
+                         code="context_length_exceeded")
     # the model is the server's choice (registry, policy); the client's name is only a label
     body.pop("model", None)
     return without_nulls(body)
