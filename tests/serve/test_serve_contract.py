@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, seed, settings  # noqa: E402
 from schemathesis.checks import CHECKS, load_all_checks  # noqa: E402
 
 from fake_edge import FakePool, FakeSpec, make_app  # noqa: E402
+import serve_fuzz_hooks  # noqa: E402,F401  (the prompt caps the schema declares; its docstring)
 
 KEY = "fuzz-key"
 load_all_checks()
@@ -82,6 +83,10 @@ CORPUS = [
                               "reasoning_format": "bogus"}, 400),
     ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}],
                               "top_logprobs": 2}, 400),  # only with logprobs: true
+    # a prompt of token ids over --max-prompt-tokens (448 here: 512 - 64): its count is exact,
+    # and the schema says so (maxItems); a list of id lists is counted the same way
+    ("/v1/completions", {"prompt": [1] * 449}, 400),
+    ("/v1/completions", {"prompt": [[1] * 400, [1] * 49]}, 400),
     # a reason far over its 2000 characters in astral-plane letters: over the 16 KiB cap
     ("/v1/feedback", {"reason": ".1f" + "\U00089958" * 5000, "request_id": None,
                       "rating": "up"}, 413),
@@ -102,3 +107,56 @@ def test_corpus_of_found_inputs(path, body, status):
         assert isinstance(err["code"], str) and err["message"]
         # a field is named, except where no field is at fault (unparsable JSON, a body too big)
         assert err["param"] is not None or err["code"] == "invalid_json" or status == 413
+
+
+def test_the_schema_declares_the_prompt_caps():
+    from fastapi.testclient import TestClient
+
+    with TestClient(APP) as c:
+        comps = c.get("/openapi.json").json()["components"]["schemas"]
+    for model in ("ChatCompletionRequest", "CompletionRequest"):
+        assert comps[model]["x-edgepick-max-prompt-tokens"] == 448
+    ids = [b for b in comps["CompletionRequest"]["properties"]["prompt"]["anyOf"]
+           if b.get("items", {}).get("type") == "integer"]
+    assert ids[0]["maxItems"] == 448
+
+
+class _Case:
+    """Just what the hook reads of a schemathesis case: the operation and its schema."""
+
+    def __init__(self, schema: dict, model: str) -> None:
+        ref = {"$ref": f"#/components/schemas/{model}"}
+        self.operation = type("Op", (), {
+            "definition": type("D", (), {"raw": {"requestBody": {"content": {
+                "application/json": {"schema": ref}}}}})(),
+            "schema": type("S", (), {"raw_schema": schema})()})()
+
+
+@pytest.mark.parametrize("status, code, message, dropped", [
+    (400, "context_length_exceeded", "prompt of 500 tokens is over this server's limit of 448 "
+     "prompt tokens (--max-prompt-tokens)", True),
+    # a cap other than the declared one, a count under it, another code: still a failure
+    (400, "context_length_exceeded", "prompt of 300 tokens is over this server's limit of 128 "
+     "prompt tokens (--max-prompt-tokens)", False),
+    (400, "context_length_exceeded", "prompt of 200 tokens is over this server's limit of 448 "
+     "prompt tokens (--max-prompt-tokens)", False),
+    (400, "invalid_value", "prompt of 500 tokens is over this server's limit of 448 prompt "
+     "tokens (--max-prompt-tokens)", False),
+    (422, "context_length_exceeded", "prompt of 500 tokens is over this server's limit of 448 "
+     "prompt tokens (--max-prompt-tokens)", False),
+])
+def test_the_fuzz_drops_only_the_documented_refusal_over_a_declared_cap(status, code, message,
+                                                                        dropped):
+    import json
+
+    from fastapi.testclient import TestClient
+    from schemathesis.openapi.checks import RejectedPositiveData
+
+    with TestClient(APP) as c:
+        schema = c.get("/openapi.json").json()
+    failure = RejectedPositiveData(operation="POST /v1/chat/completions", message="",
+                                   status_code=status, allowed_statuses=["2xx"])
+    response = type("R", (), {"status_code": status, "content": json.dumps(
+        {"error": {"code": code, "message": message}}).encode()})()
+    case = _Case(schema, "ChatCompletionRequest")
+    assert serve_fuzz_hooks.refused_over_declared_cap(failure, case, response) is dropped

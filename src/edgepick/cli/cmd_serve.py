@@ -22,10 +22,10 @@ SETTING_FLAGS: dict[str, str | None] = {
     "api_key": None, "max_body": None, "body_timeout": None, "header_timeout": None,
     "cors_origin": None,
     "max_tokens": None, "max_prompt_tokens": None, "echo_max_prompt_tokens": None,
-    "echo_max_tokens": None, "echo_queue": None, "mem_limit": None, "mem_check": None,
-    "restart_cooldown": None, "drain_timeout": None, "probe_timeout": None, "hung_after": None,
-    "max_restarts": None, "restart_window": None, "policy": None, "registry": None,
-    "signals": None, "route_mode": "--mode", "cloud": None, "sample_rate": None,
+    "echo_max_tokens": None, "echo_queue": None, "echo_max_prompts": None, "mem_limit": None,
+    "mem_check": None, "restart_cooldown": None, "drain_timeout": None, "probe_timeout": None,
+    "hung_after": None, "max_restarts": None, "restart_window": None, "policy": None,
+    "registry": None, "signals": None, "route_mode": "--mode", "cloud": None, "sample_rate": None,
     "sample_out": None, "log_dir": None,
 }
 SIZES = ("max_body", "mem_limit")

@@ -43,10 +43,14 @@ def limits(state: ServeState) -> dict[str, int | None]:
     """This server's limits, for /openapi.json: what the schema allows is what it accepts."""
     pool = state.pool
     emb = getattr(pool, "embedder", None)
+    echo = getattr(pool, "echo_limits", None)
     return {"max_tokens": state.settings.max_tokens, "slots": pool.spec.slots,
             "n_vocab": getattr(pool, "n_vocab", None),
             "embedding_vocab": getattr(emb, "n_vocab", None),
-            "embedding_width": getattr(emb, "embedding_width", None)}
+            "embedding_width": getattr(emb, "embedding_width", None),
+            "max_prompt_tokens": state.max_prompt_tokens,
+            "echo_max_prompt_tokens": getattr(echo, "max_prompt_tokens", None),
+            "echo_max_prompts": getattr(echo, "max_prompts", None)}
 
 
 def create_app(state: ServeState) -> FastAPI:

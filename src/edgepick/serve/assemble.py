@@ -165,7 +165,8 @@ def build_state(settings: ServeSettings, source: Source, *, registry: Registry |
                     max_restarts=settings.max_restarts,
                     restart_window_s=settings.restart_window, embeddings=source.embeddings,
                     echo_limits=EchoLimits(settings.echo_max_prompt_tokens,
-                                           settings.echo_max_tokens, settings.echo_queue))
+                                           settings.echo_max_tokens, settings.echo_queue,
+                                           settings.echo_max_prompts))
     background = [MemoryWatchdog(p, settings.mem_limit, settings.mem_check,
                                  settings.restart_cooldown).run
                   for p in (pool, pool.embedder) if p is not None]

@@ -150,7 +150,32 @@ def apply_limits(comps: dict[str, Any], lim: dict[str, int | None]) -> None:
         _cap_ids(comps["CompletionRequest"]["properties"]["prompt"], vocab - 1)
     if lim.get("embedding_vocab"):
         _cap_ids(comps["EmbeddingRequest"]["properties"]["input"], lim["embedding_vocab"] - 1)
+    _prompt_caps(comps, lim)
     if lim.get("embedding_width"):  # llama.cpp cannot shorten a vector: its own width only
         width = lim["embedding_width"]
         _cap(comps["EmbeddingRequest"]["properties"]["dimensions"], minimum=width,
              maximum=width)
+
+
+# The prompt caps are in tokens, which JSON Schema cannot count: they are stated as keywords of
+# their own (the 400 `context_length_exceeded` beyond them quotes the count and the cap), and
+# exactly where the prompt is token ids. docs/serve.md says how the contract fuzz reads them.
+MAX_PROMPT_TOKENS = "x-edgepick-max-prompt-tokens"
+ECHO_MAX_PROMPT_TOKENS = "x-edgepick-echo-max-prompt-tokens"
+
+
+def _prompt_caps(comps: dict[str, Any], lim: dict[str, int | None]) -> None:
+    cap = lim.get("max_prompt_tokens")
+    if cap:
+        for model in ("ChatCompletionRequest", "CompletionRequest"):
+            comps[model][MAX_PROMPT_TOKENS] = cap
+        for branch in comps["CompletionRequest"]["properties"]["prompt"].get("anyOf", []):
+            if branch.get("type") == "array" and branch.get("items", {}).get("type") == "integer":
+                branch["maxItems"] = cap  # one prompt of token ids: its length is its count
+    completion = comps["CompletionRequest"]
+    if lim.get("echo_max_prompt_tokens"):
+        completion[ECHO_MAX_PROMPT_TOKENS] = lim["echo_max_prompt_tokens"]
+    if lim.get("echo_max_prompts"):  # an echo lists at most so many prompts (strings or ids)
+        completion["then"] = {"properties": {"prompt": {"anyOf": [
+            {"not": {"type": "array"}}, {"items": {"type": "integer"}},
+            {"maxItems": lim["echo_max_prompts"]}]}}}

@@ -41,6 +41,7 @@ class EchoLimits:
     max_prompt_tokens: int = 1024  # tokens of one prompt scored
     max_tokens: int = 16  # tokens of its greedy continuation (OpenAI's default max_tokens)
     queue: int = 4  # scorings that may wait for the one running; beyond: 429
+    max_prompts: int = 32  # prompts one echo request may list (each takes its turn)
 
 
 class ScoringPool(Protocol):
@@ -177,6 +178,9 @@ async def score_request(pool: ScoringPool, body: dict, stream: bool,
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise BadRequest("'n' must be a positive integer", param="n")
     prompts = _prompts(body)
+    if len(prompts) > limits.max_prompts:
+        raise BadRequest(f"an echo request scores at most {limits.max_prompts} prompts "
+                         f"(--echo-max-prompts); this one lists {len(prompts)}", param="prompt")
     spec = pool.spec
     scorer = pool.scorer
     if scorer is None or scorer.path != spec.path or scorer.limits != limits:

@@ -47,6 +47,8 @@ class ServeSettings(BaseSettings):
                                  "request may ask for")
     echo_queue: int = Field(4, ge=0, description="echo requests that may wait for the one "
                             "being scored (429 beyond)")
+    echo_max_prompts: int = Field(32, ge=1, description="prompts one echo request may list "
+                                  "(400 beyond)")
     mem_limit: int | None = Field(None, gt=0, description="engine RssAnon+VmSwap that "
                                   "triggers a drain and restart, e.g. 2GiB")
     mem_check: float = Field(0.1, gt=0, description="seconds between memory samples (a "
