@@ -5,33 +5,22 @@ file pages one decoded token reads."""
 
 from __future__ import annotations
 
-import re
-import subprocess
-import sys
-
 import pytest
 
 from edgepick.fit.memory import kv_cache_bytes
 from edgepick.fit.planner import fit_one, plan_tensors
 from edgepick.fit.speed import weights_read_per_token
 from edgepick.models.gguf_info import gguf_spec
+from llama_alloc_log import allocations
 from synthetic_moe import synthetic_deepseek2, synthetic_qwen3moe
 
 MIB = 2**20
-KV_LINE = re.compile(r"llama_kv_cache: size = +([\d.]+) MiB \( *(\d+) cells, +(\d+) layers.*"
-                     r"K \((\w+)\): +([\d.]+) MiB, V \((\w+)\): +([\d.]+) MiB")
 
 
 def llama_context_kv(path: str, n_ctx: int) -> tuple[float, float]:
     """K and V cache MiB as llama.cpp reports the buffers it allocated for a context."""
-    code = ("import llama_cpp, sys; llama_cpp.Llama(model_path=sys.argv[1], n_ctx=int(sys.argv[2]),"
-            " n_threads=1, verbose=True)")
-    r = subprocess.run([sys.executable, "-c", code, path, str(n_ctx)], capture_output=True,
-                       text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-2000:]
-    m = KV_LINE.search(r.stderr)
-    assert m, r.stderr[-2000:]
-    return float(m.group(5)), float(m.group(7))
+    [log] = allocations(path, [{"n_ctx": n_ctx}])
+    return log["k_mib"], log["v_mib"]
 
 
 @pytest.mark.parametrize("n_ctx", [512, 4096])
