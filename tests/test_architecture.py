@@ -290,3 +290,44 @@ def test_relative_imports_and_package_inits_count(tmp_path):
                                                             "edgepick.backends"}
     # records.x → backends (its __init__ runs first) → backends.base → records.x
     assert cycles(graph) == [["edgepick.backends", "edgepick.backends.base", "edgepick.records.x"]]
+
+
+# -- child processes -----------------------------------------------------------------------------
+SPAWNS = {("subprocess", "run"), ("subprocess", "Popen"), ("subprocess", "call"),
+          ("subprocess", "check_call"), ("subprocess", "check_output"),
+          ("multiprocessing", "get_context"), ("multiprocessing", "Process"),
+          ("os", "fork"), ("os", "system"), ("os", "popen")}
+
+
+def spawns_outside_launch(src: Path) -> list[str]:
+    """`module:line` of every call that starts a process outside edgepick/launch/ (docs/
+    architecture.md: every child process starts through launch/, which makes it die with
+    edgepick, closes inherited descriptors and bounds it)."""
+    found = []
+    for name, path in modules_of(src).items():
+        if name.startswith("edgepick.launch"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        alias = {}  # local name -> module, for `import multiprocessing as mp`
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                alias.update({a.asname or a.name: a.name for a in node.names})
+        for node in ast.walk(tree):
+            f = node.func if isinstance(node, ast.Call) else None
+            if (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
+                    and (alias.get(f.value.id, f.value.id), f.attr) in SPAWNS):
+                found.append(f"{name}:{node.lineno}")
+    return found
+
+
+def test_every_child_process_starts_through_launch():
+    assert spawns_outside_launch(SRC) == []
+
+
+def test_a_process_started_elsewhere_is_found(tmp_path):
+    src = _tree(tmp_path, {
+        "edgepick/power/meter.py": "import subprocess\nsubprocess.run(['x'])\n",
+        "edgepick/devices/p.py": "import multiprocessing as mp\nctx = mp.get_context('spawn')\n",
+        "edgepick/launch/process.py": "import subprocess\nsubprocess.Popen(['x'])\n",
+    })
+    assert sorted(spawns_outside_launch(src)) == ["edgepick.devices.p:2", "edgepick.power.meter:2"]

@@ -20,6 +20,7 @@ from rich.table import Table
 
 from edgepick.cli.output import console, human_bytes, print_json
 from edgepick.errors import EdgepickError
+from edgepick.launch.process import run_child
 
 node_app = typer.Typer(help="Device-farm nodes on Ray: start one under a device tag, list them "
                             "(docs/scale.md).", no_args_is_help=True)
@@ -110,7 +111,7 @@ def start(device: str = typer.Option(..., "--device", help="this machine's devic
 
     args = _ray_start_args(device, address, head, port, node_ip, num_cpus, block)
     if head:  # the cluster's token: every node and driver joins with a copy of it
-        subprocess.run([args[0], "get-auth-token", "--generate"], capture_output=True, check=False)
+        run_child([args[0], "get-auth-token", "--generate"], timeout_s=60)
     elif not has_token():
         raise EdgepickError("no Ray token on this machine: copy the head's ~/.ray/auth_token "
                             "here (`ray get-auth-token` prints it there), or set RAY_AUTH_TOKEN")
@@ -125,7 +126,7 @@ def start(device: str = typer.Option(..., "--device", help="this machine's devic
 
         proc = start_child(args, stdin=None)  # dies with us, even killed outright
     else:
-        done = subprocess.run(args, capture_output=True, text=True)
+        done = run_child(args)
         if done.returncode != 0:
             tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [""]
             raise EdgepickError(f"ray start failed (exit {done.returncode}): {tail[0]}")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -112,7 +111,12 @@ def convert_hf(folder: str, recipe: ConvertRecipe, out: str | Path, *, force: bo
     if progress:
         progress(ProgressEvent(0, 1, "builder"))
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    from edgepick.launch import run_child
+
+    try:
+        proc = run_child(cmd)
+    except OSError as exc:
+        raise EdgepickError(f"{cmd[0]}: cannot run the onnxruntime-genai builder ({exc})") from None
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
         raise EdgepickError(f"{folder}: the onnxruntime-genai builder failed ({tail[0]})")

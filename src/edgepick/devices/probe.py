@@ -57,10 +57,10 @@ def measure_bandwidth(size_bytes: int = 512 * 1024**2, runs: int = 5,
     a decoding engine's threads do; a run's bandwidth is all bytes ÷ the slowest reader's time.
     Processes rather than threads, so the figure never depends on the GIL.
     """
-    import multiprocessing as mp
+    from edgepick.launch import spawn_context
 
     threads = threads or os.cpu_count() or 1
-    ctx = mp.get_context("spawn")
+    ctx = spawn_context()
     barrier = ctx.Barrier(threads)
     results = ctx.Queue()
     share = size_bytes // threads // 8 * 8

@@ -8,7 +8,6 @@ budget) on any OS without cgroups.
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import signal
 import threading
@@ -18,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from edgepick.errors import EdgepickError
+from edgepick.launch.process import spawn_context
 from edgepick.launch.process import die_with_parent
 
 # Each sample wakes a third thread on a machine whose cores the engine's threads keep busy, and
@@ -124,7 +124,7 @@ def _child(conn: Any, fn: Callable, args: tuple, kwargs: dict) -> None:
 def run_isolated(fn: Callable, *args: Any, mem_limit: int | None = None,
                  timeout: float | None = None, **kwargs: Any) -> WorkerOutcome:
     """Call `fn(*args, **kwargs)` in a spawned process; `fn` must be importable (top level)."""
-    ctx = mp.get_context("spawn")
+    ctx = spawn_context()
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(child, fn, args, kwargs), daemon=True)
     t0 = time.perf_counter()

@@ -61,6 +61,26 @@ def start(argv: Sequence[str], *, stdin: IO | int | None = subprocess.DEVNULL,
         raise EdgepickError(f"{argv[0]}: cannot run ({exc.strerror or exc})") from None
 
 
+def run_child(argv: Sequence[str], *, timeout_s: float | None = None,
+              input: str | None = None) -> subprocess.CompletedProcess:
+    """A short child run to its end, its output captured as text: started like `start` (dies
+    with edgepick, no inherited descriptors, stdin closed unless `input` is given), killed at
+    `timeout_s`. Raises what `subprocess.run` raises: OSError when it cannot start,
+    `subprocess.TimeoutExpired` past the timeout."""
+    return subprocess.run(list(argv), input=input,
+                          stdin=None if input is not None else subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=timeout_s, close_fds=True,
+                          preexec_fn=die_with_parent)
+
+
+def spawn_context():
+    """The one multiprocessing context edgepick's workers use: spawn, so a worker never inherits
+    a loaded model, a lock held by another thread, or an event loop."""
+    import multiprocessing as mp
+
+    return mp.get_context("spawn")
+
+
 class AsyncChild:
     """A started child awaited from asyncio through a pidfd (Linux ≥ 5.3): no watcher thread,
     and it works under any event loop (uvloop's own subprocess support passes descriptors on)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 
+from edgepick.launch.process import run_child
 from edgepick.power.base import PowerReading, PowerSource, SourceError, now
 
 BATTERY = "/sys/class/power_supply/battery"
@@ -27,8 +28,7 @@ class AdbSource(PowerSource):
 
     def _shell(self, *cmd: str) -> str:
         try:
-            out = subprocess.run([self.adb, "-s", self.serial, "shell", *cmd], capture_output=True,
-                                 text=True, timeout=self.timeout_s)
+            out = run_child([self.adb, "-s", self.serial, "shell", *cmd], timeout_s=self.timeout_s)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise SourceError(f"adb {self.serial}: {exc}") from None
         if out.returncode != 0:

@@ -9,6 +9,7 @@ import re
 import shlex
 import subprocess
 
+from edgepick.launch.process import run_child
 from edgepick.power.base import PowerReading, PowerSource, SourceError, now
 
 _NUMBER = re.compile(r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([a-zA-Z]*)\s*$")
@@ -41,8 +42,7 @@ class CommandSource(PowerSource):
 
     def _run(self) -> tuple[str, float]:
         try:
-            out = subprocess.run(shlex.split(self.command), capture_output=True, text=True,
-                                 timeout=self.timeout_s)
+            out = run_child(shlex.split(self.command), timeout_s=self.timeout_s)
         except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
             raise SourceError(f"power command {self.command!r}: {exc}") from None
         if out.returncode != 0:
