@@ -169,3 +169,19 @@ def test_phi3_gguf_with_a_window_keeps_the_whole_context():
     (4096, 128, 512, (4096, 128, 128)), (5000, 2048, 1024, (5120, 2048, 1024))])
 def test_batches_as_llama_context_sets_them(n_ctx, n_batch, n_ubatch, want):
     assert tuple(batches(n_ctx, n_batch, n_ubatch)) == want
+
+
+def test_cache_types_llama_cpp_refuses_are_refused():
+    """llama_init_from_model: a quantized K or V whose block does not divide the head size
+    (heads of 48 against q4_0's 32) and different K and V types on a latent (MLA) cache."""
+    from synthetic_moe import synthetic_deepseek2, synthetic_qwen3moe
+
+    odd = gguf_spec(synthetic_qwen3moe(n_embd=384, n_layers=2, n_head=8, n_head_kv=4,
+                                       head_dim=48, n_expert=4, n_used=3, n_ff_exp=2048))
+    with pytest.raises(EdgepickError, match="does not divide the head size 48"):
+        estimate(odd, {"n_ctx": 1024, "kv_type": "q4_0"})
+    assert estimate(odd, {"n_ctx": 1024, "kv_type": "q4_0", "kv_type_v": "f16",
+                          "flash_attn": False}).kv_type == "q4_0"  # unchecked without FA
+    mla = gguf_spec(synthetic_deepseek2())
+    with pytest.raises(EdgepickError, match="one type for K and V"):
+        estimate(mla, {"n_ctx": 1024, "kv_type": "q8_0", "kv_type_v": "f16"})

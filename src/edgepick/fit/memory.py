@@ -51,6 +51,32 @@ def kv_cells(spec: ModelSpec, layer: int, n_ctx: int, n_ubatch: int = 512) -> in
     return n_ctx
 
 
+UNQUANTIZED_KV = ("f32", "f16", "bf16")
+
+
+def kv_types_problem(spec: ModelSpec, kv_type: str, kv_type_v: str | None,
+                     flash_attn: bool) -> str | None:
+    """Why llama.cpp would refuse these cache types, in one line; None when it takes them
+    (src/llama-context.cpp, llama_init_from_model)."""
+    from edgepick.models.quant_types import type_sizes
+
+    v_type = kv_type_v or kv_type
+    if spec.kv_lora_rank and v_type != kv_type:
+        return (f"{spec.name}: llama.cpp takes one type for K and V of a latent (MLA) cache, "
+                f"not K {kv_type} with V {v_type}")
+    if v_type not in UNQUANTIZED_KV and not flash_attn:
+        return (f"kv_type {v_type} for V needs flash attention: llama.cpp refuses a quantized V "
+                "cache without it")
+    if not flash_attn:
+        return None
+    for which, t, head in (("K", kv_type, spec.head_dim_k), ("V", v_type, spec.head_dim_v)):
+        block = type_sizes(KV_TYPE_NAMES[t])[0]
+        if t not in UNQUANTIZED_KV and head % block:
+            return (f"{spec.name}: llama.cpp refuses a {which} cache of {t}: its block of {block} "
+                    f"does not divide the head size {head}")
+    return None
+
+
 def kv_row_bytes(spec: ModelSpec, layer: int, kv_type: str, kv_type_v: str | None = None) -> int:
     """Bytes of K plus V for one cell of one layer (V in `kv_type_v`, by default K's type)."""
     n_kv = _kv_heads(spec, layer)

@@ -9,7 +9,8 @@ import yaml
 
 from edgepick.errors import EdgepickError
 from edgepick.fit.compute import batches, reserved_compute_bytes
-from edgepick.fit.memory import attention_load, kv_cache_bytes, kv_cells, kv_read_bytes
+from edgepick.fit.memory import (attention_load, kv_cache_bytes, kv_cells, kv_read_bytes,
+                                 kv_types_problem)
 from edgepick.fit.need import memory_need
 from edgepick.fit.overhead import RUNTIME_BASELINE_BYTES, duplicated_bytes, overhead_parts
 from edgepick.fit.speed import (CONSTANTS_THREADS, DEVICE_SPEC, PREFILL_MOE_ASSUMPTION,
@@ -21,7 +22,6 @@ from edgepick.records.fit import FitEstimate
 from edgepick.records.model import ModelSpec
 
 DEFAULT_MARGIN = 0.20  # the seeds' rule: keep 20% headroom
-UNQUANTIZED_KV = ("f32", "f16", "bf16")
 
 
 def plan_tensors(spec: ModelSpec, quant: str | None) -> tuple[list[PlannedTensor], bool, str]:
@@ -77,9 +77,10 @@ def fit_one(spec: ModelSpec, quant: str | None, ctx: int, device: DeviceProfile,
     """`kv_type` is the K cache's type (`-ctk`), `kv_type_v` the V cache's (`-ctv`, default
     the same); `flash_attn`, `n_batch` and `n_ubatch` set the compute buffer."""
     v_type = kv_type_v or kv_type
-    if v_type not in UNQUANTIZED_KV and not flash_attn:
-        raise EdgepickError(f"kv_type {v_type} for V needs flash attention: llama.cpp refuses a "
-                            "quantized V cache without it (llama-context.cpp)")
+    flash_attn = flash_attn and spec.architecture != "grok"  # llama.cpp forces it off for Grok
+    problem = kv_types_problem(spec, kv_type, kv_type_v, flash_attn)
+    if problem:
+        raise EdgepickError(problem)
     tensors, exact, qname = plan_tensors(spec, quant)
     weights = sum(t.n_bytes for t in tensors)
     kv_spec = spec if not swa_full else spec.model_copy(update={"swa_layers": []})
