@@ -19,7 +19,7 @@ from edgepick.bench.workload import Workload
 from edgepick.errors import EdgepickError
 from edgepick.power.detect import PowerConfig
 from edgepick.records.candidate import Candidate, RuntimeSettings
-from edgepick.records.model_ref import ModelRef
+from edgepick.records.model_ref import DEFAULT_ENGINE, ModelRef
 from edgepick.store.identity import content_key
 
 
@@ -62,7 +62,7 @@ class Config:
     label: str
     key: str
     error: str | None = None  # known to fail before running (unreadable file)
-    backend: str = "llama_cpp"
+    backend: str = DEFAULT_ENGINE
     rule: StopRule | None = None  # None: the fixed number of repeats
 
     @property

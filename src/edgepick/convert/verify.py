@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from edgepick.errors import EdgepickError
+from edgepick.records.model_ref import DEFAULT_ENGINE
 
 # Digits, runs of spaces and newlines, punctuation, accents, CJK, emoji and the chat markers:
 # the places where byte-level BPE pre-tokenizers differ.
@@ -32,13 +33,13 @@ def check_tokenizer(folder: Path, gguf_path: str, text: str = CHECK_TEXT) -> str
 
     backends = {}
     try:
-        for engine, path in (("onnxruntime_genai", folder), ("llama_cpp", gguf_path)):
+        for engine, path in (("onnxruntime_genai", folder), (DEFAULT_ENGINE, gguf_path)):
             backends[engine] = get_backend(engine)
             backends[engine].load(Candidate(ref=ModelRef.file(path, backend=engine),
                                             settings=RuntimeSettings(n_ctx=256, threads=1)))
         og = backends["onnxruntime_genai"]
         ours = og.tokenize(text, add_bos=False)
-        theirs = backends["llama_cpp"].tokenize(text, add_bos=False)
+        theirs = backends[DEFAULT_ENGINE].tokenize(text, add_bos=False)
         i = first_divergence(ours, theirs)
         if i is not None:
             raise EdgepickError(

@@ -33,6 +33,7 @@ from edgepick.fit.memory import attention_load
 from edgepick.fit.speed import DecodeTerms, decode_terms, weights_read_per_token
 from edgepick.records.device import DecodeCalibration, DeviceProfile
 from edgepick.records.model import ModelSpec
+from edgepick.records.model_ref import DEFAULT_ENGINE
 
 WEIGHT_SHAPE = (1024, 4096, 8, 16, 8)
 # The weight types whose compute the probe scales, each with the llama-quantize type that makes a
@@ -69,7 +70,7 @@ def time_decode(path: str, fills: list[int], threads: int) -> dict[int, float]:
     from edgepick.backends import get_backend
     from edgepick.records import Candidate, RuntimeSettings
 
-    backend = get_backend("llama_cpp")
+    backend = get_backend(DEFAULT_ENGINE)
     backend.load(Candidate(model=path, settings=RuntimeSettings(n_ctx=N_CTX, threads=threads)))
     try:
         n_vocab = backend.vocabulary().n_vocab

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from edgepick.errors import EdgepickError
 from edgepick.records.candidate import RuntimeSettings
 from edgepick.records.deploy import DeployConfig
+from edgepick.records.model_ref import DEFAULT_ENGINE
 
 
 class Budget(BaseModel):
@@ -27,7 +28,7 @@ class Target(BaseModel):
     kind: Literal["gguf", "deploy", "url"]
     model_path: str | None = None  # the GGUF the engine loads (None for a URL)
     url: str | None = None
-    backend: str = "llama_cpp"
+    backend: str = DEFAULT_ENGINE
     settings: RuntimeSettings = RuntimeSettings()
     sampling: dict | None = None  # the deployed sampling; None: greedy
     sha256: str | None = None  # what deploy.yaml says the file must hash to

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field, computed_field, model_validator
 from edgepick.records.deploy import Gate, Status, TaskRoute
 # Explanation is imported from here too
 from edgepick.records.decision_texts import DecisionTexts, Explanation  # noqa: F401
+from edgepick.records.model_ref import DEFAULT_ENGINE
 
 
 class Figure(BaseModel):
@@ -82,7 +83,7 @@ def _view(key: str) -> Any:
 class CandidateSummary(BaseModel):
     candidate: str  # display name (label or file name)
     model: str  # file path or endpoint URL
-    backend: str = "llama_cpp"
+    backend: str = DEFAULT_ENGINE
     quant: str | None = None
     params: int | None = None
     weights_bytes: int | None = None

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from edgepick.errors import InputError
 from edgepick.records.candidate import RuntimeSettings
 from edgepick.records.update import UpdatePolicy
+from edgepick.records.model_ref import DEFAULT_ENGINE
 
 DEPLOY_SCHEMA_VERSION = 1
 
@@ -32,7 +33,7 @@ class DeployModel(_Strict):
     path: str  # the GGUF the edge engine loads
     sha256: str  # checked before serving; a mismatch refuses to start
     quant: str | None = None
-    backend: str = "llama_cpp"
+    backend: str = DEFAULT_ENGINE
 
 
 class Gate(_Strict):

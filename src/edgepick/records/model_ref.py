@@ -18,6 +18,10 @@ from pydantic import BaseModel, ConfigDict, model_serializer
 
 from edgepick.errors import EdgepickError
 
+# The engine a model file runs on unless the user names another (a GGUF on llama.cpp); every
+# default elsewhere reads this name. Engines themselves are plugins (backends/registry.py).
+DEFAULT_ENGINE = "llama_cpp"
+
 RefKind = Literal["file", "bundled", "endpoint"]
 
 
@@ -71,11 +75,11 @@ class ModelRef(BaseModel):
         a bundled name; the engine defaults to llama.cpp for a path."""
         if "://" in locator:
             return cls.endpoint(locator, backend=backend)
-        return cls.file(locator, backend=backend or "llama_cpp")
+        return cls.file(locator, backend=backend or DEFAULT_ENGINE)
 
     @classmethod
     def file(cls, path: str | Path, *, label: str | None = None,
-             backend: str = "llama_cpp") -> "ModelRef":
+             backend: str = DEFAULT_ENGINE) -> "ModelRef":
         """A file the program names itself, such as a quantized build that may not exist yet."""
         real = os.path.realpath(path)
         stem = os.path.basename(real)

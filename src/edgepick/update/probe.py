@@ -14,7 +14,7 @@ from pathlib import Path
 
 from edgepick.errors import EdgepickError
 from edgepick.progress import ProgressEvent, Tick
-from edgepick.records.model_ref import ModelRef
+from edgepick.records.model_ref import DEFAULT_ENGINE, ModelRef
 from edgepick.records.update import ProbeCheck, ProbeResult, UpdatePolicy
 
 
@@ -25,7 +25,7 @@ def _format_errors(path: str, items: list, policy: UpdatePolicy, threads: int) -
     from edgepick.evaluate.scorers import get_scorer
     from edgepick.records.candidate import Candidate, RuntimeSettings
 
-    backend = get_backend("llama_cpp")
+    backend = get_backend(DEFAULT_ENGINE)
     backend.load(Candidate(ref=ModelRef.file(path),
                            settings=RuntimeSettings(threads=threads, n_ctx=1024)))
     try:
