@@ -15,6 +15,7 @@ KV = re.compile(r"llama_kv_cache: size = +([\d.]+) MiB \( *(\d+) cells, +(\d+) l
                 r"K \((\w+)\): +([\d.]+) MiB, V \((\w+)\): +([\d.]+) MiB")
 COMPUTE = re.compile(r"CPU compute buffer size = +([\d.]+) MiB")
 REPACK = re.compile(r"CPU_REPACK model buffer size = +([\d.]+) MiB")
+CPU_MODEL = re.compile(r"\bCPU model buffer size = +([\d.]+) MiB")  # weights read, not mapped
 MARK = "=== edgepick settings "
 
 WORKER = r"""
@@ -36,7 +37,8 @@ def allocations(path: str | Path, settings: list[dict], timeout: int = 300) -> l
     """Per settings dict (n_ctx, kv_type, kv_type_v, flash_attn (default on, as edgepick
     runs), n_batch, n_ubatch, use_mmap):
     the KV cache, its K and V (MiB, each summed over a sliding-window model's two caches), its cells per
-    cache, the CPU compute buffer and the repacked weights llama.cpp logged."""
+    cache, the CPU compute buffer, the repacked weights and the weights read into memory
+    (use_mmap false) llama.cpp logged."""
     r = subprocess.run([sys.executable, "-c", WORKER, str(path)]
                        + [json.dumps(s) for s in settings],
                        capture_output=True, text=True, timeout=timeout)
@@ -50,7 +52,8 @@ def allocations(path: str | Path, settings: list[dict], timeout: int = 300) -> l
         out.append({"kv_mib": sum(float(m[0]) for m in kv),
                     "k_mib": sum(float(m[4]) for m in kv), "v_mib": sum(float(m[6]) for m in kv),
                     "cells": [int(m[1]) for m in kv], "compute_mib": float(compute[-1]),
-                    "repack_mib": float(repack[0]) if repack else 0.0})
+                    "repack_mib": float(repack[0]) if repack else 0.0,
+                    "read_mib": sum(float(m) for m in CPU_MODEL.findall(chunk))})
     assert len(out) == len(settings), r.stderr[-2000:]
     return out
 
