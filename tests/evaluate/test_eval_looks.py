@@ -106,11 +106,11 @@ def test_a_gate_no_routing_avoids_stops_the_candidate_whole(scripted, data):
 
 
 def test_a_budget_stops_within_one_generation_and_names_what_is_open(scripted, data, monkeypatch):
-    import edgepick.evaluate.outputs as outputs
+    import edgepick.clock
 
     make, store = scripted
     ScriptedBackend.clock = [0.0]
-    monkeypatch.setattr(outputs, "clock", lambda: ScriptedBackend.clock[0])
+    monkeypatch.setattr(edgepick.clock, "clock", lambda: ScriptedBackend.clock[0])
     ref, good = make("ref", right), make("good", right)
     res = run(_req(data, ref, [good], budget_s=30.0), store)  # one generation = 1 s here
     assert len(ScriptedBackend.calls) <= 30 + 1

@@ -73,12 +73,12 @@ def test_the_report_section_in_both_languages(result, tmp_path):
 
 def test_a_spent_budget_names_what_is_open_and_the_items_next_in_line(scripted, data,
                                                                       monkeypatch):
-    import edgepick.evaluate.outputs as outputs
+    import edgepick.clock
     from scripted_engine import ScriptedBackend
 
     make, store = scripted
     ScriptedBackend.clock = [0.0]
-    monkeypatch.setattr(outputs, "clock", lambda: ScriptedBackend.clock[0])
+    monkeypatch.setattr(edgepick.clock, "clock", lambda: ScriptedBackend.clock[0])
     ref, good = make("ref", lambda p, s: "yes"), make("good", lambda p, s: "yes")
     res = run(EvalRequest(data=data, reference=ref, candidates=[good], sequential=True,
                           gates=[UNACCEPTABLE], budget_s=10.0), store)  # 1 s a generation

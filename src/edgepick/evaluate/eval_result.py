@@ -237,7 +237,7 @@ def run_eval(items: list[EvalItem], reference: Candidate, candidates: list[Candi
 
         counts_by: dict[int, list[int]] = {}
 
-        from edgepick.evaluate.outputs import now
+        from edgepick.clock import now
 
         def generate(model, ix, deadline):
             if not ix:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from edgepick.evaluate import anytime
 from edgepick.evaluate.futility import futile
-from edgepick.evaluate.outputs import now
+from edgepick.clock import now
 from edgepick.evaluate.seq_gates import EvalGate, Judged, interval, judge
 from edgepick.records.evaluation import GateStop, SequentialCandidate, SequentialInfo
 
@@ -68,7 +68,7 @@ class Sequential:
 
     gates: list[EvalGate]
     look_items: int = LOOK_ITEMS
-    deadline: float | None = None  # outputs.now() at which to stop generating
+    deadline: float | None = None  # clock.now() at which to stop generating
     budget_s: float | None = None
     # candidate -> the gate outside evaluation it fails (memory, speed): left out, named
     not_evaluated: dict[str, str] = field(default_factory=dict)

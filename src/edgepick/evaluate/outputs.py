@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 
+from edgepick.clock import now
 from edgepick.errors import EdgepickError
 from edgepick.evaluate.items import EvalItem
 from edgepick.progress import ProgressEvent, Tick, silent
@@ -30,12 +30,6 @@ DEFAULT_MAX_TOKENS = {
 }
 
 
-def now() -> float:
-    """The clock a time budget is counted on (time.monotonic; a test may replace `clock`)."""
-    return clock()
-
-
-clock = time.monotonic
 
 
 def budget(item: EvalItem, budgets: dict[str, int]) -> int:

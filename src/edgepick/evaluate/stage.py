@@ -62,7 +62,7 @@ def _sequential(req: EvalRequest):
     if not req.sequential:
         return None
     from edgepick.evaluate.looks import Sequential
-    from edgepick.evaluate.outputs import now
+    from edgepick.clock import now
 
     return Sequential(gates=req.gates, look_items=req.look_items, budget_s=req.budget_s,
                       not_evaluated=req.not_evaluated,
