@@ -33,6 +33,21 @@ def on_ac(root: Path) -> str | None:
     return None
 
 
+def has_supplies(root: Path) -> bool:
+    """Does the kernel list any power supply (else being on AC is unknown, not false)?"""
+    return bool(_supplies(root))
+
+
+def percent(root: Path) -> float | None:
+    """The first battery's charge in percent (`capacity`), or None without one."""
+    for dev in _supplies(root):
+        if read_text(dev / "type") == "Battery":
+            cap = read_int(dev / "capacity")
+            if cap is not None:
+                return float(cap)
+    return None
+
+
 class BatterySource(PowerSource):
     name = "battery"
     covers = "the whole device, from the battery (off AC only)"

@@ -1,6 +1,7 @@
 """Device signals that hot swap decides on (seed 000 §4.3): battery %, on AC, temperature and
-memory pressure, read from the OS where Linux exposes them, or from a signals file (YAML or JSON)
-on devices and in tests without them."""
+memory pressure, read from the OS where Linux exposes them (battery and temperature through
+edgepick.power, which every power and thermal reading of edgepick shares), or from a signals file
+(YAML or JSON) on devices and in tests without them."""
 
 from __future__ import annotations
 
@@ -8,8 +9,6 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-POWER = Path("/sys/class/power_supply")
-THERMAL = Path("/sys/class/thermal")
 PSI_MEMORY = Path("/proc/pressure/memory")
 
 
@@ -29,30 +28,28 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def read_os() -> Signals:
-    battery = on_ac = None
-    if POWER.is_dir():
-        for dev in sorted(POWER.iterdir()):
-            kind = _read(dev / "type")
-            if kind == "Battery" and (cap := _read(dev / "capacity")) not in (None, ""):
-                battery = float(cap)
-            elif kind in ("Mains", "USB") and (online := _read(dev / "online")) is not None:
-                on_ac = bool(on_ac) or online == "1"
-    temps = []
-    if THERMAL.is_dir():
-        for zone in THERMAL.glob("thermal_zone*"):
-            raw = _read(zone / "temp")
-            if raw and raw.lstrip("-").isdigit():
-                temps.append(int(raw) / 1000)
-    pressure = None
-    psi = _read(PSI_MEMORY)
-    if psi:
-        for line in psi.splitlines():
-            if line.startswith("some"):
-                fields = dict(f.split("=") for f in line.split()[1:])
-                pressure = float(fields.get("avg10", 0))
-    return Signals(battery_percent=battery, on_ac=on_ac,
-                   temperature_c=max(temps) if temps else None, memory_pressure=pressure)
+def read_os(root: Path = Path("/")) -> Signals:
+    """Battery and temperature through edgepick.power (its on-AC rule: mains, USB, USB-C, USB-PD
+    and wireless supplies, or a charging battery; every thermal zone and hwmon sensor), and
+    the kernel's memory pressure."""
+    from edgepick.power.battery import has_supplies, on_ac, percent
+    from edgepick.power.thermal import hottest, read_all, sensor_files
+
+    hot = hottest(read_all(sensor_files(root)))
+    return Signals(battery_percent=percent(root),
+                   on_ac=on_ac(root) is not None if has_supplies(root) else None,
+                   temperature_c=hot[1] if hot else None,
+                   memory_pressure=memory_pressure(root / PSI_MEMORY.relative_to("/")))
+
+
+def memory_pressure(path: Path = PSI_MEMORY) -> float | None:
+    """PSI "some" avg10: the share of time (%) tasks stalled on memory."""
+    psi = _read(path)
+    for line in (psi or "").splitlines():
+        if line.startswith("some"):
+            fields = dict(f.split("=") for f in line.split()[1:])
+            return float(fields.get("avg10", 0))
+    return None
 
 
 def read_file(path: str | Path) -> Signals:
