@@ -138,6 +138,10 @@ class Backend(ABC):
     maturity: ClassVar[float] = 0.5
     maturity_reason: ClassVar[str] = "an engine edgepick has no record of"
     settings_model: ClassVar[type[EngineSettings]] = EngineSettings
+    # The RuntimeSettings fields this engine applies when it loads a model (a plan's runtime
+    # axes may vary only these: plan/runtime_axes.py refuses the rest in one line, since a
+    # setting the engine ignores would be measured as a difference it never made).
+    honoured_settings: ClassVar[frozenset[str]] = frozenset()
     # tried first when several engines claim one path (a plugin may outrank a built-in)
     claim_priority: ClassVar[int] = 0
 
@@ -145,6 +149,12 @@ class Backend(ABC):
     def claims(cls, path: str) -> bool:
         """Whether `path` (a file or folder on disk) is in this engine's own format."""
         return False
+
+    @classmethod
+    def settings_problem(cls, settings) -> str | None:
+        """Why this engine cannot run with `settings` (a RuntimeSettings) at all, in one line;
+        None when it can. A plan's runtime axes leave such a combination unmeasured, saying so."""
+        return None
 
     @classmethod
     def architectures(cls) -> frozenset[str] | None:

@@ -80,6 +80,20 @@ class LlamaCppBackend(Backend):
     maturity_reason: ClassVar[str] = ("in-process llama.cpp: one pinned engine, the same code "
                                       "measured here and shipped")
     settings_model: ClassVar[type] = LlamaCppSettings
+    # all passed to llama-cpp-python's Llama in load (type_k/type_v, flash_attn, n_batch,
+    # n_ubatch, n_threads/n_threads_batch, use_mmap, swa_full, n_ctx, seed)
+    honoured_settings: ClassVar[frozenset[str]] = frozenset({
+        "threads", "n_ctx", "n_batch", "n_ubatch", "seed", "kv_type", "flash_attn", "swa_full",
+        "mmap"})
+
+    @classmethod
+    def settings_problem(cls, settings) -> str | None:
+        own = LlamaCppSettings.of(settings)
+        if own.kv_type not in ("f16", "f32", "bf16") and not own.flash_attn:
+            # llama-context.cpp: "quantized V cache requires flash_attn to be enabled"
+            return (f"llama.cpp refuses a quantized V cache ({own.kv_type}) without flash "
+                    "attention")
+        return None
 
     @classmethod
     def claims(cls, path: str) -> bool:

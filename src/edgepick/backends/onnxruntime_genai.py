@@ -62,6 +62,8 @@ class OnnxGenaiBackend(Backend):
     capabilities: ClassVar[frozenset[str]] = frozenset({
         base.LOGITS, base.LOGPROBS, base.IN_PROCESS, base.TOKENIZE, base.VOCABULARY,
         base.CHAT_TEMPLATE, base.STREAMING})
+    # its session options take the thread count; the context is the build's own
+    honoured_settings: ClassVar[frozenset[str]] = frozenset({"threads", "n_ctx"})
     maturity: ClassVar[float] = 0.8
     maturity_reason: ClassVar[str] = ("a pinned engine measured here, but its model is a "
                                       "converted build whose conversion is one more step to keep "

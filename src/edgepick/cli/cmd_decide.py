@@ -25,6 +25,8 @@ PLAN_RUN_HELP = {
     "traffic_weight": "with --traffic: share of traffic items, mixed with the plan's own sets "
                       "[default: traffic alone]",
     "deployed": "with --traffic: the deploy.yaml in service [default: <output>/deploy.yaml]",
+    "yes": "run a runtime grid larger than the plan's cap (runtime.max_combinations, default "
+           "16 combinations; docs/plan.md \"Runtime settings as an axis\")",
 }
 
 
@@ -138,6 +140,7 @@ def register(app: typer.Typer) -> None:
                                                  help=PLAN_RUN_HELP["traffic_weight"]),
             deployed: str = typer.Option(None, "--deployed",
                                          help=PLAN_RUN_HELP["deployed"]),
+            yes: bool = typer.Option(False, "--yes", help=PLAN_RUN_HELP["yes"]),
             reference_key_env: str = typer.Option(
                 None, "--reference-key-env", metavar="VAR",
                 help="environment variable holding the reference endpoint's API key "
@@ -162,6 +165,7 @@ def register(app: typer.Typer) -> None:
             if budget_s is None:
                 raise EdgepickError("--budget: expected a duration such as 5m, 90s or 1h")
         lp = load_plan(plan)
+        lp.yes = yes
         if reference_key_env:
             lp.use_reference_key_env(reference_key_env)
         if store:

@@ -70,8 +70,7 @@ def _prepare(lp, store, profiles: dict, runs: dict, multi: bool,
     from edgepick.plan.stages import RunState, fit_stage, quantize_stage
 
     cands = plan_candidates(lp)
-    entries = lp.plan.candidates
-    only = {c.name: entries[i].device if i < len(entries) else None for i, c in enumerate(cands)}
+    only = {c.name: c.device for c in cands}
     http_only = {only[c.name] for c in cands if c.ref.is_endpoint and only.get(c.name)} - live
     works = []
     for tag, profile in profiles.items():
@@ -115,6 +114,9 @@ def run_fleet(lp, executor: str = "ray", address: str | None = None,
         LocalExecutor.check_devices(tags)
     else:
         address = address or plan.cluster.address
+    from edgepick.plan.runner import plan_candidates, say_grid
+
+    say_grid(lp, plan_candidates(lp), console)  # a refused grid stops here, before any work
     ex = get_executor(executor, address, **options)
     lp.output.mkdir(parents=True, exist_ok=True)
     store = ResultStore(lp.store_path)

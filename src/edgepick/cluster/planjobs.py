@@ -52,7 +52,7 @@ def bench_jobs(dev: DeviceWork) -> list[Job]:
     from edgepick.bench.sweeps import request_keys
     from edgepick.plan.requests import bench_requests
 
-    names = {c.ref.spec: c.name for c in dev.state.active()}
+    names = {(c.ref.spec, c.variant): c.name for c in dev.state.active()}
     jobs = []
     for group in bench_requests(dev.state):
         for ref in group.models:
@@ -62,7 +62,8 @@ def bench_jobs(dev: DeviceWork) -> list[Job]:
             if ref.is_endpoint:
                 net = hashlib.sha256(json.dumps(["network", keys]).encode()).hexdigest()[:32]
                 keys.append((NETWORK_KIND, net))
-            jobs.append(_job("bench", dev, names[ref.spec], ref.is_endpoint, "bench",
+            name = names[(ref.spec, group.settings.variant)]
+            jobs.append(_job("bench", dev, name, ref.is_endpoint, "bench",
                              BenchJobRequest(req, net), keys, dev.fit_bytes.get(ref.locator)))
     return jobs
 

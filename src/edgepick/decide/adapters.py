@@ -6,9 +6,10 @@ records/quantize.py) and the adapters read typed fields. Every shape those recor
 stored in still validates (tests/decide/test_adapters_typed.py loads the first release's); a row
 that does not read as its record holds figures for no candidate and is left out.
 
-Each adapter takes one record (or a payload, validated first) and `get(model, name, backend)`
-which returns the summary row to fill (or None when the candidate is not wanted). Missing
-figures stay None.
+Each adapter takes one record (or a payload, validated first) and `get(model, name, backend,
+variant=, label=)` which returns the summary row to fill (or None when the candidate is not
+wanted): `variant` is a runtime-axes candidate's settings name (RuntimeSettings.variant), `label`
+the name a stage stored without naming the candidate by it (fit's). Missing figures stay None.
 """
 
 from __future__ import annotations
@@ -91,7 +92,8 @@ def eval_adapter(payload: EvalResult | dict, get: Get) -> None:
     r = typed(EvalResult, payload)
     ref = r.reference
     for ce in r.candidates:
-        s = get(ce.candidate.model, ce.name or ce.candidate.label, ce.candidate.backend)
+        s = get(ce.candidate.model, ce.name or ce.candidate.label, ce.candidate.backend,
+                variant=ce.candidate.settings.variant)
         if s is None:
             continue
         for task, g in ce.per_task.items():
@@ -159,9 +161,14 @@ def _setting(r: BenchResult, name: str):
 def bench_adapter(payload: BenchResult | dict, get: Get) -> None:
     """BenchResult (records/bench.py): one configuration of a sweep. Failed runs keep their error."""
     r = typed(BenchResult, payload)
-    s = get(r.model_path or r.model, None, r.backend)
+    variant = r.settings.get("variant")
+    s = get(r.model_path or r.model, None, r.backend, variant=variant)
     if s is None:
         return
+    if variant and not s.settings:  # the settings this candidate is, even without an eval
+        from edgepick.records.candidate import RuntimeSettings
+
+        s.settings = {k: v for k, v in r.settings.items() if k in RuntimeSettings.model_fields}
     if r.status != "ok":
         s.bench_error = str(r.error or r.status)
         return
@@ -240,7 +247,7 @@ def _median_figure(stats: MetricStats | None) -> Figure | None:
 def fidelity_adapter(payload: StoredFidelity | dict, get: Get) -> None:
     """FidelityResult (records/fidelity.py) with the name the fidelity stage stored it under."""
     r = typed(StoredFidelity, payload)
-    s = get(r.candidate, r.name)
+    s = get(r.candidate, r.name, variant=r.variant)
     if s is None:
         return
     s.kld_mean, s.kld_p99, s.same_top1 = r.kld_mean, r.kld_p99, r.same_top1
@@ -250,7 +257,7 @@ def fidelity_adapter(payload: StoredFidelity | dict, get: Get) -> None:
 def fit_adapter(payload: StoredFit | dict, get: Get) -> None:
     """FitEstimate (records/fit.py) stored by the run pipeline for this candidate's settings."""
     r = typed(StoredFit, payload)
-    s = get(r.model, None) if r.model else None
+    s = get(r.model, None, label=r.label) if r.model else None
     if s is None:
         return
     s.predicted_peak_bytes = r.total_bytes

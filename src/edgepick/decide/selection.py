@@ -26,6 +26,23 @@ def model_key(model: str) -> str:
     return model if "://" in model else os.path.realpath(model)
 
 
+VARIANT_SEP = "@@"  # a runtime-axes candidate's key: the model's, then its settings' name
+
+
+def candidate_key(model: str, variant: str | None = None) -> str:
+    """One candidate's identity across the stores: the model's, and for a candidate of a plan's
+    runtime axes (RuntimeSettings.variant) its settings' name, so each combination of one file
+    is a candidate of its own."""
+    k = model_key(model)
+    return f"{k}{VARIANT_SEP}{variant}" if variant else k
+
+
+def split_key(key: str) -> tuple[str, str | None]:
+    """(model, variant) of a candidate key, or of a plain model locator (variant None)."""
+    model, sep, variant = key.rpartition(VARIANT_SEP)
+    return (model, variant) if sep else (key, None)
+
+
 @dataclass
 class Row:
     kind: str
@@ -43,16 +60,17 @@ class Selection:
     runs: dict[str, list[int]]  # kind -> runs the figures come from
     notes: dict[str, list[str]] = field(default_factory=dict)  # model key -> what was combined
 
-    def permits(self, row: Row, model: str) -> bool:
-        return model_key(model) in self.allowed.get((row.kind, row.key), set())
+    def permits(self, row: Row, model: str, variant: str | None = None) -> bool:
+        return candidate_key(model, variant) in self.allowed.get((row.kind, row.key), set())
 
 
 def _models_of(kind: str, record: BaseModel) -> dict[str, str]:
     """The candidates a payload holds figures for, found by the kind's own adapter."""
     seen: dict[str, str] = {}
 
-    def get(model: str, name: str | None = None, backend: str | None = None):
-        seen.setdefault(model_key(model), name or "")
+    def get(model: str, name: str | None = None, backend: str | None = None,
+            variant: str | None = None, **_):
+        seen.setdefault(candidate_key(model, variant), name or "")
         return CandidateSummary(candidate=name or model, model=model)
 
     adapters.ADAPTERS[kind](record, get)
@@ -61,7 +79,7 @@ def _models_of(kind: str, record: BaseModel) -> dict[str, str]:
 
 def _eval_settings(r: EvalResult, model: str) -> dict:
     for ce in r.candidates:
-        if model_key(ce.candidate.model) == model:
+        if candidate_key(ce.candidate.model, ce.candidate.settings.variant) == model:
             return ce.candidate.settings.model_dump(mode="json")
     return {}
 

@@ -11,7 +11,8 @@ import os
 from typing import Iterable
 
 from edgepick.decide import adapters
-from edgepick.decide.selection import Selection, model_key, select
+from edgepick.decide.selection import (VARIANT_SEP, Selection, candidate_key, model_key,
+                                       select, split_key)
 from edgepick.models.spec import spec_of
 from edgepick.records.decision import CandidateSummary
 from edgepick.store import ResultStore
@@ -44,17 +45,35 @@ def build_summaries(store: ResultStore, models: Iterable[str] | None = None,
     rows are read (decide/selection.py); by default the latest run's.
     """
     selection = selection if selection is not None else select(store)
-    wanted = {model_key(m) for m in models} if models is not None else None
+    wanted = {candidate_key(*split_key(m)) for m in models} if models is not None else None
     rows: dict[str, CandidateSummary] = {}
     named: set[str] = set()
+    # candidates of a plan's runtime axes: a row that names no settings (fit's, quantize's)
+    # fills the one its label names, or none (a swept file has no candidate of its own)
+    known = set(wanted or ()) | {k for r in selection.rows for k in r.models}
+    measured = wanted if wanted is not None else \
+        {k for r in selection.rows if r.kind not in ("fit", "quantize") for k in r.models}
 
-    def get(model: str, name: str | None, backend: str | None = None) -> CandidateSummary | None:
-        k = model_key(model)
-        if wanted is not None and k not in wanted:
+    def resolve(model: str, variant: str | None, label: str | None) -> str | None:
+        k = candidate_key(model, variant)
+        if variant is not None:
+            return k
+        if label and "@" in label and candidate_key(model, label.rpartition("@")[2]) in known:
+            return candidate_key(model, label.rpartition("@")[2])
+        swept = any(x.startswith(k + VARIANT_SEP) for x in known)
+        return None if swept and k not in measured else k
+
+    def get(model: str, name: str | None, backend: str | None = None,
+            variant: str | None = None, label: str | None = None) -> CandidateSummary | None:
+        k = resolve(model, variant, label or name)
+        if k is None or (wanted is not None and k not in wanted):
             return None
-        given = (names or {}).get(model) or (names or {}).get(k)
+        given = (names or {}).get(k) if variant or k != model_key(model) \
+            else (names or {}).get(model) or (names or {}).get(k)
         if k not in rows:
             label = given or name or os.path.basename(model.rstrip("/")) or model
+            if k != model_key(model) and not (given or name):
+                label += "@" + split_key(k)[1]
             rows[k] = CandidateSummary(candidate=label, model=model, backend=backend or "llama_cpp")
             if given or name:
                 named.add(k)
@@ -67,10 +86,12 @@ def build_summaries(store: ResultStore, models: Iterable[str] | None = None,
 
     if models is not None:  # plan order first, so the report's columns follow the plan
         for m in models:
-            get(m, None)
+            model, variant = split_key(m)
+            get(model, None, variant=variant)
     for row in selection.rows:
         def row_get(model: str, *args, _row=row, **kw) -> CandidateSummary | None:
-            return get(model, *args, **kw) if selection.permits(_row, model) else None
+            ok = selection.permits(_row, model, kw.get("variant"))
+            return get(model, *args, **kw) if ok else None
 
         adapters.ADAPTERS[row.kind](row.record, row_get)
     out = list(rows.values())

@@ -77,12 +77,18 @@ def _check_ctx(ctx: int) -> None:
         raise EdgepickError(f"--ctx must be at least 4 (got {ctx})")
 
 
-def _load(ref: ModelRef, ctx: int, threads: int):
+def _load(ref: ModelRef, ctx: int, threads: int, runtime=None):
+    """`runtime` (a RuntimeSettings): the candidate's own settings that can change its logits
+    (KV type, flash attention, micro-batch, mmap); None: the f16-KV baseline."""
     from edgepick.backends import LoadOptions, get_backend
     from edgepick.records.candidate import Candidate, RuntimeSettings
 
     backend = get_backend(ref.backend)  # any engine declaring LOGITS (docs/engines.md)
     settings = RuntimeSettings(threads=threads, n_ctx=ctx, n_batch=ctx, n_ubatch=min(ctx, 512))
+    if runtime is not None:
+        settings = settings.model_copy(update={
+            "kv_type": runtime.kv_type, "flash_attn": runtime.flash_attn, "mmap": runtime.mmap,
+            "n_ubatch": min(ctx, runtime.n_ubatch), "swa_full": runtime.swa_full})
     backend.load(Candidate(ref=ref, settings=settings), LoadOptions(need_logits=True))
     return backend
 
@@ -118,7 +124,8 @@ def reference_key(ref_path: str, source_key: str, ctx: int) -> str:
 
 def fidelity(reference: ModelRef, candidate: ModelRef, text: str | Path | list[int], ctx: int = 512,
              threads: int = 2, max_chunks: int | None = None, progress: Tick | None = None,
-             cache: bool = True, cache_dir: str | Path | None = None) -> FidelityResult:
+             cache: bool = True, cache_dir: str | Path | None = None,
+             runtime=None) -> FidelityResult:
     """Compare `candidate` with `reference` on `text`.
 
     reference, candidate: local models (both run by the llama_cpp backend).
@@ -126,6 +133,9 @@ def fidelity(reference: ModelRef, candidate: ModelRef, text: str | Path | list[i
       ids already (list[int], used as they are: BOS must already be there if the model wants it).
     cache: keep the reference's scored log-probs on disk (see logits_cache) so that the next
       candidate compared with the same reference, text and ctx skips the reference entirely.
+    runtime: the candidate's runtime settings (a RuntimeSettings; its KV type, flash attention,
+      micro-batch), the reference runs at the f16-KV baseline: one file against itself measures
+      what the settings alone do to its answers.
     """
     from edgepick.backends.llama_cpp import engine_version
 
@@ -160,7 +170,7 @@ def fidelity(reference: ModelRef, candidate: ModelRef, text: str | Path | list[i
         total = len(chunks) + (len(missing) if store.persistent else 0)
         done = 0
 
-        cand_backend = _load(candidate, ctx, threads)
+        cand_backend = _load(candidate, ctx, threads, runtime)
         cinfo = _vocab(cand_backend)
         if cinfo["fingerprint"] != meta["fingerprint"] or cinfo["n_vocab"] != meta["n_vocab"]:
             raise EdgepickError(

@@ -10,7 +10,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from edgepick.progress import ProgressEvent, Tick, silent
-from edgepick.records.candidate import DEFAULTS
+from edgepick.records.candidate import DEFAULTS, RuntimeSettings
 from edgepick.records.fidelity import FidelityResult
 from edgepick.records.model_ref import ModelRef
 
@@ -28,13 +28,23 @@ class FidelityRequest(BaseModel):
     threads: int = Field(DEFAULTS.threads, ge=1)
     cache: bool = True  # keep the reference's log-probs on disk for the next candidate
     label: str | None = None
+    # the candidate's runtime settings (a runtime-axes candidate: its KV type, flash attention,
+    # micro-batch); None: the baseline every comparison used before
+    settings: RuntimeSettings | None = None
+
+
+# the settings that can change the logits; threads and mmap cannot (docs/plan.md, runtime axes)
+LOGIT_SETTINGS = ("kv_type", "flash_attn", "n_ubatch", "swa_full")
 
 
 def store_key(req: FidelityRequest) -> str:
     from edgepick.store.identity import file_sha256, ref_identity
 
-    blob = json.dumps(["fidelity", ref_identity(req.reference), ref_identity(req.candidate),
-                       file_sha256(req.text), req.ctx, req.max_chunks])
+    parts = ["fidelity", ref_identity(req.reference), ref_identity(req.candidate),
+             file_sha256(req.text), req.ctx, req.max_chunks]
+    if req.settings is not None:
+        parts.append({k: getattr(req.settings, k) for k in LOGIT_SETTINGS})
+    blob = json.dumps(parts)
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
@@ -47,14 +57,18 @@ def run(req: FidelityRequest, store, progress: Tick = silent) -> FidelityResult:
     name = req.label or req.candidate.label
     held = store.get(KIND, key) if store is not None else None
     if held is not None:
-        return FidelityResult.model_validate({k: v for k, v in held.items() if k != "name"})
+        return FidelityResult.model_validate({k: v for k, v in held.items()
+                                              if k not in ("name", "variant")})
 
     def on_step(ev: ProgressEvent) -> None:
         progress(ProgressEvent(ev.done, ev.total, f"{name}: {ev.what}"))
 
     res = fidelity(req.reference, req.candidate, Path(req.text), ctx=req.ctx,
                    threads=req.threads, max_chunks=req.max_chunks, progress=on_step,
-                   cache=req.cache)
+                   cache=req.cache, runtime=req.settings)
     if store is not None:
-        store.put(KIND, key, dict(res.model_dump(mode="json"), name=name), label=name)
+        variant = {"variant": req.settings.variant} if req.settings and req.settings.variant \
+            else {}
+        store.put(KIND, key, dict(res.model_dump(mode="json"), name=name, **variant),
+                  label=name)
     return res

@@ -24,6 +24,7 @@ class LoadedPlan:
     plan: Plan
     path: Path
     base: Path  # relative paths in the plan are relative to the plan's folder
+    yes: bool = False  # `run --yes`: a runtime grid over the plan's cap is run anyway
     _refs: dict = field(default_factory=dict, repr=False)
     _scenario: tuple | None = field(default=None, repr=False)  # (plan section, Scenario)
 
@@ -152,6 +153,8 @@ def load_plan(path: str | Path) -> LoadedPlan:
     except ValidationError as exc:
         errs = exc.errors()
         loc = tuple(errs[0]["loc"])
+        if loc[:1] == ("runtime_axes",):  # the lists are written under runtime
+            loc = ("runtime", *loc[1:])
         _, msg = pydantic_problem(errs[0])
         more = f" (and {len(errs) - 1} more problem{'s' if len(errs) > 2 else ''})" \
             if len(errs) > 1 else ""

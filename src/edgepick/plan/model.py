@@ -8,6 +8,7 @@ from edgepick.plan.cluster_section import ClusterSection
 from edgepick.convert.plan_section import ConvertEntry
 from edgepick.evaluate.eval_sets import DataSpec
 from edgepick.power.detect import PowerConfig
+from edgepick.plan.runtime_axes import RuntimeAxes, split_runtime
 from edgepick.records.candidate import RuntimeSettings
 
 
@@ -151,9 +152,16 @@ class Plan(_Strict):
     quantize: list[QuantizeEntry] = Field(default_factory=list)
     convert: list[ConvertEntry] = Field(default_factory=list)  # other engines (docs/engines.md)
     runtime: RuntimeSettings = Field(default_factory=RuntimeSettings)  # records/candidate.py
+    # runtime fields listed with several values: each combination a candidate (runtime_axes.py)
+    runtime_axes: RuntimeAxes | None = None
     fit: FitSection = Field(default_factory=FitSection)
     bench: BenchSection = Field(default_factory=BenchSection)
     eval: EvalSection = Field(default_factory=EvalSection)
     fidelity: FidelitySection = Field(default_factory=FidelitySection)
     scenario: ScenarioSection = Field(default_factory=ScenarioSection)
     report: ReportSection = Field(default_factory=ReportSection)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _runtime_lists(cls, data):
+        return split_runtime(data)

@@ -32,17 +32,18 @@ def bench_requests(st: RunState) -> list:
                                              else parse_size(b.mem_limit))
     scenario = st.lp.scenario
     counted = _context_from(st, active, scenario)
-    groups: dict[tuple, list[RunCandidate]] = {}  # candidates counted alike bench together
+    # candidates counted alike and run with the same settings bench together
+    groups: dict[tuple, list[RunCandidate]] = {}
     for c in active:
         lengths, gen, notes = bench_lengths(b.prompt_lengths, b.gen_tokens, plan.runtime.n_ctx,
                                             scenario, counted.get(c.name))
         st.notes += [n for n in notes if n not in st.notes]
-        groups.setdefault((tuple(lengths), gen), []).append(c)
+        groups.setdefault((tuple(lengths), gen, c.variant), []).append(c)
     power_note = f"bench power: {power_source(b.power)[1]}"
     if power_note not in st.notes:
         st.notes.append(power_note)
     gated = gated_scenario(scenario, counted, [])  # where decide reads each limit
-    return [BenchRequest(models=[c.ref for c in group], settings=plan.runtime,
+    return [BenchRequest(models=[c.ref for c in group], settings=st.settings(group[0]),
                          prompt_lengths=list(lengths), gen_tokens=gen, warmup=b.warmup,
                          repeats=b.repeats, max_repeats=b.repeat_cap,
                          limits=bench_limits(gated, list(lengths)),
@@ -50,7 +51,7 @@ def bench_requests(st: RunState) -> list:
                          timeout_s=b.timeout_s, power=b.power, quiet_wait_s=b.quiet_wait_s,
                          contended_share=b.contended_share,
                          memory_growth_max=b.memory_growth_max)
-            for (lengths, gen), group in groups.items()]
+            for (lengths, gen, _), group in groups.items()]
 
 
 def _context_from(st: RunState, active: list[RunCandidate], scenario) -> dict:
@@ -117,15 +118,23 @@ def eval_request(st: RunState):
 
 def fidelity_requests(st: RunState) -> list[tuple[RunCandidate, object]]:
     """(candidate, FidelityRequest) for each local candidate with a same-tokenizer reference
-    other than itself (against itself the KLD is 0 by definition)."""
+    other than itself (against itself the KLD is 0 by definition). A candidate of the plan's
+    runtime axes is compared with its own file at the f16-KV baseline instead: what its
+    settings alone do to the answers (issue 34 item 3)."""
     from edgepick.evaluate.fidelity_stage import FidelityRequest
 
     f = st.lp.plan.fidelity
-    return [(c, FidelityRequest(reference=c.reference, candidate=c.ref, text=st.lp.fidelity_text(),
-                                ctx=f.ctx, max_chunks=f.max_chunks,
-                                threads=st.lp.plan.runtime.threads, label=c.name))
-            for c in st.active(local_only=True)
-            if c.reference and c.reference.path != c.ref.path]
+    out = []
+    for c in st.active(local_only=True):
+        own = c.variant is not None
+        reference = c.ref if own else c.reference
+        if reference is None or (not own and reference.path == c.ref.path):
+            continue
+        out.append((c, FidelityRequest(reference=reference, candidate=c.ref,
+                                       text=st.lp.fidelity_text(), ctx=f.ctx,
+                                       max_chunks=f.max_chunks, threads=st.settings(c).threads,
+                                       label=c.name, settings=st.settings(c) if own else None)))
+    return out
 
 
 def decide_request(st: RunState, run_id: int, scope: str | None = None,
@@ -133,6 +142,7 @@ def decide_request(st: RunState, run_id: int, scope: str | None = None,
     """The decision over this device's run: gated at the lengths the bench measured, under
     the device's memory and power budgets. `scope`: the device's tag in a plan of several
     devices, whose decision, deploy and report are stored apart."""
+    from edgepick.decide.selection import candidate_key
     from edgepick.decide.stage import DecideRequest
     from edgepick.plan.context_from import gated_scenario
 
@@ -144,8 +154,8 @@ def decide_request(st: RunState, run_id: int, scope: str | None = None,
         scenario=gated_scenario(lp.scenario, st.context, st.notes),
         budget=st.device.model_budget_bytes, power_budget_w=st.device.power_budget_w,
         device=scope or st.device.name, runs=[run_id],
-        models=[c.ref.locator for c in st.candidates],
-        names={c.ref.locator: c.name for c in st.candidates},
+        models=[candidate_key(c.ref.locator, c.variant) for c in st.candidates],
+        names={candidate_key(c.ref.locator, c.variant): c.name for c in st.candidates},
         skipped={c.name: c.skipped for c in st.candidates}, failures=dict(failures or {}),
         store_as=f"{plan.name}@{scope}" if scope else plan.name,
         deploy=out / "deploy" / f"{scope}.yaml" if scope else out / "deploy.yaml",

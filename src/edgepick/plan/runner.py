@@ -42,7 +42,8 @@ def plan_candidates(lp: LoadedPlan) -> list[RunCandidate]:
     for c in plan.candidates:
         ref = lp.ref(c.model, c.backend)
         out.append(RunCandidate(name=c.label or ref.label, ref=ref,
-                                reference=lp.ref(c.reference) if c.reference else None))
+                                reference=lp.ref(c.reference) if c.reference else None,
+                                device=c.device))
     models_dir = lp.output / "models"
     for q in plan.quantize:
         src = lp.ref(q.source)
@@ -57,11 +58,43 @@ def plan_candidates(lp: LoadedPlan) -> list[RunCandidate]:
     from edgepick.convert.plan_section import convert_candidates
 
     out.extend(convert_candidates(lp, RunCandidate))
+    out = settings_candidates(lp, out)
     seen: dict[str, int] = {}
     for c in out:  # two entries with one name would merge in the report: keep them apart
         seen[c.name] = seen.get(c.name, 0) + 1
         if seen[c.name] > 1:
             c.name = f"{c.name}#{seen[c.name]}"
+    return out
+
+
+def settings_candidates(lp: LoadedPlan, models: list[RunCandidate]) -> list[RunCandidate]:
+    """Each model once per combination of the plan's runtime axes, named `model@kv=q8_0,fa=on`
+    (plan/runtime_axes.py); the models as they are when the plan lists no alternatives. A grid
+    over the plan's cap without `run --yes`, or an axis an engine does not apply, is refused in
+    one line; a combination an engine cannot run at all is kept, unmeasured, with its reason."""
+    import copy
+
+    from edgepick.backends.registry import backend_class
+    from edgepick.errors import EdgepickError
+    from edgepick.plan.runtime_axes import check_grid, combinations, unhonoured
+
+    axes = lp.plan.runtime_axes
+    combos = combinations(lp.plan.runtime, axes)
+    if len(combos) == 1:
+        return models
+    check_grid(axes, len(models), lp.yes)
+    out = []
+    for m in models:
+        why = unhonoured(m.ref.backend, axes)
+        if why:
+            raise EdgepickError(f"{lp.path}: {m.name}: {why}")
+        for rt in combos:
+            c = copy.copy(m)
+            c.name, c.settings = f"{m.name}@{rt.variant}", rt
+            problem = backend_class(m.ref.backend).settings_problem(rt)
+            if problem and not c.skipped:
+                c.skipped = f"cannot run with {rt.variant}: {problem}"
+            out.append(c)
     return out
 
 
@@ -98,6 +131,7 @@ def run_plan(lp: LoadedPlan, console: Console | None = None,
                              data_sha256=_data_sha(lp))
     st = RunState(lp=lp, store=store, device=device, candidates=plan_candidates(lp),
                   deadline=None if budget_s is None else started + budget_s)
+    say_grid(lp, st.candidates, console)
     enabled = {"fit": True, "quantize": bool(plan.quantize),
                "convert": bool(plan.convert), "bench": plan.bench.enabled,
                "eval": plan.eval.enabled, "fidelity": plan.fidelity.enabled}
@@ -137,6 +171,22 @@ def run_plan(lp: LoadedPlan, console: Console | None = None,
     return RunResult(decision=rec.decision, summaries=rec.summaries,
                      reports=[Path(p) for p in rec.reports], notes=st.notes, store=lp.store_path,
                      run_id=run_id, deploy=Path(rec.deploy) if rec.deploy else None)
+
+
+def say_grid(lp: LoadedPlan, candidates: list[RunCandidate], console: Console) -> None:
+    """Before any work: with runtime axes, how many candidates and roughly how long, and
+    which combinations will not be measured."""
+    from edgepick.plan.runtime_axes import statement
+
+    axes = lp.plan.runtime_axes
+    if axes is None or axes.count() < 2:
+        return
+    line = statement(len(candidates), axes.count(), None, "a stated rough figure for a "
+                     "small model; larger models take longer")
+    console.print(line, highlight=False)
+    for c in candidates:
+        if c.skipped and c.variant:
+            console.print(f"  {c.name}: not measured — {c.skipped}", highlight=False)
 
 
 def _decide(st: RunState, run_id: int, progress):

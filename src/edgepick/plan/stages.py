@@ -19,27 +19,44 @@ __all__ = ["STAGES", "RunCandidate", "RunState"]
 
 
 def fit_stage(st: RunState, tick: Tick) -> None:
-    """Predict memory and speed; drop what cannot fit before spending time on it."""
+    """Predict memory and speed; drop what cannot fit before spending time on it. Candidates
+    with other runtime settings (the plan's runtime axes) are estimated with their own."""
     from edgepick.fit.stage import FitRequest, FitTarget, run
 
     plan = st.lp.plan
-    rt = plan.runtime
     # a converted engine build has no GGUF header to estimate from: bench measures it
-    todo = [c for c in st.candidates if not c.ref.is_endpoint and c.build is None]
+    todo = [c for c in st.candidates if not c.ref.is_endpoint and c.build is None
+            and not c.skipped]
     if not todo:
         return tick(ProgressEvent(0, 0, "done"))
-    req = FitRequest(targets=[FitTarget(model=c.source or c.ref, quant=c.qtype, file=c.ref.path,
-                                        label=c.name) for c in todo],
-                     ctxs=[rt.n_ctx], device=st.device, kv_type=rt.kv_type,
-                     margin=plan.fit.margin, n_ubatch=rt.n_ubatch, swa_full=rt.swa_full,
-                     mmap=rt.mmap)
-    for c, est in zip(todo, run(req, st.store, tick)):
-        if est.verdict == "no" and plan.fit.skip_no_fit:
-            c.skipped = (f"does not fit: predicted {mib(est.total_bytes)} > "
-                         f"{mib(est.budget_bytes)} budget of {st.device.name}")
-            st.notes.append(f"fit: {c.name} skipped — {c.skipped}")
-        elif est.verdict == "tight":
-            st.notes.append(f"fit: {c.name} fits only without the {whole_pct(plan.fit.margin)} margin")
+    groups: dict[str, list[RunCandidate]] = {}
+    for c in todo:
+        groups.setdefault(_fit_settings(st.settings(c), FitRequest).__repr__(), []).append(c)
+    for group in groups.values():
+        rt = st.settings(group[0])
+        req = FitRequest(targets=[FitTarget(model=c.source or c.ref, quant=c.qtype,
+                                            file=c.ref.path, label=c.name) for c in group],
+                         ctxs=[rt.n_ctx], device=st.device, margin=plan.fit.margin,
+                         **_fit_settings(rt, FitRequest))
+        for c, est in zip(group, run(req, st.store, tick)):
+            _fit_verdict(st, c, est)
+
+
+def _fit_settings(rt, request_cls) -> dict:
+    """The runtime settings fit's request takes (those it models: the KV type, the
+    micro-batch, mmap..., and whatever further ones fit's request learns to accept)."""
+    names = ("kv_type", "n_ubatch", "swa_full", "mmap", "flash_attn", "n_batch", "threads")
+    return {k: getattr(rt, k) for k in names if k in request_cls.model_fields}
+
+
+def _fit_verdict(st: RunState, c: RunCandidate, est) -> None:
+    plan = st.lp.plan
+    if est.verdict == "no" and plan.fit.skip_no_fit:
+        c.skipped = (f"does not fit: predicted {mib(est.total_bytes)} > "
+                     f"{mib(est.budget_bytes)} budget of {st.device.name}")
+        st.notes.append(f"fit: {c.name} skipped — {c.skipped}")
+    elif est.verdict == "tight":
+        st.notes.append(f"fit: {c.name} fits only without the {whole_pct(plan.fit.margin)} margin")
 
 
 def quantize_stage(st: RunState, tick: Tick) -> None:
@@ -73,23 +90,24 @@ def bench_stage(st: RunState, tick: Tick) -> None:
     requests = bench_requests(st)
     if not requests:
         return tick(ProgressEvent(0, 0, "done"))
-    names = {c.ref.spec: c.name for c in st.active()}
+    names = {(c.ref.spec, c.variant): c.name for c in st.active()}
     for req in requests:
         _bench_group(st, run(req, st.store, tick), names)
 
 
 def _bench_group(st: RunState, results, names: dict) -> None:
     for res in results:
+        name = names.get((res.model, res.settings.get("variant")), res.model)
         if res.status != "ok":
-            st.notes.append(f"bench: {names.get(res.model, res.model)} {res.config} "
+            st.notes.append(f"bench: {name} {res.config} "
                             f"failed: {res.error}")
         elif res.contended and not res.cached:
-            st.notes.append(f"bench: {names.get(res.model, res.model)} {res.config} contended "
+            st.notes.append(f"bench: {name} {res.config} contended "
                             f"(other work {whole_pct(res.host_load.other_cpu_share)} of the CPUs)")
         rep = res.repetitions
         if res.status == "ok" and not res.cached and rep is not None and rep.stopped == "max":
             still = ", ".join(j.gate for j in rep.limits if j.verdict == "undetermined")
-            st.notes.append(f"bench: {names.get(res.model, res.model)} {res.config} ran the "
+            st.notes.append(f"bench: {name} {res.config} ran the "
                             f"most repetitions ({rep.ran}, bench.max_repeats); {still} still "
                             "undetermined: its median sits on the limit")
 
@@ -117,7 +135,7 @@ def fidelity_stage(st: RunState, tick: Tick) -> None:
     from edgepick.evaluate.fidelity_stage import run
     from edgepick.plan.requests import fidelity_requests
 
-    if not any(c.reference for c in st.active(local_only=True)):
+    if not any(c.reference or c.variant for c in st.active(local_only=True)):
         st.notes.append("fidelity: no candidate names a same-tokenizer reference; skipped")
     todo = fidelity_requests(st)
     for i, (c, req) in enumerate(todo):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from edgepick.plan.loader import LoadedPlan
-from edgepick.records.candidate import Candidate
+from edgepick.records.candidate import Candidate, RuntimeSettings
 from edgepick.records.device import DeviceProfile
 from edgepick.records.model_ref import ModelRef
 from edgepick.store import ResultStore
@@ -22,6 +22,13 @@ class RunCandidate:
     imatrix: str | None = None
     skipped: str | None = None  # why it is not measured (does not fit, build failed)
     build: object | None = None  # planned engine conversion (convert/plan_section.py)
+    # one combination of the plan's runtime axes (its `variant` names it); None: plan.runtime
+    settings: RuntimeSettings | None = None
+    device: str | None = None  # the plan entry's `device`: measured on that device only
+
+    @property
+    def variant(self) -> str | None:
+        return self.settings.variant if self.settings is not None else None
 
 
 @dataclass
@@ -46,5 +53,9 @@ class RunState:
         return [c for c in self.candidates if not c.skipped
                 and (not local_only or not c.ref.is_endpoint)]
 
+    def settings(self, c: RunCandidate) -> RuntimeSettings:
+        """The runtime settings `c` is measured with: its combination, else the plan's."""
+        return c.settings if c.settings is not None else self.lp.plan.runtime
+
     def candidate(self, c: RunCandidate) -> Candidate:
-        return Candidate(ref=c.ref, label=c.name, settings=self.lp.plan.runtime)
+        return Candidate(ref=c.ref, label=c.name, settings=self.settings(c))

@@ -36,13 +36,20 @@ class RuntimeSettings(BaseModel):
     swa_full: bool = False
     mmap: bool = True
     engine: dict[str, Any] = Field(default_factory=dict)  # an engine's own further knobs
+    # One combination of a plan's runtime axes (plan/runtime_axes.py), named by the settings
+    # that vary, e.g. "kv=q8_0,fa=on": the candidate of that model with these settings. Not an
+    # engine setting; None (no axes) is left out of stored keys and payloads.
+    variant: str | None = None
 
     @model_serializer(mode="wrap")
     def _without_empty_engine(self, handler: Any) -> dict:
-        # an empty `engine` is left out, so that stored keys and payloads stay as they were
+        # an empty `engine` and no `variant` are left out, so stored keys and payloads stay as
+        # they were
         data = handler(self)
         if not data.get("engine"):
             data.pop("engine", None)
+        if data.get("variant") is None:
+            data.pop("variant", None)
         return data
 
     def key_dict(self) -> dict:

@@ -49,6 +49,7 @@ class StoredFidelity(FidelityResult):
     and the candidate's display name."""
 
     name: str | None = None
+    variant: str | None = None  # a runtime-axes candidate's settings (RuntimeSettings.variant)
 
 
 class ConsistencyItem(BaseModel):

@@ -1,0 +1,47 @@
+"""The Ray fleet gets the same runtime-axes candidates as a local run (issue 34 item 1): its
+bench and fidelity jobs are built from plan/requests.py, one per combination, each with the
+combination's settings and the store key the local stage would use. No Ray is started."""
+
+from __future__ import annotations
+
+from edgepick.bench.sweeps import request_keys
+from edgepick.cluster.planjobs import DeviceWork, bench_jobs, fidelity_jobs
+from edgepick.devices.catalog import load_device
+from edgepick.plan.loader import load_plan
+from edgepick.plan.requests import bench_requests
+from edgepick.plan.runner import plan_candidates
+from edgepick.plan.state import RunState
+
+PLAN = """
+name: axes
+device: raspberry-pi-5
+output: out
+candidates:
+  - model: tiny
+    label: tiny-f16
+runtime: {threads: 1, n_ctx: 256, kv_type: [f16, q4_0], n_ubatch: [128, 256]}
+bench: {prompt_lengths: [32], gen_tokens: 8, warmup: 0, repeats: 1}
+eval: {enabled: false}
+fidelity: {ctx: 128, max_chunks: 1}
+"""
+
+
+def test_fleet_jobs_are_the_local_runs_candidates(tmp_path):
+    p = tmp_path / "plan.yaml"
+    p.write_text(PLAN)
+    lp = load_plan(p)
+    st = RunState(lp=lp, store=None, device=load_device("raspberry-pi-5"),
+                  candidates=plan_candidates(lp))
+    names = [c.name for c in st.candidates]
+    assert len(names) == 4 and "tiny-f16@kv=q4_0,ub=128" in names
+    work = DeviceWork("raspberry-pi-5", None, st)
+    jobs = bench_jobs(work)
+    assert sorted(j.candidate for j in jobs) == sorted(names)
+    local = {("bench", k) for req in bench_requests(st) for k in request_keys(req)}
+    assert {k for j in jobs for k in j.keys} == local  # the same rows as a local run
+    for j in jobs:
+        settings = j.request.bench.settings
+        assert j.candidate.endswith("@" + settings.variant)
+    fid = fidelity_jobs(work)  # each against its own file at the f16-KV baseline
+    assert sorted(j.candidate for j in fid) == sorted(names)
+    assert len({k for j in fid for k in j.keys}) == 4
