@@ -117,4 +117,9 @@ def test_the_tiny_model_under_six_settings_measured_decided_and_deployed(tmp_pat
     assert (cfg.runtime.kv_type, cfg.runtime.flash_attn) == (s[rec].settings["kv_type"],
                                                              s[rec].settings["flash_attn"])
     md = (tmp_path / "out" / "report" / "report.en.md").read_text(encoding="utf-8")
-    assert "tiny-f16@kv=q4_0,fa=on" in md
+    # seed 004 §5.4's table: one row per configuration, the unrunnable ones with their reason
+    table = md.split("## Runtime settings of SmolLM2-tiny2.F16.gguf", 1)[1].split("\n## ")[0]
+    rows = [r for r in table.splitlines() if r.startswith("| kv=")]
+    assert len(rows) == 6 and any(r.startswith("| kv=q4_0,fa=off") and "flash attention" in r
+                                  for r in rows)
+    assert any(r.startswith(f"| {rec.split('@')[1]} ") and "| chosen |" in r for r in rows)

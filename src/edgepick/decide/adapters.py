@@ -44,6 +44,11 @@ def read_row(kind: str, payload: dict) -> BaseModel | None:
         return None
 
 
+def _set(**kw) -> dict:
+    """The keywords that are set: a `get` written before variants and labels still works."""
+    return {k: v for k, v in kw.items() if v is not None}
+
+
 def rate_figure(r: Rate | dict | None, value: float | None = None,
                 n: int | None = None) -> Figure | None:
     """A stored Rate as a Figure; payloads stored before rates existed give the plain rate and
@@ -93,7 +98,7 @@ def eval_adapter(payload: EvalResult | dict, get: Get) -> None:
     ref = r.reference
     for ce in r.candidates:
         s = get(ce.candidate.model, ce.name or ce.candidate.label, ce.candidate.backend,
-                variant=ce.candidate.settings.variant)
+                **_set(variant=ce.candidate.settings.variant))
         if s is None:
             continue
         for task, g in ce.per_task.items():
@@ -162,10 +167,10 @@ def bench_adapter(payload: BenchResult | dict, get: Get) -> None:
     """BenchResult (records/bench.py): one configuration of a sweep. Failed runs keep their error."""
     r = typed(BenchResult, payload)
     variant = r.settings.get("variant")
-    s = get(r.model_path or r.model, None, r.backend, variant=variant)
+    s = get(r.model_path or r.model, None, r.backend, **_set(variant=variant))
     if s is None:
         return
-    if variant and not s.settings:  # the settings this candidate is, even without an eval
+    if variant and len(s.settings or {}) < 2:  # its settings, even without an eval
         from edgepick.records.candidate import RuntimeSettings
 
         s.settings = {k: v for k, v in r.settings.items() if k in RuntimeSettings.model_fields}
@@ -247,7 +252,7 @@ def _median_figure(stats: MetricStats | None) -> Figure | None:
 def fidelity_adapter(payload: StoredFidelity | dict, get: Get) -> None:
     """FidelityResult (records/fidelity.py) with the name the fidelity stage stored it under."""
     r = typed(StoredFidelity, payload)
-    s = get(r.candidate, r.name, variant=r.variant)
+    s = get(r.candidate, r.name, **_set(variant=r.variant))
     if s is None:
         return
     s.kld_mean, s.kld_p99, s.same_top1 = r.kld_mean, r.kld_p99, r.same_top1
@@ -257,7 +262,7 @@ def fidelity_adapter(payload: StoredFidelity | dict, get: Get) -> None:
 def fit_adapter(payload: StoredFit | dict, get: Get) -> None:
     """FitEstimate (records/fit.py) stored by the run pipeline for this candidate's settings."""
     r = typed(StoredFit, payload)
-    s = get(r.model, None, label=r.label) if r.model else None
+    s = get(r.model, None, **_set(label=r.label)) if r.model else None
     if s is None:
         return
     s.predicted_peak_bytes = r.total_bytes

@@ -110,7 +110,10 @@ def _report(req: DecideRequest, decision, summaries, store) -> list[Path]:
     from edgepick.report.writer import LANGS, write_report
 
     paths = write_report(summaries, decision, req.report, lang=req.lang, device=req.device)
-    from edgepick.report import savings_section
+    from edgepick.report import savings_section, settings_section
+
+    # a model measured under several runtime settings: seed 004 §5.4's table (issue 34)
+    settings_section.append_to_report(req.report, summaries, decision, LANGS[req.lang])
 
     seq = savings_section.latest_sequential(store, [s.candidate for s in summaries])
     if seq is not None:  # the run evaluated in looks: what it saved (issue 27)

@@ -75,6 +75,8 @@ def build_summaries(store: ResultStore, models: Iterable[str] | None = None,
             if k != model_key(model) and not (given or name):
                 label += "@" + split_key(k)[1]
             rows[k] = CandidateSummary(candidate=label, model=model, backend=backend or "llama_cpp")
+            if k != model_key(model):  # a runtime-axes candidate says its settings, measured or not
+                rows[k].settings = {"variant": split_key(k)[1]}
             if given or name:
                 named.add(k)
         elif name and k not in named:  # a stage that knows the candidate's label names it
