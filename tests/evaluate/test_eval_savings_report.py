@@ -12,7 +12,7 @@ from edgepick.evaluate.savings import savings, savings_lines
 from edgepick.evaluate.stage import EvalRequest, run
 from edgepick.report import savings_section
 
-from seq_sets import UNACCEPTABLE, write_set, yes_no
+from seq_sets import UNACCEPTABLE, classification, write_set, yes_no
 
 
 @pytest.fixture
@@ -40,7 +40,11 @@ def test_the_run_prints_generations_items_gates_and_who_was_left_out(result):
     assert s["time_saved_s"] is not None and s["time_saved_s"] >= 0
     text = "\n".join(savings_lines(res))
     assert "8 generations instead of 60 for fixed N (13%) over 1 looks" in text
-    assert "bad: 4 of 20 items" in text and "unacceptable_rate[all] fail (look 1, 4 items)" in text
+    assert "bad: 4 of 20 items (settled); unacceptable_rate fail (look 1, 4 items) over all " \
+        "tasks" in text
+    # the cell's line names its task, its own gate and where it stopped
+    assert "bad [yes_no]: 4 of 20 items; unacceptable_rate fail (look 1, 4 items); settled at " \
+        "look 1" in text
     assert "big: not evaluated, 0 of 20 items (fails peak_memory_max" in text
     assert "generation saved" in text
 
@@ -85,3 +89,37 @@ def test_a_spent_budget_names_what_is_open_and_the_items_next_in_line(scripted, 
     text = "\n".join(savings_section.lines(res, "en"))
     assert "Time budget of 10 s spent; undetermined: good: unacceptable_rate" in text
     assert "To settle good: unacceptable_rate (yes_no), next items: yn" in text
+
+
+def test_every_cell_names_its_task_and_a_settled_candidate_says_why_it_went_on(scripted,
+                                                                               tmp_path):
+    make, store = scripted
+    data = write_set(tmp_path / "two.jsonl", yes_no(16) + classification(16))
+    loose = UNACCEPTABLE.model_copy(update={"limit": 0.5})  # settles in a few items
+
+    def right(p, s):
+        return "yes" if p.startswith("yn") else "positive"
+
+    ref, a, b = make("ref", right), make("a", right), make("b", right)
+    bad = make("bad", lambda p, s: "")
+    res = run(EvalRequest(data=data, reference=ref, candidates=[a, b, bad], sequential=True,
+                          gates=[loose]), store)
+    by = {c.name: c for c in res.sequential.candidates}
+    text = "\n".join(savings_lines(res))
+    # a and b pass every gate early; as their quality intervals overlap they go on to the cap
+    for me, other in (("a", "b"), ("b", "a")):
+        c = by[me]
+        assert all(g.verdict == "pass" for g in c.gates) and c.items == 32
+        assert c.went_on.startswith("every gate settled at look ")
+        assert f"its rank against {other} (quality intervals overlap) could still change" \
+            in c.went_on
+        assert f"{me}: {c.went_on}" in text
+        assert [(x.task, x.items, x.planned) for x in c.cells] == [("yes_no", 16, 16),
+                                                                    ("classification", 16, 16)]
+        assert f"{me} [classification]: 16 of 16 items; unacceptable_rate pass (look " in text
+        assert f"all 16 items used, still open: rank against {other}" in text
+    # the failed one stops once its gates are settled, each of its cells named with its task
+    assert not by["bad"].went_on and "bad: every gate" not in text
+    for task in ("yes_no", "classification"):
+        (line,) = [x for x in text.splitlines() if x.startswith(f"bad [{task}]: ")]
+        assert "unacceptable_rate fail (look" in line and "settled at look" in line

@@ -24,7 +24,7 @@ from edgepick.evaluate import anytime
 from edgepick.evaluate.futility import futile
 from edgepick.clock import now
 from edgepick.evaluate.seq_gates import EvalGate, Judged, interval, judge
-from edgepick.records.evaluation import GateStop, SequentialCandidate, SequentialInfo
+from edgepick.records.evaluation import CellStop, GateStop, SequentialCandidate, SequentialInfo
 
 LOOK_ITEMS = 4  # per open cell and look: small enough that a clear verdict stops early
 
@@ -50,6 +50,8 @@ def task_order(items: list) -> dict[str, list[int]]:
 class Cell:
     n: int = 0
     open: bool = True
+    why: str = ""  # what kept it open at its last look, or why it closed
+    look: int = 0  # the last look that gave it items
 
 
 @dataclass
@@ -60,6 +62,9 @@ class CandState:
     stops: dict[tuple[str, str | None], GateStop] = field(default_factory=dict)
     last: dict[tuple[str, str | None], Judged] = field(default_factory=dict)
     rank_open: bool = False  # a survivor whose quality interval still overlaps another's
+    rank_with: list[str] = field(default_factory=list)  # those others, at the latest look
+    settled_look: int | None = None  # since when every gate it was judged on is settled
+    last_look: int = 0  # the last look that gave it items
 
 
 @dataclass
@@ -130,6 +135,8 @@ def run_looks(items: list, reference, candidates: list, seq: Sequential, generat
                     m += 1
                 if m < n:
                     exhausted = True
+                if m > st.cells[t].n:
+                    st.cells[t].look = st.last_look = look
                 st.cells[t].n = m
         for ci, st in enumerate(states):
             if not st.stopped:
@@ -156,16 +163,17 @@ def _outcomes(st, order, ci, scored):
 
 def _judge(st: CandState, order, ci, scored, cand_gates, task_gates, look, k, caps, ref_known):
     cand, ref = _outcomes(st, order, ci, scored)
-    all_settled = True
+    open_gates = []
     for g in cand_gates:
         j = judge(g, cand, ref, k)
         _note(st, g, None, j, look)
         if j.verdict == "fail" and not g.routable:
             st.stopped = f"fails {g.metric}, which no routing avoids"
-        all_settled &= j.verdict != "undetermined"
+        if j.verdict == "undetermined":
+            open_gates.append(f"{g.metric} over all tasks")
     for t in order:
         cell = st.cells[t]
-        task_open = False
+        why = list(open_gates)
         if cell.n:
             tc = [o for o in cand if o.task == t]
             tr = [o for o in ref if o.task == t]
@@ -174,16 +182,35 @@ def _judge(st: CandState, order, ci, scored, cand_gates, task_gates, look, k, ca
                 if j.n == 0:  # the task has no such figure (strict form, tool calls)
                     continue
                 _note(st, g, t, j, look)
-                task_open |= j.verdict == "undetermined"
+                if j.verdict == "undetermined":
+                    why.append(f"{g.metric} in {t}")
         else:
-            task_open = True
-        cell.open = (task_open or not all_settled or st.rank_open) and cell.n < caps[t]
+            why.append("no items yet")
+        if st.rank_open:
+            why.append(_rank_why(st))
+        _close(cell, why, caps[t], look)
+    settled = all(j.verdict != "undetermined" for j in st.last.values())
+    st.settled_look = (st.settled_look or look) if settled and st.last else None
     if not st.stopped and any(c.open for c in st.cells.values()):
         st.stopped = futile(cand, ref, scored(0, ref_known), cand_gates, task_gates, caps,
                             k) or ""
     if not st.stopped and not any(c.open for c in st.cells.values()):
-        st.stopped = "settled" if all_settled and all(
-            j.verdict != "undetermined" for j in st.last.values()) else "cap"
+        st.stopped = "settled" if not open_gates and settled else "cap"
+
+
+def _close(cell: Cell, why: list[str], cap: int, look: int) -> None:
+    """Open while something it can still change is open; the reason is kept for the notes."""
+    cell.open = bool(why) and cell.n < cap
+    if cell.open:
+        cell.why = "open: " + ", ".join(why)
+    elif why:
+        cell.why = f"all {cap} items used, still open: " + ", ".join(why)
+    else:
+        cell.why = f"settled at look {look}"
+
+
+def _rank_why(st: CandState) -> str:
+    return "rank against " + ", ".join(st.rank_with) + " (quality intervals overlap)"
 
 
 def _note(st: CandState, g: EvalGate, task, j: Judged, look: int) -> None:
@@ -210,12 +237,14 @@ def _ranking(states, order, scored, caps) -> None:
             surv.append((ci, anytime.confidence_sequence([o.score for o in cand])))
     for ci, (lo, hi) in surv:
         st = states[ci]
-        overlap = any(not (hi < lo2 or hi2 < lo) for cj, (lo2, hi2) in surv if cj != ci)
-        if overlap and not st.stopped.startswith(("fails", "futile")):
-            st.rank_open = True
+        close = [states[cj].cand.name for cj, (lo2, hi2) in surv
+                 if cj != ci and not (hi < lo2 or hi2 < lo)]
+        if close and not st.stopped.startswith(("fails", "futile")):
+            st.rank_open, st.rank_with = True, close
             for t, cell in st.cells.items():
                 if cell.n < caps[t]:
                     cell.open = True
+                    cell.why = "open: " + _rank_why(st)
                     if st.stopped in ("settled", "cap"):
                         st.stopped = ""
 
@@ -243,13 +272,36 @@ def _info(states, order, outs, seq, look, exhausted, k, cand_gates, task_gates, 
         why = st.stopped or ("budget" if exhausted else "cap")
         cands.append(SequentialCandidate(name=st.cand.name, items=n, generations=n * k,
                                          fixed_items=fixed, stopped_look=_stop_look(stops, look),
-                                         why=why, gates=stops))
+                                         why=why, gates=stops, went_on=_went_on(st),
+                                         cells=_cells(st, caps, why, exhausted)))
     return SequentialInfo(alpha=anytime.ALPHA, looks=look, look_items=seq.look_items,
                           fixed_items=fixed, planned_per_task=dict(caps),
                           reference_items=len(outs[0]), candidates=cands,
                           budget_s=seq.budget_s, budget_exhausted=exhausted,
                           not_evaluated=dict(seq.not_evaluated),
                           undetermined=undetermined, to_settle=to_settle)
+
+
+def _went_on(st: CandState) -> str:
+    """Why a candidate whose every gate was settled still got items: its rank was open."""
+    if st.settled_look is None or st.last_look <= st.settled_look or not st.rank_with:
+        return ""
+    return (f"every gate settled at look {st.settled_look}, it went on to look {st.last_look}: "
+            f"its {_rank_why(st)} could still change")
+
+
+def _cells(st: CandState, caps: dict[str, int], why: str, exhausted: bool) -> list[CellStop]:
+    out = []
+    for t, c in st.cells.items():
+        if c.open and why.startswith(("fails", "futile")):
+            end = f"stopped with the candidate ({why})"
+        elif c.open and exhausted:
+            end = "time budget spent while " + c.why
+        else:
+            end = c.why
+        out.append(CellStop(task=t, items=c.n, planned=caps[t], last_look=c.look or None,
+                            why=end))
+    return out
 
 
 def _stop_look(stops: list[GateStop], last: int) -> int | None:

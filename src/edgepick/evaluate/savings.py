@@ -36,13 +36,25 @@ def savings(result: EvalResult) -> dict:
             "time_saved_s": saved, "timed": timed}
 
 
+def _gate(g) -> str:
+    when = f"look {g.look}, {g.items} items" if g.look else f"open at {g.items} items"
+    return f"{g.metric} {g.verdict} ({when})"
+
+
 def gate_line(c) -> str:
-    parts = []
-    for g in c.gates:
-        where = g.task or "all"
-        when = f"look {g.look}, {g.items} items" if g.look else f"open at {g.items} items"
-        parts.append(f"{g.metric}[{where}] {g.verdict} ({when})")
-    return "; ".join(parts)
+    """The gates judged over all tasks together; each task's own are on its cell's line."""
+    return "; ".join(f"{_gate(g)} over all tasks" for g in c.gates if g.task is None)
+
+
+def cell_lines(c) -> list[str]:
+    """One line per (candidate, task) cell, naming the task: its items against fixed N, its
+    own gates and why it stopped where it did."""
+    out = []
+    for cell in c.cells:
+        gates = "; ".join(_gate(g) for g in c.gates if g.task == cell.task)
+        out.append(f"{c.name} [{cell.task}]: {cell.items} of {cell.planned} items"
+                   + (f"; {gates}" if gates else "") + f"; {cell.why}")
+    return out
 
 
 def time_text(s: dict) -> str:
@@ -63,8 +75,12 @@ def savings_lines(result: EvalResult) -> list[str]:
              f"{seq.reference_items} of {seq.fixed_items} items; {time_text(s)}"]
     for c in seq.candidates:
         gens = f", {c.generations} of {c.fixed_items * k} generations" if k > 1 else ""
-        lines.append(f"{c.name}: {c.items} of {c.fixed_items} items{gens} ({c.why}); "
-                     f"{gate_line(c)}")
+        gates = gate_line(c)
+        lines.append(f"{c.name}: {c.items} of {c.fixed_items} items{gens} ({c.why})"
+                     + (f"; {gates}" if gates else ""))
+        if c.went_on:
+            lines.append(f"{c.name}: {c.went_on}")
+        lines += cell_lines(c)
     for name, gate in seq.not_evaluated.items():
         lines.append(f"{name}: not evaluated, 0 of {seq.fixed_items} items (fails {gate}, "
                      "which no routing avoids)")

@@ -86,11 +86,18 @@ def run(req: EvalRequest, store, progress: Tick = silent) -> EvalResult | None:
     from edgepick.evaluate.eval_result import run_eval
 
     sets, items = request_items(req)
-    total = len(items) * (1 + len(req.candidates))  # sequential: the most it can take
+    # The count runs against fixed N (the most sequential looks can take) and ends at what the
+    # looks used: a bar that stops short of a total it never needed reads as unfinished.
+    done = [0]
+
+    def tick(ev: ProgressEvent) -> None:
+        done[0] = ev.done
+        progress(ev)
+
     # sets.sha: the files and which of their items were used (a --limit slice differs).
     result = run_eval(items, req.reference, req.candidates, store, data_path=sets.label,
                       data_sha=sets.sha, problems=sets.problems, budgets=req.max_tokens or None,
-                      progress=progress, sampling=req.sampling,
+                      progress=tick, sampling=req.sampling,
                       samples=req.samples, sequential=_sequential(req), parallel=req.parallel)
-    progress(ProgressEvent(total, total, "done"))
+    progress(ProgressEvent(done[0], done[0], "done"))
     return result

@@ -157,6 +157,16 @@ class GateStop(BaseModel):
     high: float | None = None
 
 
+class CellStop(BaseModel):
+    """One (candidate, task) cell as the looks left it."""
+
+    task: str
+    items: int  # items it used
+    planned: int  # what fixed N would have used
+    last_look: int | None = None  # the last look that gave it items
+    why: str = ""  # "settled at look N", "all N items used, still open: …", "open: …"
+
+
 class SequentialCandidate(BaseModel):
     name: str
     items: int  # items evaluated
@@ -165,6 +175,10 @@ class SequentialCandidate(BaseModel):
     stopped_look: int | None = None
     why: str = ""  # settled | cap | budget | not evaluated: <reason>
     gates: list[GateStop] = Field(default_factory=list)
+    cells: list[CellStop] = Field(default_factory=list)  # one per task, in the set's order
+    # why it got items after every gate it was judged on had settled ("" when it did not):
+    # its rank among the survivors was still open
+    went_on: str = ""
 
 
 class SequentialInfo(BaseModel):
