@@ -33,6 +33,8 @@ def register(app: typer.Typer) -> None:
                                              "quantized V cache needs it"),
         batch: int = typer.Option(DEFAULTS.n_batch, "--batch",
                                   help="logical batch size of the engine (n_batch, -b)"),
+        adapter: str = typer.Option(None, "--adapter", help="a LoRA adapter GGUF loaded with "
+                                    "the model: checked against it, its bytes counted"),
         margin: float = typer.Option(0.20, help="safety margin on memory (the seeds' 20%)"),
         efficiency: float = typer.Option(None, help="override the bandwidth efficiency (0-1)"),
         fill: int = typer.Option(None, help="tokens in the KV cache while decoding "
@@ -86,7 +88,8 @@ def register(app: typer.Typer) -> None:
             raise EdgepickError("--calibrate and --refresh measure this machine: use --device local")
         else:
             dev = load_device(device)
-        req = FitRequest.for_models(refs, quants, ctxs=ctxs, device=dev, kv_type=kv_type,
+        req = FitRequest.for_models(refs, quants, adapter=adapter, ctxs=ctxs, device=dev,
+                                    kv_type=kv_type,
                                     margin=margin, efficiency=efficiency, fill=fill,
                                     n_ubatch=n_ubatch, swa_full=swa_full, mmap=mmap,
                                     flash_attn=flash_attn, n_batch=batch, kv_type_v=kv_type_v)

@@ -47,6 +47,8 @@ def memory_need(spec: ModelSpec, tensors: list[PlannedTensor], kv_bytes: int,
     tied = "output.weight" not in {t.name for t in tensors}
     anon = {"kv_cache": kv_bytes, "activations": parts["activations"],
             "context": parts["context"], "runtime": parts["runtime"] - runtime_file}
+    if parts.get("adapter"):  # llama-adapter.cpp reads a LoRA into a buffer of its own
+        anon["adapter"] = parts["adapter"]
     file = {"runtime_libraries": runtime_file}
     reclaimable: dict[str, int] = {}
     if mmap:

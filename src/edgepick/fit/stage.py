@@ -28,6 +28,7 @@ class FitTarget(BaseModel):
     quant: str | None = None
     file: str | None = None
     label: str | None = None
+    adapter: str | None = None  # a LoRA adapter GGUF loaded with the model (its bytes count)
 
 
 class FitRequest(BaseModel):
@@ -48,12 +49,25 @@ class FitRequest(BaseModel):
     kv_type_v: str | None = None  # the V cache's type when it differs from K's (-ctv)
 
     @classmethod
-    def for_models(cls, models: list[ModelRef], quants: list[str], **kw) -> "FitRequest":
+    def for_models(cls, models: list[ModelRef], quants: list[str],
+                   adapter: str | None = None, **kw) -> "FitRequest":
         """Each model at each type: 'native' describes the file itself."""
         targets = [FitTarget(model=m, quant=None if q == "native" else q,
-                             file=m.path if q == "native" and not m.is_endpoint else None)
+                             file=m.path if q == "native" and not m.is_endpoint else None,
+                             adapter=adapter)
                    for m in models for q in quants]
         return cls(targets=targets, **kw)
+
+
+def _adapter_bytes(t: FitTarget) -> int:
+    """What llama.cpp allocates for the target's adapter (0 without one), after checking it
+    fits the model file (models/adapter.py, llama-adapter.cpp's own checks)."""
+    if t.adapter is None:
+        return 0
+    from edgepick.models.adapter import read_adapter
+
+    model = t.file or (None if t.model.is_endpoint else t.model.path)
+    return read_adapter(t.adapter, model if model and model.endswith(".gguf") else None).n_bytes
 
 
 def _key(payload: dict, device: DeviceProfile) -> str:
@@ -81,12 +95,15 @@ def run(req: FitRequest, store, progress: Tick = silent) -> list[FitEstimate]:
             est = fit_one(spec, t.quant, ctx, req.device, kv_type=req.kv_type, margin=req.margin,
                           efficiency=req.efficiency, n_ubatch=req.n_ubatch, fill=req.fill,
                           swa_full=req.swa_full, mmap=req.mmap, flash_attn=req.flash_attn,
-                          n_batch=req.n_batch, kv_type_v=req.kv_type_v)
+                          n_batch=req.n_batch, kv_type_v=req.kv_type_v,
+                          adapter_bytes=_adapter_bytes(t))
             out.append(est)
             payload = est.model_dump(mode="json")
             payload["model"] = t.file  # the file the estimate is for; None: no candidate
             payload["source"] = t.model.path
             payload["label"] = t.label
+            if t.adapter is not None:
+                payload["adapter"] = t.adapter
             key = _key(payload, req.device)
             if store is not None and not store.has(KIND, key):
                 store.put(KIND, key, payload, label=t.label or t.model.label)
