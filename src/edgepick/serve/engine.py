@@ -74,7 +74,9 @@ class EngineSpec:
         if rt.swa_full:
             cmd.append("--swa-full")
         if not rt.mmap:
-            cmd.append("--no-mmap")
+            # the pinned llama-server has no --no-mmap (common/arg.cpp): --load-mode none reads
+            # the weights as llama-cpp-python's use_mmap=False does (LLAMA_LOAD_MODE_NONE)
+            cmd += ["--load-mode", "none"]
         if repack_unsafe():  # ggml's AMX kernels crash here (llama_tools.repack_unsafe)
             cmd.append("--no-repack")
         return cmd
