@@ -16,6 +16,7 @@ from typing import Iterator
 from edgepick.records.candidate import RuntimeSettings
 from edgepick.serve.metrics import ServeMetrics
 from edgepick.serve.router_api import ServedResponse
+from edgepick.serve.scoring import EchoLimits
 
 
 @dataclass
@@ -67,6 +68,11 @@ class FakePool:
         self.embedder = self if self.spec.embeddings else None  # its own embedding engine
         self.n_vocab = 64  # a word's token id is its length (tokenize), so ids stay small
         self.embedding_width = 2
+        self.status = "ready"  # the pool's word for /health when not ready ("loading" here)
+        self.degraded: str | None = None
+        self.echo_limits = EchoLimits()
+        self.engine = None  # no engine child, so no memory to watch
+        self.last_memory = 0
 
     async def start(self) -> None:
         self.ready = True

@@ -16,6 +16,7 @@ Used by tests/serve/test_serve_contract.py, and by a CLI run with
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import schemathesis
@@ -60,4 +61,9 @@ def refused_over_declared_cap(failure, case, response) -> bool:
 
 @schemathesis.hook
 def filter_failure(context, failure, case, response) -> bool:
-    return not refused_over_declared_cap(failure, case, response)
+    dropped = refused_over_declared_cap(failure, case, response)
+    log = os.environ.get("EDGEPICK_FUZZ_DROPPED")  # a file listing what was dropped, if set
+    if dropped and log:
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(f"{case.operation.label} {case.id}: {json.loads(response.content)}\n")
+    return not dropped

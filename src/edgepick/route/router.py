@@ -27,7 +27,7 @@ from edgepick.route.serve_context import ContextFitter
 from edgepick.route.probes import DeviceSignals, NetworkProbe
 from edgepick.serve.forced_routes import FORCE_HEADER
 from edgepick.serve.router_api import (BadRequest, EngineUnavailable, Routed, RouteRequest,
-                                       ServedResponse, ServeError)
+                                       ServedResponse, ServeError, declared_task)
 
 log = logging.getLogger("edgepick.route")
 
@@ -125,13 +125,9 @@ class EdgeCloudRouter:
     def task_of(self, request: RouteRequest) -> str | None:
         """The request's task type: the policy's task header, `metadata.task`, the user's
         classifier, or the policy's default (serve asks this to keep edge-only tasks home)."""
-        body = request.body
-        task = request.headers.get(self.policy.task_header.lower())
-        meta = body.get("metadata")
-        if not task and isinstance(meta, dict) and meta.get("task"):
-            task = str(meta["task"])
+        task = declared_task(request, self.policy.task_header)
         if not task and self.classifier is not None:
-            task = self.classifier(body)
+            task = self.classifier(request.body)
         return task or self.policy.default_task
 
     async def _online(self) -> tuple[bool, str]:

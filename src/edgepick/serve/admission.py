@@ -180,3 +180,20 @@ class ResourceCheck:
                 body[key] = min(int(body[key]), cap)
         body.setdefault("max_tokens", cap)
         return body, problem
+
+
+class Held:
+    """`async with`: one admission place and `n` slots, released on exit."""
+
+    def __init__(self, admission: Admission, deadline: float, n: int) -> None:
+        self.admission, self.deadline, self.n = admission, deadline, n
+        self.wait_s = 0.0
+
+    async def __aenter__(self) -> "Held":
+        self.admission.enter(self.n)
+        self.wait_s = await self.admission.acquire(self.deadline, self.n)
+        self._t0 = time.monotonic()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.admission.release(time.monotonic() - self._t0, self.n)

@@ -28,8 +28,10 @@ from collections import deque
 from typing import Awaitable, Callable
 
 from edgepick.backends import llama_server_client as lsc
-from edgepick.serve.admission import Admission, ResourceCheck, ResourcePolicy, slots_needed
-from edgepick.serve.engine import Engine, EngineSpec
+from edgepick.serve.admission import (Admission, Held, ResourceCheck, ResourcePolicy,
+                                      slots_needed)
+from edgepick.serve.engine import LlamaServer
+from edgepick.serve.engine_process import EngineProcess, EngineSpec
 from edgepick.serve.collect import collect
 from edgepick.serve.engine_http import relay_error, send, sse_error  # noqa: F401 (re-export)
 from edgepick.serve.metrics import ServeMetrics
@@ -37,13 +39,11 @@ from edgepick.serve.scoring import EchoLimits
 from edgepick.serve.engine_queries import EngineQueries
 from edgepick.serve.supervisor import Supervised
 from edgepick.serve.tool_choice import forced_functions, forward_forced
-from edgepick.serve.router_api import (DeadlineExceeded, EngineUnavailable, Kind,
-                                       ServedResponse, UpstreamError)
+from edgepick.serve.router_api import DeadlineExceeded, Kind, ServedResponse
 
 log = logging.getLogger("edgepick.serve")
 
 ENGINE_NOTICE_S = 5.0  # longest a cancelled non-streaming request's slot is held for the engine
-FAILED_RETRY_S = 60  # Retry-After once serve has stopped restarting its engine
 PATHS: dict[str, str] = {"chat": "/v1/chat/completions", "completion": "/v1/completions",
                          "embedding": "/v1/embeddings"}
 
@@ -52,7 +52,7 @@ class EdgePool(Supervised, EngineQueries):
     def __init__(self, spec: EngineSpec, *, queue: int, metrics: ServeMetrics | None = None,
                  resources: ResourcePolicy | None = None, drain_timeout_s: float = 30.0,
                  log_dir: str | None = None,
-                 engine_factory: Callable[[EngineSpec], Engine] | None = None,
+                 engine_factory: Callable[[EngineSpec], EngineProcess] | None = None,
                  probe_timeout_s: float = 5.0, hung_after_s: float = 30.0,
                  max_restarts: int = 3, restart_window_s: float = 600.0,
                  embeddings: EngineSpec | None = None, role: str = "chat",
@@ -69,15 +69,15 @@ class EdgePool(Supervised, EngineQueries):
         self.hung_after_s = hung_after_s
         self.max_restarts = max_restarts
         self.restart_window_s = restart_window_s
-        self.engine: Engine | None = None
+        self.engine: EngineProcess | None = None
         self.last_memory = 0
         self.status = "loading"  # loading, ready, unresponsive, restarting, degraded, failed
         self.degraded: str | None = None  # why the pool stopped restarting, once it has
         self.scorer = None  # prompt log-probabilities for echo (serve/scoring.py), on demand
         self.echo_limits = echo_limits or EchoLimits()
         # run on a first or switched-to engine once healthy, before it serves; raising refuses it
-        self.start_checks: list[Callable[[Engine], None]] = []
-        self._factory = engine_factory or (lambda s: Engine(s, log_dir))
+        self.start_checks: list[Callable[[EngineProcess], None]] = []
+        self._factory = engine_factory or (lambda s: LlamaServer(s, log_dir))
         self._ready = asyncio.Event()
         self._switch_lock = asyncio.Lock()
         self._tasks: list[asyncio.Task] = []
@@ -124,7 +124,7 @@ class EdgePool(Supervised, EngineQueries):
         self._tasks = [asyncio.create_task(self._supervise()),
                        asyncio.create_task(self._watch_liveness())]
 
-    async def _checked(self, engine: Engine) -> None:
+    async def _checked(self, engine: EngineProcess) -> None:
         try:
             for check in self.start_checks:
                 check(engine)
@@ -132,7 +132,7 @@ class EdgePool(Supervised, EngineQueries):
             await engine.stop()
             raise
 
-    def _activate(self, engine: Engine) -> None:
+    def _activate(self, engine: EngineProcess) -> None:
         self.engine = engine
         self.spec = engine.spec
         self.last_memory = engine.memory_bytes()
@@ -160,20 +160,7 @@ class EdgePool(Supervised, EngineQueries):
         if self.embedder is not None:
             await self.embedder.aclose()
 
-    def _refuse_unless_ready(self) -> None:
-        """A new request to an engine that is not serving is answered 503 at once (loading,
-        restarting, unresponsive, failed), never queued behind it (issue 35 item 3)."""
-        if not self.ready:
-            raise self._unavailable()
-
-    def _unavailable(self) -> EngineUnavailable:
-        if self.status == "failed":
-            return EngineUnavailable(f"the engine failed and is not restarted any more "
-                                     f"({self.degraded or 'restart budget spent'}); see "
-                                     "/health", retry_after=FAILED_RETRY_S)
-        return EngineUnavailable(f"the engine is {self.status}; retry shortly", retry_after=2)
-
-    async def _ready_engine(self, deadline: float | None = None) -> Engine:
+    async def _ready_engine(self, deadline: float | None = None) -> EngineProcess:
         """The serving engine. Without a deadline (tokenizer, props) not ready is a 503 at once;
         a request admitted before a restart waits for the new engine within its deadline,
         unless serve fails meanwhile."""
@@ -213,7 +200,7 @@ class EdgePool(Supervised, EngineQueries):
         self.admission.enter(n)
         wait_s = await self.admission.acquire(deadline, n)
         held_from = time.monotonic()
-        engine: Engine | None = None
+        engine: EngineProcess | None = None
         sent = False
 
         def release() -> None:
@@ -269,7 +256,8 @@ class EdgePool(Supervised, EngineQueries):
 
         return ServedResponse(chunks=chunks, headers=headers, queue_wait_s=wait_s, _closer=close)
 
-    def _release_after_tail(self, engine: Engine, release: Callable[[], None], n: int) -> None:
+    def _release_after_tail(self, engine: EngineProcess, release: Callable[[], None],
+                            n: int) -> None:
         """Release a request's slots once the engine has let go of it, not when its client left
         or its deadline passed: the engine ends the task at its next token write (the request
         streams from it, serve/collect.py) and frees the slot at its next loop turn. Until then
@@ -293,23 +281,7 @@ class EdgePool(Supervised, EngineQueries):
         self._tails.add(task)
         task.add_done_callback(self._tails.discard)
 
-    def admitted(self, deadline: float, n: int = 1) -> "_Held":
+    def admitted(self, deadline: float, n: int = 1) -> Held:
         """`async with pool.admitted(deadline)`: an admission place and `n` slots for work the
         pool runs itself (prompt scoring), under the same bounds as any request."""
-        return _Held(self.admission, deadline, n)
-
-class _Held:
-    """`async with`: one admission place and `n` slots, released on exit."""
-
-    def __init__(self, admission: Admission, deadline: float, n: int) -> None:
-        self.admission, self.deadline, self.n = admission, deadline, n
-        self.wait_s = 0.0
-
-    async def __aenter__(self) -> "_Held":
-        self.admission.enter(self.n)
-        self.wait_s = await self.admission.acquire(self.deadline, self.n)
-        self._t0 = time.monotonic()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.admission.release(time.monotonic() - self._t0, self.n)
+        return Held(self.admission, deadline, n)

@@ -16,7 +16,6 @@ import signal
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -27,59 +26,49 @@ from edgepick.backends import llama_server_client as lsc
 from edgepick.errors import EdgepickError
 from edgepick.launch.process import AsyncChild, free_port
 from edgepick.llama_tools import repack_unsafe
-from edgepick.records.candidate import RuntimeSettings
+from edgepick.serve.engine_process import EngineSpec
 
 log = logging.getLogger("edgepick.serve")
 
 
 ABORT_POLL_S = 0.05  # how often a drain or a SIGTERM grace re-reads its abort condition
-__all__ = ["Engine", "EngineSpec", "free_port", "tree_memory_bytes"]
+__all__ = ["Engine", "EngineSpec", "LlamaServer", "free_port", "llama_server_command",
+           "tree_memory_bytes"]
 
 
-@dataclass(frozen=True)
-class EngineSpec:
-    """What one engine runs: a verified GGUF under a served name and version, with settings."""
-
-    path: str
-    name: str  # the model id clients see in /v1/models
-    version: str = "1"
-    runtime: RuntimeSettings = field(default_factory=RuntimeSettings)
-    slots: int = 2
-    # set: an embedding engine (llama-server --embeddings --pooling P, serving /v1/embeddings)
-    pooling: str | None = None
-
-    def command(self, exe: str, port: int) -> list[str]:
-        rt = self.runtime
-        # an embedding takes its whole input in one ubatch (llama-server lowers -b to -ub)
-        batch = rt.n_ctx if self.pooling else rt.n_batch
-        ubatch = rt.n_ctx if self.pooling else rt.n_ubatch
-        cmd = [exe, "-m", self.path, "--host", "127.0.0.1", "--port", str(port),
-               "--alias", self.name, "-np", str(self.slots),
-               # -c is shared by the slots; each slot gets the deploy's context
-               "-c", str(rt.n_ctx * self.slots), "-t", str(rt.threads),
-               "-b", str(batch), "-ub", str(ubatch),
-               "-ctk", rt.kv_type, "-ctv", rt.kv_type, "-fa", "on" if rt.flash_attn else "off",
-               "-s", str(rt.seed), "--no-webui",
-               # no host-RAM prompt cache: a slot's KV state is all a request leaves behind
-               "--cache-ram", "0",
-               # locked: /slots would show other requests' prompts, and POST /props (off by
-               # default) would change settings; /metrics (aggregate slot use, behind the key)
-               # lets edgepick compare its accounting with the engine's own
-               "--no-slots", "--metrics"]
-        if self.pooling:
-            # one KV cache for all slots: with a cache per slot, the pinned llama-server pools
-            # the second input of a batch wrongly (cosine 0.72 to the same input alone, measured
-            # by tests/serve/test_serve_embeddings.py against llama.cpp in process)
-            cmd += ["--embeddings", "--pooling", self.pooling, "--kv-unified"]
-        if rt.swa_full:
-            cmd.append("--swa-full")
-        if not rt.mmap:
-            # the pinned llama-server has no --no-mmap (common/arg.cpp): --load-mode none reads
-            # the weights as llama-cpp-python's use_mmap=False does (LLAMA_LOAD_MODE_NONE)
-            cmd += ["--load-mode", "none"]
-        if repack_unsafe():  # ggml's AMX kernels crash here (llama_tools.repack_unsafe)
-            cmd.append("--no-repack")
-        return cmd
+def llama_server_command(spec: EngineSpec, exe: str, port: int) -> list[str]:
+    """llama-server's command line for `spec` (the key goes in its environment)."""
+    rt = spec.runtime
+    # an embedding takes its whole input in one ubatch (llama-server lowers -b to -ub)
+    batch = rt.n_ctx if spec.pooling else rt.n_batch
+    ubatch = rt.n_ctx if spec.pooling else rt.n_ubatch
+    cmd = [exe, "-m", spec.path, "--host", "127.0.0.1", "--port", str(port),
+           "--alias", spec.name, "-np", str(spec.slots),
+           # -c is shared by the slots; each slot gets the deploy's context
+           "-c", str(rt.n_ctx * spec.slots), "-t", str(rt.threads),
+           "-b", str(batch), "-ub", str(ubatch),
+           "-ctk", rt.kv_type, "-ctv", rt.kv_type, "-fa", "on" if rt.flash_attn else "off",
+           "-s", str(rt.seed), "--no-webui",
+           # no host-RAM prompt cache: a slot's KV state is all a request leaves behind
+           "--cache-ram", "0",
+           # locked: /slots would show other requests' prompts, and POST /props (off by
+           # default) would change settings; /metrics (aggregate slot use, behind the key)
+           # lets edgepick compare its accounting with the engine's own
+           "--no-slots", "--metrics"]
+    if spec.pooling:
+        # one KV cache for all slots: with a cache per slot, the pinned llama-server pools
+        # the second input of a batch wrongly (cosine 0.72 to the same input alone, measured
+        # by tests/serve/test_serve_embeddings.py against llama.cpp in process)
+        cmd += ["--embeddings", "--pooling", spec.pooling, "--kv-unified"]
+    if rt.swa_full:
+        cmd.append("--swa-full")
+    if not rt.mmap:
+        # the pinned llama-server has no --no-mmap (common/arg.cpp): --load-mode none reads the
+        # weights as llama-cpp-python's use_mmap=False does (LLAMA_LOAD_MODE_NONE)
+        cmd += ["--load-mode", "none"]
+    if repack_unsafe():  # ggml's AMX kernels crash here (llama_tools.repack_unsafe)
+        cmd.append("--no-repack")
+    return cmd
 
 
 def tree_memory_bytes(pid: int) -> int:
@@ -102,8 +91,9 @@ def tree_memory_bytes(pid: int) -> int:
     return total
 
 
-class Engine:
-    """A running llama-server for one `EngineSpec`; `client` talks to it.
+class LlamaServer:
+    """A running llama-server for one `EngineSpec`; `client` talks to it (serve's one
+    implementation of serve/engine_process.py's `EngineProcess`).
 
     The child is locked: it gets a random key for this start only (in its environment, not on
     its command line, which every local user can read in /proc), and `client` sends it; a local
@@ -146,7 +136,7 @@ class Engine:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ, LLAMA_API_KEY=self._key)
         with open(self.log_path, "ab") as logfile:
-            self.proc = AsyncChild.start(self.spec.command(exe, self.port), stdout=logfile,
+            self.proc = AsyncChild.start(llama_server_command(self.spec, exe, self.port), stdout=logfile,
                                          stderr=subprocess.STDOUT, env=env, new_session=True)
         # the pool bounds concurrency itself, so the client never needs more than slots + a few
         # llama-server (cpp-httplib) closes idle keep-alive connections after 5 s; expiring ours
@@ -281,3 +271,6 @@ class Engine:
                 self.log_path.unlink()
             except OSError:
                 pass
+
+
+Engine = LlamaServer  # the default engine of serve's pool (EdgePool(engine_factory=...))

@@ -9,12 +9,12 @@ import time
 import httpx
 
 from edgepick.backends import llama_server_client as lsc
-from edgepick.serve.engine import Engine
+from edgepick.serve.engine_process import EngineProcess
 from edgepick.serve.errors import ServeError, sse_event
 from edgepick.serve.router_api import DeadlineExceeded, EngineUnavailable, UpstreamError
 
 
-async def send(engine: Engine, req: httpx.Request, deadline: float,
+async def send(engine: EngineProcess, req: httpx.Request, deadline: float,
            stream: bool) -> httpx.Response:
     """The engine's response: open for a 200 stream, read in full otherwise."""
     assert engine.client is not None

@@ -8,7 +8,7 @@ import httpx
 
 from edgepick.backends import llama_server_client as lsc
 from edgepick.errors import EdgepickError
-from edgepick.serve.engine import Engine
+from edgepick.serve.engine_process import EngineProcess
 from edgepick.serve.router_api import BadRequest, EngineUnavailable
 
 
@@ -41,7 +41,7 @@ class EngineQueries:
             raise EngineUnavailable(f"engine unavailable ({type(exc).__name__})",
                                     retry_after=2) from None
 
-    async def _vocab_size(self, engine: Engine) -> int | None:
+    async def _vocab_size(self, engine: EngineProcess) -> int | None:
         """The served model's vocabulary size, read by the engine when it started."""
         if engine.n_vocab is None:
             await engine._read_meta()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import OrderedDict
-from typing import Any, Awaitable, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
@@ -27,17 +27,24 @@ from edgepick.serve.openapi_doc import describe
 from edgepick.serve.request_models import FeedbackBody
 from edgepick.serve.router_api import BadRequest
 
+if TYPE_CHECKING:
+    from edgepick.serve.edge import EdgePool
+    from edgepick.serve.metrics import ServeMetrics
+    from edgepick.serve.sampling import Sampler
+    from edgepick.serve.settings import ServeSettings
+
 MAX_FEEDBACK_BODY = 16 * 1024
 REMEMBERED = 100_000
 
 
 class LoopState(Protocol):
-    """What the loop's endpoints and jobs need of the app's state (serve/app.py's ServeState)."""
+    """What the loop's endpoints and jobs need of the app's state (serve/state.py's ServeState)."""
 
-    pool: Any
-    settings: Any
-    sampler: Any
-    metrics: Any
+    pool: "EdgePool"
+    settings: "ServeSettings"
+    sampler: "Sampler"
+    metrics: "ServeMetrics"
+    deploy: Any
     background: list[Callable[[], Awaitable[None]]]
 
 
@@ -69,7 +76,7 @@ async def watch_engine(state: LoopState, every_s: float = 0.25) -> None:
 
     seen, watched = crashes(), None
     while True:
-        engine = getattr(state.pool, "engine", None)  # a stand-in pool (tests) has none
+        engine = state.pool.engine
         if watched is not None and watched.proc is not None \
                 and watched.proc.returncode is not None and crashes() > seen:
             fate.exited(watched.proc.returncode)
@@ -78,21 +85,20 @@ async def watch_engine(state: LoopState, every_s: float = 0.25) -> None:
         if engine is not None and engine.alive:
             watched = engine
             fate.watch(engine.pid)
-        fate.sample_memory(getattr(state.pool, "last_memory", 0))
+        fate.sample_memory(state.pool.last_memory)
         await asyncio.sleep(every_s)
 
 
 def configure_sampler(state: LoopState) -> None:
     """The sampler from the policy file's `sampling:` section, deploy.yaml's edge-only tasks
     and its cloud (serve/references.py); a sampler handed to the state already is kept."""
-    if getattr(state.sampler, "metrics", None) is not None:
+    if state.sampler.metrics is not None:
         return
     from edgepick.serve.policy_file import ServePolicy
     from edgepick.serve.references import sampler_for
 
     policy = ServePolicy.load(state.settings.policy)
-    state.sampler = sampler_for(state.settings, policy, getattr(state, "deploy", None),
-                                state.metrics)
+    state.sampler = sampler_for(state.settings, policy, state.deploy, state.metrics)
 
 
 def loop_router(state: LoopState) -> APIRouter:
@@ -104,7 +110,7 @@ def loop_router(state: LoopState) -> APIRouter:
     history = MetricsHistory(state.metrics.registry)
     state.background.append(history.run)
     state.background.append(lambda: watch_engine(state))
-    refs = getattr(state.sampler, "references", None)
+    refs = state.sampler.references
     if refs is not None:
         state.background.append(refs.run)
 

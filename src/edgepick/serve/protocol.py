@@ -41,105 +41,110 @@ def refusal_bytes(err: ServeError, request_id: str) -> bytes:
     return b"".join(head) + body
 
 
-def protocol_class(header_timeout: float) -> type[asyncio.Protocol]:
-    """The protocol class for uvicorn's `http=` setting, with this header timeout."""
+class EdgepickHttpProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with a header timeout (slowloris) and every refusal below
+    the app in OpenAI's shape, with a request id (issue 35 item 4)."""
 
-    class EdgepickHttpProtocol(HttpToolsProtocol):
-        _header_timer: asyncio.TimerHandle | None = None
-        _pending: ServeError | None = None  # a refusal waiting for earlier answers
-        _got_bytes = False
+    header_timeout: float = 10.0
+    _header_timer: asyncio.TimerHandle | None = None
+    _pending: ServeError | None = None  # a refusal waiting for earlier answers
+    _got_bytes = False
 
-        def connection_made(self, transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            self._arm()
+    def connection_made(self, transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
 
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm()
-            super().connection_lost(exc)
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
 
-        def _awaiting_headers(self) -> bool:
-            return self.cycle is None or self.cycle.response_complete
+    def _awaiting_headers(self) -> bool:
+        return self.cycle is None or self.cycle.response_complete
 
-        def _arm(self) -> None:
-            self._disarm()
-            self._got_bytes = False
-            self._header_timer = self.loop.call_later(header_timeout, self._headers_late)
+    def _arm(self) -> None:
+        self._disarm()
+        self._got_bytes = False
+        self._header_timer = self.loop.call_later(self.header_timeout, self._headers_late)
 
-        def _disarm(self) -> None:
-            if self._header_timer is not None:
-                self._header_timer.cancel()
-                self._header_timer = None
-
-        def _headers_late(self) -> None:
+    def _disarm(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
             self._header_timer = None
-            if self.transport.is_closing() or not self._awaiting_headers():
-                return
-            if self._got_bytes:
-                self._write_refusal(RequestTimeout(
-                    f"request headers not complete within {header_timeout:g} s "
-                    "(--header-timeout)"))
-            else:
-                self.transport.close()
 
-        def data_received(self, data: bytes) -> None:
-            if self._pending is not None:
-                return  # the parser has failed; the rest of the stream is not read
-            if self._header_timer is None and self._awaiting_headers():
-                self._arm()  # a new request on a kept-alive connection
-            self._got_bytes = True
-            self._unset_keepalive_if_required()
-            try:
-                self.parser.feed_data(data)
-            except httptools.HttpParserError as exc:
-                self._refuse(BadRequest(f"malformed HTTP request ({exc}); this server speaks "
-                                        "HTTP/1.1", code="invalid_http_request"))
-            except httptools.HttpParserUpgrade:
-                pass  # the app refuses the upgrade itself (ws="none": no websocket protocol)
-
-        def on_headers_complete(self) -> None:
-            self._disarm()
-            super().on_headers_complete()
-
-        def _refuse(self, err: ServeError) -> None:
-            cycle = self.cycle
-            if cycle is not None and not cycle.response_complete and cycle.more_body:
-                # the error is in the body of the request being served: that request is not
-                # served (what the app writes for it is dropped), the refusal answers it
-                cycle.disconnected = True
-                cycle.message_event.set()
-                if cycle.response_started:
-                    self.transport.close()  # half an answer is out: closing is all that's left
-                else:
-                    self._write_refusal(err)
-                return
-            if not self._awaiting_headers() or self.pipeline:
-                # requests parsed before the garbage are answered first
-                self._pending = err
-                self.flow.pause_reading()
-                return
-            self._write_refusal(err)
-
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            if self._pending is not None and not self.pipeline and self._awaiting_headers() \
-                    and not self.transport.is_closing():
-                self._write_refusal(self._pending)
-            elif self._awaiting_headers() and not self.transport.is_closing():
-                self._arm()
-
-        def _write_refusal(self, err: ServeError) -> None:
-            self._disarm()
-            self._unset_keepalive_if_required()
-            rid = uuid.uuid4().hex
-            log.info("[%s] refused below the app: %s %s", rid, err.status, err.message)
-            self.transport.write(refusal_bytes(err, rid))
+    def _headers_late(self) -> None:
+        self._header_timer = None
+        if self.transport.is_closing() or not self._awaiting_headers():
+            return
+        if self._got_bytes:
+            self._write_refusal(RequestTimeout(
+                f"request headers not complete within {self.header_timeout:g} s "
+                "(--header-timeout)"))
+        else:
             self.transport.close()
 
-        def send_400_response(self, msg: str) -> None:  # uvicorn's own path, if it is taken
-            self._refuse(BadRequest(f"malformed HTTP request ({msg})",
-                                    code="invalid_http_request"))
+    def data_received(self, data: bytes) -> None:
+        if self._pending is not None:
+            return  # the parser has failed; the rest of the stream is not read
+        if self._header_timer is None and self._awaiting_headers():
+            self._arm()  # a new request on a kept-alive connection
+        self._got_bytes = True
+        self._unset_keepalive_if_required()
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError as exc:
+            self._refuse(BadRequest(f"malformed HTTP request ({exc}); this server speaks "
+                                    "HTTP/1.1", code="invalid_http_request"))
+        except httptools.HttpParserUpgrade:
+            pass  # the app refuses the upgrade itself (ws="none": no websocket protocol)
 
-        def _unsupported_upgrade_warning(self) -> None:
-            pass  # refused by the app, in OpenAI's shape
+    def on_headers_complete(self) -> None:
+        self._disarm()
+        super().on_headers_complete()
 
-    return EdgepickHttpProtocol
+    def _refuse(self, err: ServeError) -> None:
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_complete and cycle.more_body:
+            # the error is in the body of the request being served: that request is not
+            # served (what the app writes for it is dropped), the refusal answers it
+            cycle.disconnected = True
+            cycle.message_event.set()
+            if cycle.response_started:
+                self.transport.close()  # half an answer is out: closing is all that's left
+            else:
+                self._write_refusal(err)
+            return
+        if not self._awaiting_headers() or self.pipeline:
+            # requests parsed before the garbage are answered first
+            self._pending = err
+            self.flow.pause_reading()
+            return
+        self._write_refusal(err)
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if self._pending is not None and not self.pipeline and self._awaiting_headers() \
+                and not self.transport.is_closing():
+            self._write_refusal(self._pending)
+        elif self._awaiting_headers() and not self.transport.is_closing():
+            self._arm()
+
+    def _write_refusal(self, err: ServeError) -> None:
+        self._disarm()
+        self._unset_keepalive_if_required()
+        rid = uuid.uuid4().hex
+        log.info("[%s] refused below the app: %s %s", rid, err.status, err.message)
+        self.transport.write(refusal_bytes(err, rid))
+        self.transport.close()
+
+    def send_400_response(self, msg: str) -> None:  # uvicorn's own path, if it is taken
+        self._refuse(BadRequest(f"malformed HTTP request ({msg})",
+                                code="invalid_http_request"))
+
+    def _unsupported_upgrade_warning(self) -> None:
+        pass  # refused by the app, in OpenAI's shape
+
+
+def protocol_class(header_timeout: float) -> type[asyncio.Protocol]:
+    """The protocol class for uvicorn's `http=` setting, with this header timeout."""
+    return type("EdgepickHttpProtocol", (EdgepickHttpProtocol,),
+                {"header_timeout": header_timeout})

@@ -17,6 +17,7 @@ from edgepick.serve.constraints import check_constraints
 from edgepick.serve.errors import (BadRequest, BodyTooLarge, ClientGone, RequestTimeout,
                                    Unauthorized, UnsupportedMediaType)
 from edgepick.serve.forwarded import without_nulls
+from edgepick.serve.prompt_cap import check_ids, check_prompt_cap
 from edgepick.serve.request_models import ENGINE_ONLY_FIELDS, REQUEST_MODELS
 from edgepick.serve.router_api import Kind
 
@@ -214,31 +215,6 @@ def _bad_field(exc: ValidationError, body: dict) -> BadRequest:
     return BadRequest(f"'{param}': {msg[0].lower()}{msg[1:]}", param=param, code=code)
 
 
-def prompt_text(kind: Kind, body: dict) -> str:
-    """The text the client sends to the model (chat: every message's text content)."""
-    if kind == "chat":
-        parts = []
-        for m in body["messages"]:
-            content = m.get("content")
-            if isinstance(content, str):
-                parts.append(content)
-            elif isinstance(content, list):
-                parts += [p.get("text", "") for p in content if isinstance(p, dict)]
-        return "\n".join(parts)
-    prompt = body["prompt"]
-    if isinstance(prompt, str):
-        return prompt
-    return "\n".join(prompt)
-
-
-def id_count(kind: Kind, body: dict) -> int | None:
-    """A completion prompt of token ids (or lists of them): their count, which is exact."""
-    prompt = body.get("prompt") if kind == "completion" else None
-    if not isinstance(prompt, list) or all(isinstance(p, str) for p in prompt):
-        return None
-    return sum(len(p) if isinstance(p, list) else 1 for p in prompt)
-
-
 async def check_body(kind: Kind, body: dict, *, max_tokens: int, max_prompt_tokens: int,
                      count_tokens: Callable[[str], Awaitable[int]],
                      max_n: int | None = None, n_vocab: int | None = None) -> dict:
@@ -276,27 +252,7 @@ async def check_body(kind: Kind, body: dict, *, max_tokens: int, max_prompt_toke
     # absent: the server's cap, or OpenAI's own default of 16 for an echoed completion
     body["max_tokens"] = min((v for _, v in asked),
                              default=min(ECHO_DEFAULT_TOKENS, max_tokens) if scoring else max_tokens)
-    n = id_count(kind, body)
-    if n is None:
-        text = prompt_text(kind, body)
-        # a token is at least one byte, so only prompts longer in bytes than the cap are counted
-        n = await count_tokens(text) if len(text.encode()) > max_prompt_tokens else 0
-    if n > max_prompt_tokens:
-        raise BadRequest(f"prompt of {n} tokens is over this server's limit of "
-                         f"{max_prompt_tokens} prompt tokens (--max-prompt-tokens)",
-                         param="messages" if kind == "chat" else "prompt",
-                         code="context_length_exceeded")
+    await check_prompt_cap(kind, body, max_prompt_tokens, count_tokens)
     # the model is the server's choice (registry, policy); the client's name is only a label
     body.pop("model", None)
     return without_nulls(body)
-
-
-def check_ids(prompt: Any, n_vocab: int | None, param: str) -> None:
-    """Token ids in a prompt (a list of ids, or of lists of ids) below the vocabulary."""
-    if not n_vocab or not isinstance(prompt, list):
-        return
-    for item in prompt:
-        for t in item if isinstance(item, list) else (item,):
-            if isinstance(t, int) and t >= n_vocab:
-                raise BadRequest(f"'{param}': token id {t} is not below the vocabulary size "
-                                 f"{n_vocab}", param=param)

@@ -46,6 +46,7 @@ from edgepick.serve.errors import (BadRequest, DeadlineExceeded, EdgeOnlyUnavail
                                    UpstreamError)
 
 Kind = Literal["chat", "completion"]
+TASK_HEADER = "x-edgepick-task"
 
 
 @dataclass
@@ -59,6 +60,8 @@ class RouteRequest:
     paths: tuple[str, ...] | None = None  # the only paths allowed; None: the router's choice
     failing: frozenset[str] = frozenset()  # paths to fail on purpose (tests)
     request_id: str = ""
+    sampling_locked: tuple[str, ...] = ()  # fields deploy.yaml's sampling set over the client's
+    include_usage: bool = False  # a stream's final chunk carries usage (stream_options)
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
@@ -111,12 +114,39 @@ class Edge(Protocol):
 
 @runtime_checkable
 class Router(Protocol):
+    # the longest prompt in tokens the router takes (serve refuses longer ones with a 400
+    # before routing); None: what the edge's engine can take (serve/state.py)
+    max_prompt_tokens: int | None
+
     async def route(self, request: RouteRequest, edge: Edge) -> Routed: ...
+
+    def task_of(self, request: RouteRequest) -> str | None:
+        """The request's task type, which serve's edge-only rule reads (a classifier may)."""
 
     async def aclose(self) -> None: ...
 
 
-class EdgeOnlyRouter:
+def declared_task(request: RouteRequest, header: str = TASK_HEADER) -> str | None:
+    """The task type the client declares: the header (`x-edgepick-task` unless the policy
+    names another), else `metadata.task`."""
+    task = request.headers.get(header.lower())
+    meta = request.body.get("metadata")
+    if not task and isinstance(meta, dict) and meta.get("task"):
+        task = str(meta["task"])
+    return task or None
+
+
+class RouterDefaults:
+    """The Router protocol's readings for a router that has no view of its own: the declared
+    task, and no prompt cap beyond the engine's. A router may subclass it."""
+
+    max_prompt_tokens: int | None = None
+
+    def task_of(self, request: RouteRequest) -> str | None:
+        return declared_task(request)
+
+
+class EdgeOnlyRouter(RouterDefaults):
     """Everything on the local engine; the edge's errors reach the client as they are."""
 
     async def route(self, request: RouteRequest, edge: Edge) -> Routed:
@@ -125,3 +155,25 @@ class EdgeOnlyRouter:
 
     async def aclose(self) -> None:
         return None
+
+
+class _Completed(RouterDefaults):
+    """A plugin router written before the protocol declared task_of and max_prompt_tokens:
+    its own route and aclose, the defaults for the rest."""
+
+    def __init__(self, router: object) -> None:
+        self.router = router
+
+    async def route(self, request: RouteRequest, edge: Edge) -> Routed:
+        return await self.router.route(request, edge)  # type: ignore[attr-defined]
+
+    async def aclose(self) -> None:
+        await self.router.aclose()  # type: ignore[attr-defined]
+
+
+def complete(router: object) -> Router:
+    """The router as serve uses it, checked once where it is loaded: every member of the
+    protocol present (the defaults filled in for an older plugin)."""
+    if isinstance(router, Router):
+        return router
+    return _Completed(router)

@@ -172,7 +172,7 @@ def _choice(index: int, scored: dict, k: int, asked: bool) -> dict:
 async def score_request(pool: ScoringPool, body: dict, stream: bool,
                         deadline: float) -> ServedResponse:
     """The `echo: true` completion: prompt log-probabilities from the served file."""
-    limits = getattr(pool, "echo_limits", None) or EchoLimits()
+    limits = pool.echo_limits
     k, max_tokens = _options(body, limits)
     n = body.get("n", 1) or 1
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:

@@ -19,8 +19,10 @@ import time
 from typing import Callable
 
 from edgepick.serve.engine import EngineSpec
+from edgepick.serve.errors import EngineUnavailable
 
 log = logging.getLogger("edgepick.serve")
+FAILED_RETRY_S = 60  # Retry-After once serve has stopped restarting its engine
 
 
 class Supervised:
@@ -28,6 +30,19 @@ class Supervised:
 
     STOP_GRACE_S = 2.0  # SIGTERM, then SIGKILL: a wedged main loop never acts on SIGTERM
     memory_abort: Callable[[], bool] | None = None  # the memory watchdog's ceiling, when set
+
+    def _refuse_unless_ready(self) -> None:
+        """A new request to an engine that is not serving is answered 503 at once (loading,
+        restarting, unresponsive, failed), never queued behind it (issue 35 item 3)."""
+        if not self.ready:
+            raise self._unavailable()
+
+    def _unavailable(self) -> EngineUnavailable:
+        if self.status == "failed":
+            return EngineUnavailable(f"the engine failed and is not restarted any more "
+                                     f"({self.degraded or 'restart budget spent'}); see "
+                                     "/health", retry_after=FAILED_RETRY_S)
+        return EngineUnavailable(f"the engine is {self.status}; retry shortly", retry_after=2)
 
     async def _supervise(self) -> None:
         """A child that dies on its own is restarted (counted as a crash) while the restart

@@ -23,7 +23,7 @@ import time
 
 from edgepick.errors import EdgepickError
 from edgepick.serve.edge import EdgePool
-from edgepick.serve.engine import Engine
+from edgepick.serve.engine_process import EngineProcess
 
 log = logging.getLogger("edgepick.serve")
 
@@ -45,7 +45,7 @@ class MemoryWatchdog:
             pool.start_checks.append(self.check_footprint)
             pool.memory_abort = self.over_hard_limit  # any stop's grace ends past the ceiling
 
-    def check_footprint(self, engine: Engine) -> None:
+    def check_footprint(self, engine: EngineProcess) -> None:
         """Refuse an engine that is over the limit before it has served anything."""
         mem = engine.memory_bytes()
         if self.limit_bytes and mem > self.limit_bytes:
@@ -59,9 +59,8 @@ class MemoryWatchdog:
         engine = self.pool.engine
         mem = engine.memory_bytes() if engine is not None else 0
         self.pool.last_memory = mem
-        fate = getattr(self.pool.metrics, "engine_fate", None)
-        if fate is not None and getattr(self.pool, "role", "chat") == "chat":
-            fate.sample_memory(mem)
+        if self.pool.role == "chat":
+            self.pool.metrics.engine_fate.sample_memory(mem)
         return mem
 
     def over_hard_limit(self) -> bool:

@@ -1,0 +1,110 @@
+"""The handlers beside generation: `/v1/embeddings` (the deploy's embedding engine), the model
+cards, `/health`, `/metrics` and the registry's admin endpoint. Each checks the key itself and
+answers refusals in OpenAI's shape (serve/errors.py)."""
+
+from __future__ import annotations
+
+import time
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from edgepick.serve.answer_models import NOT_READY
+from edgepick.serve.embeddings import answer as embedding_answer, embedding_body
+from edgepick.serve.errors import (NotFound, NotImplementedHere, ServeError, UpstreamError,
+                                   from_upstream)
+from edgepick.serve.generate import ENDPOINTS, refused
+from edgepick.serve.openapi_doc import describe
+from edgepick.serve.request_checks import check_key, read_json
+from edgepick.serve.state import ServeState
+
+
+async def embed(state: ServeState, request: Request) -> Response:
+    t0 = time.monotonic()
+    s, m, embedder = state.settings, state.metrics, state.pool.embedder
+    try:
+        check_key(request, s.api_key)
+        raw = await read_json(request, s.max_body, s.body_timeout)
+        if embedder is None:
+            raise NotImplementedHere("this server has no embedding engine: deploy.yaml does "
+                                     "not enable one (embeddings: {model, pooling}; "
+                                     "docs/serve.md)")
+        body = embedding_body(raw, embedder.n_vocab)
+        resp = await embedder.forward("embedding", body, False, t0 + s.deadline)
+        out = embedding_answer(resp.body or {}, embedder.spec.name, raw.get("dimensions"))
+    except ServeError as err:
+        if isinstance(err, UpstreamError):
+            err = from_upstream(err)
+            if err.code == "context_length_exceeded":  # an input over the engine's n_ctx
+                err.param = "input"
+        return refused(state, "embedding", err)
+    m.requests.labels(ENDPOINTS["embedding"], "200").inc()
+    m.embedding_seconds.observe(time.monotonic() - t0)
+    m.embedding_inputs.inc(len(out["data"]))
+    m.tokens.labels("embedding").inc(out["usage"]["prompt_tokens"])
+    return JSONResponse(out, headers=resp.headers)
+
+
+def cards(state: ServeState) -> list[dict]:
+    """The chat model first (what clients take as the served one), then the embedding one."""
+    embedder = state.pool.embedder
+    specs = [state.pool.spec] + ([embedder.spec] if embedder is not None else [])
+    return [{"id": spec.name, "object": "model", "owned_by": "edgepick", "created": 0,
+             "version": spec.version} for spec in specs]
+
+
+def health(state: ServeState) -> Response:
+    # the pool's own word for why it is not ready: loading, unresponsive, restarting, failed
+    pool = state.pool
+    if not pool.ready:
+        status = pool.status
+        return JSONResponse({"status": status if status in NOT_READY else "loading"},
+                            status_code=503, headers={"Retry-After": "2"})
+    out = {"status": "ok", "model": pool.spec.name, "version": pool.spec.version}
+    if pool.degraded:
+        out["detail"] = pool.degraded  # serving, and no longer restarting: say so
+    return JSONResponse(out)
+
+
+def info_router(state: ServeState) -> APIRouter:
+    router = APIRouter()
+    s = state.settings
+
+    @router.post("/v1/embeddings", **describe("embedding"))
+    async def embeddings(request: Request) -> Response:
+        return await embed(state, request)
+
+    @router.get("/v1/models", **describe("models"))
+    async def models(request: Request) -> Response:
+        check_key(request, s.api_key)
+        return JSONResponse({"object": "list", "data": cards(state)})
+
+    @router.get("/v1/models/{model_id:path}", **describe("model"))
+    async def model(model_id: str, request: Request) -> Response:
+        check_key(request, s.api_key)
+        for card in cards(state):
+            if model_id in (card["id"], f"{card['id']}@{card['version']}"):
+                return JSONResponse(card)
+        raise NotFound(f"model '{model_id}' is not served here (this server serves "
+                       f"{', '.join(repr(c['id']) for c in cards(state))})", param="model",
+                       code="model_not_found")
+
+    @router.get("/health", **describe("health"))
+    async def health_probe() -> Response:
+        return health(state)
+
+    @router.get("/metrics", include_in_schema=False)
+    async def metrics(request: Request) -> Response:
+        check_key(request, s.api_key)
+        return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    @router.post("/admin/models/{action}", include_in_schema=False)
+    async def admin(action: str, request: Request) -> Response:
+        check_key(request, s.api_key)
+        if state.admin is None:
+            raise NotFound("this server was started without --registry")
+        raw = await read_json(request, s.max_body, s.body_timeout)
+        return JSONResponse(await state.admin.handle(action, raw))
+
+    return router
