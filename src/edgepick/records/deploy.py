@@ -11,17 +11,22 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from edgepick.errors import InputError
+from edgepick.errors import EdgepickError, InputError
 from edgepick.records.candidate import RuntimeSettings
-from edgepick.records.update import UpdatePolicy
 from edgepick.records.model_ref import DEFAULT_ENGINE
+from edgepick.records.team import (CLOUD, DEFAULT_EDGE, Cascade, EdgeModel, MemoryFit, MemoryPlan,
+                                   memory_plan)
+from edgepick.records.update import UpdatePolicy
 
-DEPLOY_SCHEMA_VERSION = 1
+DEPLOY_SCHEMA_VERSION = 1  # a single model, as every release before teams wrote it
+TEAM_SCHEMA_VERSION = 2  # `models`, `cascades`, `memory` (records/team.py)
+READABLE_VERSIONS = (DEPLOY_SCHEMA_VERSION, TEAM_SCHEMA_VERSION)
+TEAM_FIELDS = ("models", "cascades", "memory")
 
 Verdict = Literal["pass", "fail", "undetermined", "unmeasured"]
-Status = Literal["proven", "provisional", "hybrid", "none"]
+Status = Literal["proven", "provisional", "hybrid", "team", "none"]
 
 
 class _Strict(BaseModel):
@@ -57,7 +62,7 @@ class Gate(_Strict):
 
 class TaskRoute(_Strict):
     task: str
-    route: Literal["edge", "cloud"] = "edge"
+    route: str = DEFAULT_EDGE  # edge (the file's `model`), cloud, or a team model's name
     badcases_per_1000: float | None = None
     low: float | None = None
     high: float | None = None
@@ -137,12 +142,80 @@ class DeployConfig(_Strict):
     output_tokens: dict[str, int | None] | None = None
     embeddings: EmbeddingEngine | None = None  # absent: /v1/embeddings answers 501
     update: UpdatePolicy | None = None  # model updates' probe and canary (docs/registry.md)
+    # A team (schema 2, records/team.py): every edge model, `model` being the default one that
+    # serves `edge` routes (and what a reader that knows one model runs); cascades of any length;
+    # the budget the memory plan was checked against.
+    models: list[EdgeModel] = Field(default_factory=list)
+    cascades: list[Cascade] = Field(default_factory=list)
+    memory: MemoryPlan | None = None
+
+    @model_validator(mode="after")
+    def _team_is_consistent(self) -> "DeployConfig":
+        used = [k for k in TEAM_FIELDS if getattr(self, k)]
+        if used and self.schema_version < TEAM_SCHEMA_VERSION:
+            raise ValueError(f"{', '.join(used)} need schema_version {TEAM_SCHEMA_VERSION}")
+        names = [m.name for m in self.models]
+        if len(set(names)) < len(names):
+            raise ValueError(f"models: names repeat ({', '.join(names)})")
+        if self.models and not any((m.name, m.path, m.sha256) == (self.model.name, self.model.path,
+                                                                   self.model.sha256)
+                                   for m in self.models):
+            raise ValueError(f"model {self.model.name!r} (the default) is not one of models "
+                             f"({', '.join(names)}) with the same path and sha256")
+        known = {DEFAULT_EDGE, CLOUD, *names}
+        targets = [r.route for r in self.routes] + [s.to for c in self.cascades for s in c.steps]
+        if bad := [x for x in targets if x not in known]:
+            raise ValueError(f"route to {bad[0]!r}: expected edge, cloud or a model of models "
+                             f"({', '.join(names) or 'none listed'})")
+        first: dict[str, str] = {}
+        for c in self.cascades:
+            for task in c.tasks or ["*"]:
+                if task in first:
+                    raise ValueError(f"task {task!r} is in two cascades")
+                first[task] = c.steps[0].to
+        for r in self.routes:
+            if r.task in first and r.route != first[r.task]:
+                raise ValueError(f"task {r.task!r}: route {r.route} but its cascade starts at "
+                                 f"{first[r.task]}")
+        return self
 
     def route_for(self, task: str | None) -> str:
+        """edge, cloud or a team model's name (a cascade's first step is its route)."""
         for r in self.routes:
             if r.task == task:
                 return r.route
         return self.default_route
+
+    def cascade_for(self, task: str | None) -> Cascade | None:
+        """The task's own cascade, else one without tasks when the task has no route."""
+        named = next((c for c in self.cascades if task in c.tasks), None)
+        if named or any(r.task == task for r in self.routes):
+            return named
+        return next((c for c in self.cascades if not c.tasks), None)
+
+    def edge_models(self) -> list[EdgeModel]:
+        """Every edge model; a single-model file is its one model, always resident."""
+        if self.models:
+            return list(self.models)
+        m = self.model
+        return [EdgeModel(name=m.name, path=m.path, sha256=m.sha256, quant=m.quant,
+                          backend=m.backend, pin=True)]
+
+    def edge_model(self, route: str) -> EdgeModel | None:
+        """The model a route names (`edge`: the default one); None for the cloud."""
+        name = self.model.name if route == DEFAULT_EDGE else route
+        return next((m for m in self.edge_models() if m.name == name), None)
+
+    def check_memory(self, budget: int | None = None, *,
+                     source: str = "deploy.yaml") -> MemoryFit:
+        """The memory plan against `budget` (serve's measured one at start), else the file's;
+        raises one line naming the file and the models when it does not fit."""
+        if budget is None and self.memory is not None:
+            budget = self.memory.budget_bytes
+        fit = memory_plan(self.edge_models(), budget)
+        if fit.fits is False:
+            raise EdgepickError(f"{source}: memory plan: {fit.line()}")
+        return fit
 
     @classmethod
     def load(cls, path: str | Path) -> "DeployConfig":
@@ -151,18 +224,23 @@ class DeployConfig(_Strict):
         data = read_yaml_mapping(path, "expected a mapping (the deploy.yaml that decide writes)",
                                  empty_ok=False)
         version = data.get("schema_version", DEPLOY_SCHEMA_VERSION)
-        if version != DEPLOY_SCHEMA_VERSION:
-            raise InputError(path, f"schema_version {version} is not supported "
-                                   f"(this release reads {DEPLOY_SCHEMA_VERSION})")
-        return validate_input(cls, data, path)
+        if version not in READABLE_VERSIONS:
+            raise InputError(path, f"schema_version {version} is not supported (this release "
+                                   f"reads {' and '.join(map(str, READABLE_VERSIONS))})")
+        cfg = validate_input(cls, data, path)
+        try:
+            cfg.check_memory(source=str(path))
+        except EdgepickError as e:
+            raise InputError(path, str(e).removeprefix(f"{path}: "), field="models") from None
+        return cfg
 
     def dump(self, path: str | Path) -> Path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         data = self.model_dump(mode="json")
-        for key in ("sampling", "embeddings", "update"):
-            if data.get(key) is None:
-                data.pop(key, None)  # absent means greedy/client's own, no embeddings: say nothing
+        for key in ("sampling", "embeddings", "update", *TEAM_FIELDS):
+            if not data.get(key):  # absent means greedy/client's own, no embeddings, one model:
+                data.pop(key, None)  # say nothing, so a single-model file reads as it always did
         text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(text, encoding="utf-8")
