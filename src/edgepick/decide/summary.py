@@ -15,6 +15,7 @@ from edgepick.decide.selection import (VARIANT_SEP, Selection, candidate_key, mo
                                        select, split_key)
 from edgepick.models.spec import spec_of
 from edgepick.records.decision import CandidateSummary
+from edgepick.records.model_ref import DEFAULT_ENGINE
 from edgepick.store import ResultStore
 
 
@@ -74,7 +75,8 @@ def build_summaries(store: ResultStore, models: Iterable[str] | None = None,
             label = given or name or os.path.basename(model.rstrip("/")) or model
             if k != model_key(model) and not (given or name):
                 label += "@" + split_key(k)[1]
-            rows[k] = CandidateSummary(candidate=label, model=model, backend=backend or "llama_cpp")
+            rows[k] = CandidateSummary(candidate=label, model=model,
+                                       backend=backend or DEFAULT_ENGINE)
             if k != model_key(model):  # a runtime-axes candidate says its settings, measured or not
                 rows[k].settings = {"variant": split_key(k)[1]}
             if given or name:

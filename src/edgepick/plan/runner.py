@@ -109,7 +109,7 @@ def run_plan(lp: LoadedPlan, console: Console | None = None,
              budget_s: float | None = None) -> RunResult:
     """`budget_s` (`run --budget`): the run's time; eval spends what the stages before it left
     on the least settled cells first, and a stage that would start after it is skipped."""
-    from edgepick.evaluate.outputs import now
+    from edgepick.clock import now
 
     started = now()
     from edgepick.devices.catalog import load_device

@@ -40,12 +40,12 @@ class RunState:
     notes: list[str] = field(default_factory=list)
     # candidate name -> its ContextTokens counted from the scenario's context_from (its gates' lengths)
     context: dict = field(default_factory=dict)
-    deadline: float | None = None  # `run --budget`: evaluate.outputs.now() at which to stop
+    deadline: float | None = None  # `run --budget`: edgepick.clock.now() at which to stop
 
     def remaining_s(self) -> float | None:
         if self.deadline is None:
             return None
-        from edgepick.evaluate.outputs import now
+        from edgepick.clock import now
 
         return max(1e-3, self.deadline - now())
 
