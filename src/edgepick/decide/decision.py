@@ -3,8 +3,10 @@
 Status (SPEC §8): proven when every hard constraint passes with its whole 95% interval;
 provisional when none fails but some are undetermined or unmeasured (each named); hybrid when no
 candidate clears every task but one clears some and the cloud serves the rest, passing their
-gates itself and lowering their badcases (decide/hybrid.py); none otherwise, with the nearest
-candidate, the task types nobody serves and what would have to change.
+gates itself and lowering their badcases (decide/hybrid.py); team when no candidate clears every
+task but several edge models do within the memory budget, each on the tasks it clears
+(decide/team.py; preferred to a hybrid, since every request stays on the device); none
+otherwise, with the nearest candidate, the task types nobody serves and what would change it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from edgepick.decide.hybrid import best_hybrid
 from edgepick.decide.pareto import pareto_front
 from edgepick.decide.scenarios import Scenario
 from edgepick.decide.scoring import check_constraints, score
+from edgepick.decide.team import best_team
 from edgepick.decide.texts import reasons_text
 from edgepick.records.decision import CandidateSummary, Decision, RankedCandidate
 
@@ -67,9 +70,17 @@ def decide(summaries: list[CandidateSummary], scenario: Scenario,
     hybrid, near = (None, None) if whole else best_hybrid(
         [by_name[r.candidate] for r in alive] if alive else summaries,
         alive or ranking, scenario)
+    # several edge models, each on the tasks it clears, keep every request on the device: a team
+    # is preferred to a hybrid as the hybrid prefers the plan with the most traffic on the edge
+    team, team_refused = (None, None) if whole else best_team(summaries, ranking, scenario,
+                                                              budget)
+    if team is not None:
+        team.hybrid, hybrid = hybrid, None
     if whole:
         top = whole[0]
         recommendation, status = top.candidate, top.status
+    elif team:
+        recommendation, status = team.members[0].candidate, "team"
     elif hybrid:
         recommendation, status = hybrid.candidate, "hybrid"
     elif alive and near is None:  # no task gate set, or nothing a route could change
@@ -79,9 +90,10 @@ def decide(summaries: list[CandidateSummary], scenario: Scenario,
         recommendation, status = None, "none"
     decision = Decision(
         scenario=scenario.name, budget_bytes=budget, ranking=ranking,
-        recommendation=recommendation, status=status, hybrid=hybrid,
+        recommendation=recommendation, status=status, hybrid=hybrid, team=team,
+        team_refused=team_refused,
         runner_up=next((r.candidate for r in alive if r.candidate != recommendation), None),
-        closest=None if recommendation or hybrid or not ranking
+        closest=None if recommendation or hybrid or team or not ranking
         else (near.candidate if near else ranking[0].candidate),
         pareto=[r.candidate for r in ranking if r.pareto], normalisation=NORMALISATION,
         unserved=near.unserved if near and recommendation is None else [])

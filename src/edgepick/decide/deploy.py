@@ -13,8 +13,9 @@ from edgepick.decide.scenarios import Scenario
 from edgepick.errors import EdgepickError
 from edgepick.records.candidate import RuntimeSettings
 from edgepick.records.decision import CandidateSummary, Decision
-from edgepick.records.deploy import (Baseline, CloudEndpoint, DeployConfig, DeployModel, Sampling,
-                                     TaskRoute)
+from edgepick.records.deploy import (TEAM_SCHEMA_VERSION, Baseline, CloudEndpoint, DeployConfig,
+                                     DeployModel, Sampling, TaskRoute)
+from edgepick.records.team import EdgeModel, MemoryPlan
 
 
 def _cloud(s: CandidateSummary) -> CloudEndpoint | None:
@@ -30,6 +31,8 @@ def _cloud(s: CandidateSummary) -> CloudEndpoint | None:
 def _routes(d: Decision, s: CandidateSummary, sc: Scenario) -> list[TaskRoute]:
     if d.hybrid is not None:
         return list(d.hybrid.routes)
+    if d.team is not None:
+        return list(d.team.routes)
     from edgepick.decide.hybrid import edge_latency, task_mix
 
     mix, _ = task_mix(s, sc)
@@ -51,15 +54,10 @@ def build_deploy(d: Decision, summaries: list[CandidateSummary], sc: Scenario, *
         raise EdgepickError("no candidate can be recommended, so there is nothing to deploy: "
                             + (d.explanation.why[1] if len(d.explanation.why) > 1
                                else "see the decision's explanation"))
-    s = next(x for x in summaries if x.candidate == d.recommendation)
+    by_name = {x.candidate: x for x in summaries}
+    s = by_name[d.recommendation]
     ranked = next(r for r in d.ranking if r.candidate == d.recommendation)
-    is_file = "://" not in s.model and os.path.isfile(s.model)
-    from edgepick.store.identity import file_sha256
-
-    model = DeployModel(name=s.candidate, path=os.path.realpath(s.model) if is_file else s.model,
-                        sha256=file_sha256(s.model) if is_file else "", quant=s.quant,
-                        backend=s.backend)
-    settings = RuntimeSettings.model_validate(s.settings) if s.settings else RuntimeSettings()
+    model, settings = _model(s), _settings(s)
     un, fmt = s.figures.get("unacceptable_rate"), s.figures.get("format_compliance")
     notes = list(d.explanation.watch)
     cloud = _cloud(s)
@@ -86,7 +84,34 @@ def build_deploy(d: Decision, summaries: list[CandidateSummary], sc: Scenario, *
         notes=notes, sampling=_sampling(sc, settings), lock_sampling=sc.lock_sampling,
         edge_only_tasks=list(sc.edge_only_tasks), network=sc.network,
         context_tokens=sc.context_tokens.model_dump() if sc.context_tokens else None,
-        output_tokens=sc.output_tokens.model_dump() if sc.output_tokens else None)
+        output_tokens=sc.output_tokens.model_dump() if sc.output_tokens else None,
+        **_team(d, by_name))
+
+
+def _model(s: CandidateSummary) -> DeployModel:
+    is_file = "://" not in s.model and os.path.isfile(s.model)
+    from edgepick.store.identity import file_sha256
+
+    return DeployModel(name=s.candidate, path=os.path.realpath(s.model) if is_file else s.model,
+                       sha256=file_sha256(s.model) if is_file else "", quant=s.quant,
+                       backend=s.backend)
+
+
+def _settings(s: CandidateSummary) -> RuntimeSettings:
+    return RuntimeSettings.model_validate(s.settings) if s.settings else RuntimeSettings()
+
+
+def _team(d: Decision, by_name: dict[str, CandidateSummary]) -> dict:
+    """A team's models (schema 2): each with its own settings, residency and measured need; the
+    default model (`model`, the largest share) first; the budget its memory plan was checked
+    against. Nothing for a single model, so its file stays schema 1."""
+    if d.team is None:
+        return {}
+    models = [EdgeModel(**_model(by_name[m.candidate]).model_dump(),
+                        runtime=_settings(by_name[m.candidate]), pin=m.pin,
+                        need_bytes=m.need_bytes) for m in d.team.members]
+    return {"schema_version": TEAM_SCHEMA_VERSION, "models": models,
+            "memory": MemoryPlan(budget_bytes=d.team.budget_bytes)}
 
 
 def _sampling(sc: Scenario, settings: RuntimeSettings) -> Sampling | None:
@@ -101,6 +126,8 @@ def _sampling(sc: Scenario, settings: RuntimeSettings) -> Sampling | None:
 def _overall_badcases(d: Decision, s: CandidateSummary) -> float | None:
     if d.hybrid is not None:
         return d.hybrid.badcases_per_1000
+    if d.team is not None:
+        return d.team.badcases_per_1000
     parts = [(q.n or 0, q.badcases.value) for q in s.tasks.values() if q.badcases is not None]
     n = sum(k for k, _ in parts)
     return None if not n else sum(k * v for k, v in parts) / n * 1000

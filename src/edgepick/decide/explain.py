@@ -7,6 +7,7 @@ from __future__ import annotations
 from edgepick.decide.closest import best_value, binding_constraints
 from edgepick.decide.gates import constraint_of, gate_text, measured_memory
 from edgepick.decide.scenarios import Scenario
+from edgepick.decide.team_words import refused_line, team_lines
 from edgepick.decide.texts import (advice, constraint_advice, gate_label, gate_phrase, label,
                                    reasons_text, t, unchecked_text)
 from edgepick.records.decision import CandidateSummary, Decision, Explanation, RankedCandidate
@@ -186,12 +187,24 @@ def _watch(w: CandidateSummary, ranked: RankedCandidate, sc: Scenario, budget: i
 
 def explain(d: Decision, by_name: dict[str, CandidateSummary], sc: Scenario,
             lang: str = "en") -> Explanation:
+    ex = _explain(d, by_name, sc, lang)
+    if d.team_refused is not None:  # whatever the decision became instead of a team
+        ex.why.append(refused_line(d.team_refused, lang))
+    return ex
+
+
+def _explain(d: Decision, by_name: dict[str, CandidateSummary], sc: Scenario,
+             lang: str) -> Explanation:
     ranking, budget = d.ranking, d.budget_bytes
     f = _Fmt(lang)
     alive = [r for r in ranking if not r.eliminated]
     dead = [r for r in ranking if r.eliminated]
     ex = Explanation()
     elim = [t("elim", lang, c=r.candidate, r="; ".join(reasons_text(r, lang))) for r in dead]
+    if d.team is not None:
+        ex.why += team_lines(d, sc.name, lang)
+        ex.watch += elim
+        return ex
     if d.recommendation is None and d.unserved:
         ex.why += _unserved_lines(d, by_name, sc, lang)
         ex.watch += elim

@@ -93,7 +93,7 @@ def cloud_lowers_badcases(q: TaskQuality) -> bool:
     return bool(ci) and ci[0] > 0
 
 
-def _route(task: str, route: str, fig: Figure | None, share: float,
+def task_route(task: str, route: str, fig: Figure | None, share: float,
            latency: float | None) -> TaskRoute:
     if fig is None:
         return TaskRoute(task=task, route=route, share=share, latency_ms=latency)
@@ -148,7 +148,7 @@ def plan_for(s: CandidateSummary, ranked: RankedCandidate, sc: Scenario) -> Hybr
         q = s.tasks[task]
         edge_gates = ranked.task_gates.get(task, [])
         if edge_ok(edge_gates):
-            routes.append(_route(task, "edge", q.badcases, mix[task], edge_latency(s, q, sc)))
+            routes.append(task_route(task, "edge", q.badcases, mix[task], edge_latency(s, q, sc)))
             continue
         blocked = sc.cloud_allowed(task)
         cg = [] if blocked else cloud_gates(q, sc)
@@ -162,7 +162,7 @@ def plan_for(s: CandidateSummary, ranked: RankedCandidate, sc: Scenario) -> Hybr
                 extra=None if q.badcases_per_1000 is None or not ci
                 else [q.badcases_per_1000, ci[0], ci[1]]))
             continue
-        routes.append(_route(task, "cloud", q.ref_badcases, mix[task], sc.cloud.latency_budget_ms))
+        routes.append(task_route(task, "cloud", q.ref_badcases, mix[task], sc.cloud.latency_budget_ms))
     if not unserved and all(r.route == "edge" for r in routes):
         return None
     share = sum(r.share or 0 for r in routes if r.route == "cloud")
@@ -172,15 +172,23 @@ def plan_for(s: CandidateSummary, ranked: RankedCandidate, sc: Scenario) -> Hybr
             unserved.append(UnservedTask(task=r.task, share=r.share,
                                          edge_fails=failing(ranked.task_gates.get(r.task, [])),
                                          cloud_blocked="max_cloud_share"))
+    value, low, high = mix_badcases(routes)
+    return HybridPlan(
+        candidate=s.candidate, routes=routes, cloud_share=share, badcases_per_1000=value,
+        low=low, high=high, mix_source=source, cost_per_1000=_cost(routes, s, sc),
+        unserved=unserved)
+
+
+def mix_badcases(routes: list[TaskRoute]) -> tuple[float, float | None, float | None]:
+    """Badcases per 1000 requests under the mix, with a 95% interval from the tasks' own
+    intervals (independent tasks, each interval read as ±1.96 standard errors)."""
     value = sum((r.share or 0) * (r.badcases_per_1000 or 0) for r in routes)
     spread = [(r.share or 0) * (r.high - r.low) / (2 * Z95) for r in routes
               if r.low is not None and r.high is not None]
-    se = math.sqrt(sum(x * x for x in spread)) if len(spread) == len(routes) else None
-    return HybridPlan(
-        candidate=s.candidate, routes=routes, cloud_share=share,
-        badcases_per_1000=value, low=None if se is None else max(0.0, value - Z95 * se),
-        high=None if se is None else min(1000.0, value + Z95 * se), mix_source=source,
-        cost_per_1000=_cost(routes, s, sc), unserved=unserved)
+    if len(spread) != len(routes):
+        return value, None, None
+    se = math.sqrt(sum(x * x for x in spread))
+    return value, max(0.0, value - Z95 * se), min(1000.0, value + Z95 * se)
 
 
 def is_solution(p: HybridPlan) -> bool:

@@ -248,6 +248,34 @@ class HybridPlan(BaseModel):
     unserved: list[UnservedTask] = Field(default_factory=list)  # a plan with these is no plan
 
 
+class TeamMember(BaseModel):
+    """One edge model of a team: the tasks assigned to it, their share of requests, its need."""
+
+    candidate: str
+    tasks: list[str]
+    share: float  # of requests under the task mix
+    need_bytes: int | None = None  # measured need (VmHWM where no need was stored)
+    pin: bool = False  # always resident; else loaded on demand into the one free slot
+    load_ms: float | None = None  # measured model load time (bench), None: unmeasured
+
+
+class TeamPlan(BaseModel):
+    """Several edge models, each task on one that passes that task's gates (decide/team.py)."""
+
+    members: list[TeamMember]  # the default model (largest share) first
+    routes: list[TaskRoute]  # route = the member's candidate name
+    badcases_per_1000: float  # expected under the mix
+    low: float | None = None
+    high: float | None = None
+    mix_source: str = ""
+    memory_bytes: int | None = None  # pinned needs + the largest on-demand one
+    budget_bytes: int | None = None  # the limit it was checked against
+    fits: bool = False  # a team that does not fit is kept only to say why it was not proposed
+    swaps_per_1000: float = 0.0  # expected model loads per 1000 requests (decide/team.py)
+    swap_ms_per_request: float | None = None  # expected load time per request; None: unmeasured
+    hybrid: HybridPlan | None = None  # the edge+cloud option the team was preferred to
+
+
 class Decision(BaseModel):
     scenario: str
     budget_bytes: int | None = None
@@ -255,6 +283,8 @@ class Decision(BaseModel):
     recommendation: str | None
     status: Status = "none"  # proven | provisional | hybrid | none
     hybrid: HybridPlan | None = None
+    team: TeamPlan | None = None  # status team: several edge models (issue 38)
+    team_refused: TeamPlan | None = None  # the smallest team serving every task, over budget
     runner_up: str | None = None
     closest: str | None = None  # when nothing survives: the candidate nearest to passing
     pareto: list[str] = Field(default_factory=list)

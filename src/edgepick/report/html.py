@@ -49,6 +49,9 @@ def render_html(m: ReportModel, lang: str) -> str:
             parts.append(f"<h3>{escape(tr(key, lang))}</h3>{_list(lines)}")
     if d.hybrid:
         parts.append(f"<h3>{escape(tr('routes', lang))}</h3>{html_table(*m.table('routes', lang))}")
+    if d.team:
+        parts.append(f"<h3>{escape(tr('team_routes', lang))}</h3>"
+                     f"{html_table(*m.table('team', lang))}")
     header, rows = m.table('ranking', lang)
     classes = ["elim" if r.eliminated else ("win" if r.candidate == d.recommendation else "")
                for r in d.ranking]

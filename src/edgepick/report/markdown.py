@@ -39,6 +39,8 @@ def render_markdown(m: ReportModel, lang: str) -> str:
            *decision_lines(d, m.explanation(lang), lang, m.recommendation(lang)),
            *([f"### {tr('routes', lang)}", "", md_table(*m.table('routes', lang)), ""]
              if d.hybrid else []),
+           *([f"### {tr('team_routes', lang)}", "", md_table(*m.table('team', lang)), ""]
+             if d.team else []),
            f"## {tr('ranking', lang)}", "", md_table(*m.table('ranking', lang)), "",
            f"### {tr('gates', lang)}", "", md_table(*m.table('gates', lang)), "",
            f"*{tr('normalisation', lang)}: {tr('normalisation_text', lang) or d.normalisation}*", "",

@@ -20,7 +20,7 @@ CHARTS = (("pareto", "chart_pareto"), ("ttft_vs_length", "chart_ttft"),
 FROM_SUMMARIES = {"template": tables.template_table, "predicted": tables.predicted_table,
                   "tasks": tables.task_table, "badcases": tables.badcase_table}
 FROM_DECISION = {"ranking": tables.ranking_table, "gates": tables.gates_table,
-                 "routes": tables.routes_table}
+                 "routes": tables.routes_table, "team": tables.team_table}
 
 
 @dataclass

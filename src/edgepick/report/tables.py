@@ -135,6 +135,33 @@ def routes_table(decision: Decision, lang: str) -> tuple[list[str], list[list[st
     return header, rows
 
 
+def team_table(decision: Decision, lang: str) -> tuple[list[str], list[list[str]]]:
+    """The team's model per task type (empty when the decision is no team): share, expected
+    badcases, the model's residency, memory need and load time; then the team overall: its
+    memory plan against the limit and the expected swaps per 1000 requests."""
+    header = [tr(k, lang) for k in ("task", "team_model", "share", "badcases_per_1000",
+                                    "residency", "memory_need", "load_time")]
+    p = decision.team
+    if p is None:
+        return header, []
+    by = {m.candidate: m for m in p.members}
+    res = {True: tr("pinned", lang), False: tr("on_demand", lang)}
+
+    def bad(v: float, lo: float | None, hi: float | None) -> str:
+        return f"{v:.0f}" + (f" [{lo:.0f}, {hi:.0f}]" if lo is not None and hi is not None else "")
+
+    rows = [[r.task, r.route, whole_pct(r.share or 0),
+             "-" if r.badcases_per_1000 is None else bad(r.badcases_per_1000, r.low, r.high),
+             res[by[r.route].pin], mib(by[r.route].need_bytes),
+             _f(by[r.route].load_ms, "-", "{:.0f}")] for r in p.routes]
+    ms = "-" if p.swap_ms_per_request is None else f"{p.swap_ms_per_request:.0f} ms"
+    rows.append([tr("overall", lang), str(len(p.members)), "100%",
+                 bad(p.badcases_per_1000, p.low, p.high),
+                 f"{p.swaps_per_1000:.0f} / 1000 ({ms})",
+                 f"{mib(p.memory_bytes)} ≤ {mib(p.budget_bytes)}", ""])
+    return header, rows
+
+
 def predicted_table(summaries: list[CandidateSummary], texts: DecisionTexts,
                     lang: str) -> tuple[list[str], list[list[str]]]:
     nm = tr("not_measured", lang)

@@ -36,6 +36,8 @@ def write_report(summaries: list[CandidateSummary], decision: Decision, out: str
     write_table(data / "gates", *m.table("gates", "en"))
     if decision.hybrid:
         write_table(data / "hybrid_routes", *m.table("routes", "en"))
+    if decision.team:
+        write_table(data / "team_routes", *m.table("team", "en"))
     (data / "decision.json").write_text(decision.model_dump_json(indent=2), encoding="utf-8")
     (data / "summaries.json").write_text(
         json.dumps([s.model_dump(mode="json") for s in summaries], indent=2, ensure_ascii=False),
