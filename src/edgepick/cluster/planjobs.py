@@ -75,7 +75,9 @@ def fidelity_jobs(dev: DeviceWork) -> list[Job]:
     jobs = []
     for c, req in fidelity_requests(dev.state):
         text = Shipped.of(req.text)
-        jobs.append(_job("fidelity", dev, c.name, False, "fidelity", FidelityJobRequest(req, text),
+        # a runtime-axes candidate is compared at each of the scenario's contexts: a job each
+        name = c.name if req.settings is None else f"{c.name} ctx={req.ctx}"
+        jobs.append(_job("fidelity", dev, name, False, "fidelity", FidelityJobRequest(req, text),
                          [("fidelity", store_key(req))], dev.fit_bytes.get(c.ref.locator)))
     return jobs
 

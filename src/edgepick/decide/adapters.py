@@ -255,14 +255,36 @@ def fidelity_adapter(payload: StoredFidelity | dict, get: Get) -> None:
     s = get(r.candidate, r.name, **_set(variant=r.variant))
     if s is None:
         return
+    if r.variant:  # a runtime-axes candidate, compared at each of the scenario's contexts
+        if _per_context(s, r):
+            return  # the headline stays the longest context's (the error grows with the fill)
     s.kld_mean, s.kld_p99, s.same_top1 = r.kld_mean, r.kld_p99, r.same_top1
     s.ppl_ratio = r.ppl_ratio or (r.ppl_cand / r.ppl_ref if r.ppl_cand and r.ppl_ref else None)
+
+
+FIDELITY_AT = ("kld_mean", "same_top1", "first_divergence_share")  # figures kept per context
+
+
+def _per_context(s: CandidateSummary, r: StoredFidelity) -> bool:
+    """Keep `r`'s figures under `<figure>@ctx<N>`; True when a longer context is already held."""
+    longer = any(k.startswith("kld_mean@ctx") and int(k.rpartition("@ctx")[2]) > r.ctx
+                 for k in s.figures)
+    for name in FIDELITY_AT:
+        value = getattr(r, name, None)
+        if value is not None:
+            s.figures[f"{name}@ctx{r.ctx}"] = Figure(value=value, n=r.n_scored)
+    return longer
+
+
+def contexts_measured(s: CandidateSummary) -> list[int]:
+    """The contexts a runtime-axes candidate's fidelity was measured at, shortest first."""
+    return sorted(int(k.rpartition("@ctx")[2]) for k in s.figures if k.startswith("kld_mean@ctx"))
 
 
 def fit_adapter(payload: StoredFit | dict, get: Get) -> None:
     """FitEstimate (records/fit.py) stored by the run pipeline for this candidate's settings."""
     r = typed(StoredFit, payload)
-    s = get(r.model, None, **_set(label=r.label)) if r.model else None
+    s = get(r.model, None, **_set(label=r.label, variant=r.variant)) if r.model else None
     if s is None:
         return
     s.predicted_peak_bytes = r.total_bytes

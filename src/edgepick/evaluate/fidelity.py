@@ -88,7 +88,8 @@ def _load(ref: ModelRef, ctx: int, threads: int, runtime=None):
     if runtime is not None:
         settings = settings.model_copy(update={
             "kv_type": runtime.kv_type, "flash_attn": runtime.flash_attn, "mmap": runtime.mmap,
-            "n_ubatch": min(ctx, runtime.n_ubatch), "swa_full": runtime.swa_full})
+            "n_ubatch": min(ctx, runtime.n_ubatch), "swa_full": runtime.swa_full,
+            "adapter": runtime.adapter})
     backend.load(Candidate(ref=ref, settings=settings), LoadOptions(need_logits=True))
     return backend
 
@@ -189,7 +190,7 @@ def fidelity(reference: ModelRef, candidate: ModelRef, text: str | Path | list[i
             ref_backend.unload()
             ref_backend = None
 
-        acc = Accumulator()
+        acc, firsts = Accumulator(), []
         for i, chunk in enumerate(chunks):
             if store.persistent:
                 ref_rows = store.get(i)
@@ -197,7 +198,9 @@ def fidelity(reference: ModelRef, candidate: ModelRef, text: str | Path | list[i
                 ref_backend = ref_backend or _load(reference, ctx, threads)
                 ref_rows = _reference_chunk(store, ref_backend, chunk, i, first)
             logits = cand_backend.logits(chunk.tolist())[first:ctx - 1]
-            acc.add(compare_rows(*ref_rows, logits, chunk[first + 1:]), ref_rows[1])
+            rows = compare_rows(*ref_rows, logits, chunk[first + 1:])
+            acc.add(rows, ref_rows[1])
+            firsts.append(_first_divergence(rows["same_top"]))
             done += 1
             if progress:
                 progress(ProgressEvent(done, total, "candidate"))
@@ -211,7 +214,14 @@ def fidelity(reference: ModelRef, candidate: ModelRef, text: str | Path | list[i
         reference=ref_path, candidate=cand_path,
         text_sha256=hashlib.sha256(scored).hexdigest(), n_tokens_text=len(meta["tokens"]),
         ctx=ctx, n_chunks=len(chunks), add_bos=meta["add_bos"], engine=engine_version(),
-        reference_cached=cached and store.persistent, **acc.summary())
+        reference_cached=cached and store.persistent,
+        first_divergence_share=float(np.mean(firsts)), **acc.summary())
+
+
+def _first_divergence(same_top: np.ndarray) -> float:
+    """The first position whose top-1 token differs, as a share of the span (1.0: none)."""
+    differ = np.flatnonzero(~np.asarray(same_top, dtype=bool))
+    return 1.0 if differ.size == 0 else float(differ[0]) / len(same_top)
 
 
 def _reference_chunk(store: ReferenceStore, backend, chunk: np.ndarray, i: int, first: int):

@@ -33,7 +33,8 @@ class FidelityRequest(BaseModel):
     settings: RuntimeSettings | None = None
 
 
-# the settings that can change the logits; threads and mmap cannot (docs/plan.md, runtime axes)
+# the settings that can change the logits, applied to the candidate; threads and mmap cannot
+# (docs/plan.md, "Runtime settings as an axis")
 LOGIT_SETTINGS = ("kv_type", "flash_attn", "n_ubatch", "swa_full")
 
 
@@ -42,8 +43,12 @@ def store_key(req: FidelityRequest) -> str:
 
     parts = ["fidelity", ref_identity(req.reference), ref_identity(req.candidate),
              file_sha256(req.text), req.ctx, req.max_chunks]
-    if req.settings is not None:
-        parts.append({k: getattr(req.settings, k) for k in LOGIT_SETTINGS})
+    if req.settings is not None:  # each combination its own row (threads and mmap included,
+        # though they cannot change the logits: tests/evaluate/test_fidelity_settings.py)
+        parts.append({k: getattr(req.settings, k) for k in LOGIT_SETTINGS}
+                     | {"variant": req.settings.variant})
+        if req.settings.adapter is not None:  # its content, not its path
+            parts.append(req.settings.key_dict()["adapter"])
     blob = json.dumps(parts)
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 

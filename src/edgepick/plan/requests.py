@@ -119,8 +119,9 @@ def eval_request(st: RunState):
 def fidelity_requests(st: RunState) -> list[tuple[RunCandidate, object]]:
     """(candidate, FidelityRequest) for each local candidate with a same-tokenizer reference
     other than itself (against itself the KLD is 0 by definition). A candidate of the plan's
-    runtime axes is compared with its own file at the f16-KV baseline instead: what its
-    settings alone do to the answers (issue 34 item 3)."""
+    runtime axes is compared with its own file at the f16-KV baseline instead, at the
+    scenario's P95 and P99 context (a quantized cache's error grows with the fill): what its
+    settings alone do to the answers."""
     from edgepick.evaluate.fidelity_stage import FidelityRequest
 
     f = st.lp.plan.fidelity
@@ -130,11 +131,24 @@ def fidelity_requests(st: RunState) -> list[tuple[RunCandidate, object]]:
         reference = c.ref if own else c.reference
         if reference is None or (not own and reference.path == c.ref.path):
             continue
-        out.append((c, FidelityRequest(reference=reference, candidate=c.ref,
-                                       text=st.lp.fidelity_text(), ctx=f.ctx,
-                                       max_chunks=f.max_chunks, threads=st.settings(c).threads,
-                                       label=c.name, settings=st.settings(c) if own else None)))
+        for ctx in (_fidelity_contexts(st, c) if own else [f.ctx]):
+            out.append((c, FidelityRequest(
+                reference=reference, candidate=c.ref, text=st.lp.fidelity_text(), ctx=ctx,
+                max_chunks=f.max_chunks, threads=st.settings(c).threads, label=c.name,
+                settings=st.settings(c) if own else None)))
     return out
+
+
+MAX_FIDELITY_CTX = 4096  # the bundled text holds about twice that in a small model's tokens
+
+
+def _fidelity_contexts(st: RunState, c: RunCandidate) -> list[int]:
+    """The scenario's P95 and P99 context (counted with this candidate's tokenizer, or as the
+    scenario gives them), within the candidate's n_ctx; the plan's fidelity.ctx without them."""
+    ct = st.context.get(c.name) or st.lp.scenario.context_tokens
+    wanted = [x for x in ((ct.p95, ct.p99) if ct is not None else ()) if x]
+    cap = min(st.settings(c).n_ctx, MAX_FIDELITY_CTX)
+    return sorted({max(16, min(x, cap)) for x in wanted}) or [st.lp.plan.fidelity.ctx]
 
 
 def decide_request(st: RunState, run_id: int, scope: str | None = None,

@@ -31,11 +31,16 @@ def fit_stage(st: RunState, tick: Tick) -> None:
         return tick(ProgressEvent(0, 0, "done"))
     groups: dict[str, list[RunCandidate]] = {}
     for c in todo:
-        groups.setdefault(_fit_settings(st.settings(c), FitRequest).__repr__(), []).append(c)
+        rt = st.settings(c)
+        key = repr((_fit_settings(rt, FitRequest), rt.adapter))
+        groups.setdefault(key, []).append(c)
     for group in groups.values():
         rt = st.settings(group[0])
+        adapter = rt.adapter.path if rt.adapter is not None else None
         req = FitRequest(targets=[FitTarget(model=c.source or c.ref, quant=c.qtype,
-                                            file=c.ref.path, label=c.name) for c in group],
+                                            file=c.ref.path, label=c.name, adapter=adapter,
+                                            variant=c.variant)
+                                  for c in group],
                          ctxs=[rt.n_ctx], device=st.device, margin=plan.fit.margin,
                          **_fit_settings(rt, FitRequest))
         for c, est in zip(group, run(req, st.store, tick)):
@@ -132,6 +137,7 @@ def eval_stage(st: RunState, tick: Tick) -> None:
 
 
 def fidelity_stage(st: RunState, tick: Tick) -> None:
+    from edgepick.errors import EdgepickError
     from edgepick.evaluate.fidelity_stage import run
     from edgepick.plan.requests import fidelity_requests
 
@@ -143,7 +149,13 @@ def fidelity_stage(st: RunState, tick: Tick) -> None:
             tick(ProgressEvent(_i, len(todo), f"{ev.what} {ev.done}/{ev.total}"))
 
         tick(ProgressEvent(i, len(todo), c.name))
-        run(req, st.store, step)
+        if req.settings is None:
+            run(req, st.store, step)
+            continue
+        try:  # a runtime-axes comparison at the scenario's context: a text too short is a note
+            run(req, st.store, step)
+        except EdgepickError as exc:
+            st.notes.append(f"fidelity: {c.name} at ctx {req.ctx} not measured ({exc})")
     tick(ProgressEvent(len(todo), len(todo), "done"))
 
 

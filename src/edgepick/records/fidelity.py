@@ -42,6 +42,10 @@ class FidelityResult(BaseModel):
     mean_dp: float
     engine: str = ""
     reference_cached: bool = False  # the reference's log-probabilities came from the cache
+    # How far into a chunk's scored span the candidate's top-1 token first differs from the
+    # reference's, as a share of the span, averaged over chunks (1.0: never within the span);
+    # a greedy answer follows the reference up to that token. None: stored before it was.
+    first_divergence_share: float | None = None
 
 
 class StoredFidelity(FidelityResult):

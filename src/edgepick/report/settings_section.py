@@ -28,13 +28,27 @@ def _ms(x: float | None, missing: str) -> str:
     return missing if x is None else f"{x:.0f} ms" if x >= 10 else f"{x:.1f} ms"
 
 
+def _fidelity(s: CandidateSummary, na: str) -> str:
+    """KLD / top-1 / first divergence at each context it was measured at (the scenario's P95
+    and P99), else the one comparison the summary holds."""
+    def at(name: str, ctx: int):
+        f = s.figures.get(f"{name}@ctx{ctx}")
+        return None if f is None else f.value
+
+    ctxs = sorted(int(k.rpartition("@ctx")[2]) for k in s.figures if k.startswith("kld_mean@ctx"))
+    if not ctxs:
+        return na if s.kld_mean is None else \
+            f"{s.kld_mean:.2g} / {pct(s.same_top1) if s.same_top1 is not None else '-'}"
+    return "; ".join(f"{c}: {at('kld_mean', c):.2g} / {pct(at('same_top1', c))} / "
+                     f"{pct(at('first_divergence_share', c))}" for c in ctxs)
+
+
 def _row(s: CandidateSummary, d: Decision, t: dict) -> list[str]:
     na = t["not_measured"]
     tps = s.decode_tps
     itl = None if not tps else 1000.0 / tps
     memory = s.peak_need_bytes or s.peak_rss_bytes
-    fid = na if s.kld_mean is None else \
-        f"{s.kld_mean:.2g} / {pct(s.same_top1) if s.same_top1 is not None else '-'}"
+    fid = _fidelity(s, na)
     ranked = next((r for r in d.ranking if r.candidate == s.candidate), None)
     if s.candidate == d.recommendation:
         verdict = t["chosen"]
