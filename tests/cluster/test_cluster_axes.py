@@ -19,7 +19,7 @@ output: out
 candidates:
   - model: tiny
     label: tiny-f16
-runtime: {threads: 1, n_ctx: 256, kv_type: [f16, q4_0], n_ubatch: [128, 256]}
+runtime: {n_ctx: 256, kv_type: [f16, q4_0], threads: [1, 2], n_ubatch: [128, 256]}
 bench: {prompt_lengths: [32], gen_tokens: 8, warmup: 0, repeats: 1}
 eval: {enabled: false}
 fidelity: {ctx: 128, max_chunks: 1}
@@ -33,7 +33,7 @@ def test_fleet_jobs_are_the_local_runs_candidates(tmp_path):
     st = RunState(lp=lp, store=None, device=load_device("raspberry-pi-5"),
                   candidates=plan_candidates(lp))
     names = [c.name for c in st.candidates]
-    assert len(names) == 4 and "tiny-f16@kv=q4_0,ub=128" in names
+    assert len(names) == 8 and "tiny-f16@kv=q4_0,t=2,ub=128" in names
     work = DeviceWork("raspberry-pi-5", None, st)
     jobs = bench_jobs(work)
     assert sorted(j.candidate for j in jobs) == sorted(names)
@@ -42,6 +42,7 @@ def test_fleet_jobs_are_the_local_runs_candidates(tmp_path):
     for j in jobs:
         settings = j.request.bench.settings
         assert j.candidate.endswith("@" + settings.variant)
+        assert j.cpus == settings.threads  # Ray reserves the combination's own threads
     fid = fidelity_jobs(work)  # each against its own file at the f16-KV baseline
     assert sorted(j.candidate.split(" ctx=")[0] for j in fid) == sorted(names)
-    assert len({k for j in fid for k in j.keys}) == 4
+    assert len({k for j in fid for k in j.keys}) == 8

@@ -41,7 +41,8 @@ def _job(kind: str, dev: DeviceWork, name: str, endpoint: bool, entry: str, requ
          memory: int | None = None, **kw) -> Job:
     # An endpoint is measured from any node (the target runs no Python); a file, on the device.
     device = None if endpoint else dev.tag
-    threads = dev.state.lp.plan.runtime.threads
+    # a runtime-axes candidate asks for its own thread count
+    threads = kw.pop("threads", None) or dev.state.lp.plan.runtime.threads
     return Job(id=f"{kind}/{dev.tag}/{name}", kind=kind, device=device, candidate=name,
                entry=ENTRY + entry, request=request, keys=tuple(keys), scopes=(dev.scope,),
                cpus=1 if endpoint else threads, memory=memory, pin_local=device == "local", **kw)
@@ -64,7 +65,8 @@ def bench_jobs(dev: DeviceWork) -> list[Job]:
                 keys.append((NETWORK_KIND, net))
             name = names[(ref.spec, group.settings.variant)]
             jobs.append(_job("bench", dev, name, ref.is_endpoint, "bench",
-                             BenchJobRequest(req, net), keys, dev.fit_bytes.get(ref.locator)))
+                             BenchJobRequest(req, net), keys, dev.fit_bytes.get(ref.locator),
+                             threads=req.settings.threads))
     return jobs
 
 
@@ -78,7 +80,8 @@ def fidelity_jobs(dev: DeviceWork) -> list[Job]:
         # a runtime-axes candidate is compared at each of the scenario's contexts: a job each
         name = c.name if req.settings is None else f"{c.name} ctx={req.ctx}"
         jobs.append(_job("fidelity", dev, name, False, "fidelity", FidelityJobRequest(req, text),
-                         [("fidelity", store_key(req))], dev.fit_bytes.get(c.ref.locator)))
+                         [("fidelity", store_key(req))], dev.fit_bytes.get(c.ref.locator),
+                         threads=req.threads))
     return jobs
 
 
