@@ -54,21 +54,27 @@ def _task_dir(tmp: Path) -> Path:
     return d
 
 
-def _lm_eval(tmp: Path, model: str, model_args: str, task: str, *extra: str) -> tuple[dict, list]:
-    """Run the `lm-eval` command line as a user would; its results and logged samples."""
+def _lm_eval(tmp: Path, model: str, model_args: str, tasks: list[str],
+             *extra: str) -> tuple[dict, dict[str, list]]:
+    """Run the `lm-eval` command line as a user would, on one or more tasks in one run (each
+    run indexes lm-eval's thousands of built-in task files first: seconds of CPU); its results
+    and each task's logged samples."""
     need_module("lm_eval")
-    out = tmp / f"out-{model}-{task}"
+    out = tmp / f"out-{model}-{'-'.join(tasks)}"
     env = dict(os.environ, HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1",
                HF_HOME=str(tmp / "hf"), TOKENIZERS_PARALLELISM="false")
     cmd = [sys.executable, "-m", "lm_eval", "run", "--model", model, "--model_args", model_args,
-           "--tasks", task, "--include_path", str(tmp / "tasks"), "--output_path", str(out),
-           "--log_samples", *extra]
+           "--tasks", ",".join(tasks), "--include_path", str(tmp / "tasks"),
+           "--output_path", str(out), "--log_samples", *extra]
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     (results,) = list(out.rglob("results_*.json"))
-    (samples,) = list(out.rglob(f"samples_{task}_*.jsonl"))
-    return (json.loads(results.read_text()),
-            [json.loads(line) for line in samples.read_text().splitlines() if line.strip()])
+    samples = {}
+    for task in tasks:
+        (path,) = list(out.rglob(f"samples_{task}_*.jsonl"))
+        samples[task] = [json.loads(line) for line in path.read_text().splitlines()
+                         if line.strip()]
+    return json.loads(results.read_text()), samples
 
 
 @pytest.fixture(scope="module")
@@ -112,11 +118,19 @@ def _own_scores(model: str) -> list[list[float]]:
         backend.unload()
 
 
-def test_lm_eval_multiple_choice_with_the_remote_tokenizer(served, tiny_model):
+@pytest.fixture(scope="module")
+def completions_run(served):
+    """`local-completions` with the remote tokenizer: the multiple-choice task and generation
+    in one lm-eval run, read by the two tests below."""
     s, tmp = served
     args = (f"model=tiny,base_url={s.v1}/completions,tokenizer_backend=remote,"
             "num_concurrent=1,max_retries=1,timeout=120")
-    results, samples = _lm_eval(tmp, "local-completions", args, "edgepick_mc")
+    return _lm_eval(tmp, "local-completions", args, ["edgepick_mc", "edgepick_gen"])
+
+
+def test_lm_eval_multiple_choice_with_the_remote_tokenizer(completions_run, tiny_model):
+    results, by_task = completions_run
+    samples = by_task["edgepick_mc"]
     acc = results["results"]["edgepick_mc"]["acc,none"]
     assert len(samples) == len(ITEMS)
     own = _own_scores(tiny_model)
@@ -129,10 +143,9 @@ def test_lm_eval_multiple_choice_with_the_remote_tokenizer(served, tiny_model):
         assert bool(sample["acc"]) == own_right[i]
 
 
-def test_lm_eval_completions_generation(served):
-    s, tmp = served
-    args = f"model=tiny,base_url={s.v1}/completions,tokenizer_backend=remote,max_retries=1"
-    results, samples = _lm_eval(tmp, "local-completions", args, "edgepick_gen")
+def test_lm_eval_completions_generation(completions_run):
+    results, by_task = completions_run
+    samples = by_task["edgepick_gen"]
     assert "exact_match,none" in results["results"]["edgepick_gen"]
     assert len(samples) == len(ITEMS) and all(isinstance(x["resps"][0][0], str) for x in samples)
 
@@ -140,7 +153,8 @@ def test_lm_eval_completions_generation(served):
 def test_lm_eval_chat_completions_generation(served):
     s, tmp = served
     args = f"model=tiny,base_url={s.v1}/chat/completions,max_retries=1"
-    results, samples = _lm_eval(tmp, "local-chat-completions", args, "edgepick_gen",
+    results, by_task = _lm_eval(tmp, "local-chat-completions", args, ["edgepick_gen"],
                                 "--apply_chat_template")
+    samples = by_task["edgepick_gen"]
     assert "exact_match,none" in results["results"]["edgepick_gen"]
     assert len(samples) == len(ITEMS) and all(isinstance(x["resps"][0][0], str) for x in samples)
