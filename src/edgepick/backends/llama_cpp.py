@@ -71,6 +71,17 @@ def whole_chars(data: bytes) -> str:
     return codecs.getincrementaldecoder("utf-8")(errors="replace").decode(data, final=False)
 
 
+def _adapter_args(s, model: str) -> dict:
+    """llama-cpp-python's LoRA arguments for the settings' adapter, checked first against the
+    model (models/adapter.py) so a wrong file is one line, not an engine crash."""
+    if s.adapter is None:
+        return {}
+    from edgepick.models.adapter import read_adapter
+
+    read_adapter(s.adapter.path, model)
+    return {"lora_path": s.adapter.path, "lora_scale": s.adapter.scale}
+
+
 class LlamaCppBackend(Backend):
     name: ClassVar[str] = "llama_cpp"
     capabilities: ClassVar[frozenset[str]] = frozenset({
@@ -84,7 +95,7 @@ class LlamaCppBackend(Backend):
     # n_ubatch, n_threads/n_threads_batch, use_mmap, swa_full, n_ctx, seed)
     honoured_settings: ClassVar[frozenset[str]] = frozenset({
         "threads", "n_ctx", "n_batch", "n_ubatch", "seed", "kv_type", "flash_attn", "swa_full",
-        "mmap"})
+        "mmap", "adapter"})
 
     @classmethod
     def settings_problem(cls, settings) -> str | None:
@@ -142,7 +153,7 @@ class LlamaCppBackend(Backend):
                     type_k=KV_TYPES[own.kv_type], type_v=KV_TYPES[own.kv_type],
                     flash_attn=own.flash_attn, swa_full=own.swa_full, use_mmap=own.mmap,
                     logits_all=options.need_logits,
-                    verbose=False,
+                    verbose=False, **_adapter_args(s, path),
                 )
         except (ValueError, RuntimeError) as exc:
             raise EdgepickError(f"{path}: llama.cpp could not load the model ({exc})") from None

@@ -29,6 +29,7 @@ class FitTarget(BaseModel):
     file: str | None = None
     label: str | None = None
     adapter: str | None = None  # a LoRA adapter GGUF loaded with the model (its bytes count)
+    variant: str | None = None  # the candidate's settings name, stored for decide
 
 
 class FitRequest(BaseModel):
@@ -102,8 +103,9 @@ def run(req: FitRequest, store, progress: Tick = silent) -> list[FitEstimate]:
             payload["model"] = t.file  # the file the estimate is for; None: no candidate
             payload["source"] = t.model.path
             payload["label"] = t.label
-            if t.adapter is not None:
-                payload["adapter"] = t.adapter
+            for optional in ("adapter", "variant"):  # absent when unset: keys stay as before
+                if getattr(t, optional) is not None:
+                    payload[optional] = getattr(t, optional)
             key = _key(payload, req.device)
             if store is not None and not store.has(KIND, key):
                 store.put(KIND, key, payload, label=t.label or t.model.label)

@@ -25,11 +25,16 @@ class CandidateEntry(_Strict):
     # Same-tokenizer reference for fidelity (KLD, perplexity ratio); none = fidelity skipped.
     reference: str | None = None
     device: str | None = None  # measured on this one of the plan's devices only (a phone's server)
+    # a LoRA adapter GGUF loaded with the model, at this scale (seed 003 §7.1)
+    adapter: str | None = None
+    adapter_scale: float = Field(1.0, gt=0)
 
     @model_validator(mode="after")
     def _key_for_an_endpoint(self):
         if self.api_key_env and "://" not in self.model:
             raise ValueError("api_key_env goes with an endpoint model (http(s)://host/v1#name)")
+        if self.adapter_scale != 1.0 and not self.adapter:
+            raise ValueError("adapter_scale goes with an adapter")
         return self
 
 

@@ -39,11 +39,11 @@ def plan_candidates(lp: LoadedPlan) -> list[RunCandidate]:
 
     plan = lp.plan
     out: list[RunCandidate] = []
-    for c in plan.candidates:
+    for i, c in enumerate(plan.candidates):
         ref = lp.ref(c.model, c.backend)
         out.append(RunCandidate(name=c.label or ref.label, ref=ref,
                                 reference=lp.ref(c.reference) if c.reference else None,
-                                device=c.device))
+                                device=c.device, settings=_with_adapter(lp, i, c, ref)))
     models_dir = lp.output / "models"
     for q in plan.quantize:
         src = lp.ref(q.source)
@@ -65,6 +65,33 @@ def plan_candidates(lp: LoadedPlan) -> list[RunCandidate]:
         if seen[c.name] > 1:
             c.name = f"{c.name}#{seen[c.name]}"
     return out
+
+
+def _with_adapter(lp: LoadedPlan, i: int, entry, ref):
+    """The plan's runtime plus the entry's adapter, checked against the model the way llama.cpp
+    checks it; None without an adapter. An engine that does not load adapters refuses it."""
+    if not entry.adapter:
+        return None
+    from edgepick.backends.registry import backend_class
+    from edgepick.errors import InputError
+    from edgepick.models.adapter import read_adapter
+    from edgepick.records.candidate import AdapterSetting
+    from edgepick.store.identity import file_sha256
+
+    if "adapter" not in backend_class(ref.backend).honoured_settings:
+        raise InputError(lp.path, f"engine '{ref.backend}' does not load adapters",
+                         field=f"candidates.{i}.adapter")
+    path = lp.resolve(entry.adapter)
+    try:
+        read_adapter(path, None if ref.is_endpoint else ref.path)
+    except InputError as exc:
+        raise InputError(lp.path, exc.problem + f" ({path})",
+                         field=f"candidates.{i}.adapter") from None
+    adapter = AdapterSetting(path=path, sha256=file_sha256(path), scale=entry.adapter_scale)
+    # a variant of its own: the same file with and without the adapter are two candidates
+    variant = f"lora={Path(path).stem}" + (f"x{entry.adapter_scale:g}"
+                                           if entry.adapter_scale != 1.0 else "")
+    return lp.plan.runtime.model_copy(update={"adapter": adapter, "variant": variant})
 
 
 def settings_candidates(lp: LoadedPlan, models: list[RunCandidate]) -> list[RunCandidate]:
@@ -90,6 +117,9 @@ def settings_candidates(lp: LoadedPlan, models: list[RunCandidate]) -> list[RunC
             raise EdgepickError(f"{lp.path}: {m.name}: {why}")
         for rt in combos:
             c = copy.copy(m)
+            if m.settings is not None and m.settings.adapter is not None:
+                rt = rt.model_copy(update={"adapter": m.settings.adapter,
+                                           "variant": f"{rt.variant},{m.settings.variant}"})
             c.name, c.settings = f"{m.name}@{rt.variant}", rt
             problem = backend_class(m.ref.backend).settings_problem(rt)
             if problem and not c.skipped:

@@ -15,6 +15,18 @@ from pydantic import (BaseModel, ConfigDict, Field, computed_field, model_serial
 from edgepick.records.model_ref import ModelRef
 
 
+class AdapterSetting(BaseModel):
+    """A LoRA adapter loaded with the model (seed 003 §7.1: a base model plus a task adapter).
+    Its content (SHA-256) and scale enter stored keys; its path does not, so a moved file keeps
+    its results."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    sha256: str
+    scale: float = Field(1.0, gt=0)
+
+
 class RuntimeSettings(BaseModel):
     """What every engine is run with: threads, context, batch sizes, seed. An engine's own knobs
     belong to the engine (`Backend.settings_model`, e.g. backends/llama_cpp_support.py's
@@ -40,20 +52,25 @@ class RuntimeSettings(BaseModel):
     # that vary, e.g. "kv=q8_0,fa=on": the candidate of that model with these settings. Not an
     # engine setting; None (no axes) is left out of stored keys and payloads.
     variant: str | None = None
+    adapter: AdapterSetting | None = None  # a LoRA adapter (engines that honour "adapter")
 
     @model_serializer(mode="wrap")
     def _without_empty_engine(self, handler: Any) -> dict:
-        # an empty `engine` and no `variant` are left out, so stored keys and payloads stay as
-        # they were
+        # an empty `engine`, no `variant` and no `adapter` are left out, so stored keys and
+        # payloads stay as they were
         data = handler(self)
         if not data.get("engine"):
             data.pop("engine", None)
-        if data.get("variant") is None:
-            data.pop("variant", None)
+        for optional in ("variant", "adapter"):
+            if data.get(optional) is None:
+                data.pop(optional, None)
         return data
 
     def key_dict(self) -> dict:
-        return self.model_dump()
+        data = self.model_dump()
+        if self.adapter is not None:  # the adapter's content, not where it lies
+            data["adapter"] = {"sha256": self.adapter.sha256, "scale": self.adapter.scale}
+        return data
 
 
 DEFAULTS = RuntimeSettings()  # the CLI's runtime flags take their defaults from here

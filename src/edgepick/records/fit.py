@@ -85,3 +85,7 @@ class StoredFit(FitEstimate):
     model: str | None = None
     source: str | None = None
     label: str | None = None
+    # the candidate's settings name (RuntimeSettings.variant: runtime axes, an adapter), so
+    # decide gives the estimate to that candidate and not to the plain file's
+    variant: str | None = None
+    adapter: str | None = None  # the LoRA adapter counted in the estimate
