@@ -59,6 +59,7 @@ def test_every_deploy_example_in_docs_loads(name, block, tmp_path):
 def _means_what_it_meant(cfg: DeployConfig, raw: dict) -> None:
     """One model, always resident, every task on the route the file names."""
     (only,) = cfg.edge_models()
+    assert not cfg.is_team
     assert only.pin and only.ttl is None and only.runtime is None
     assert (only.name, only.path, only.sha256) == (raw["model"]["name"], raw["model"]["path"],
                                                   raw["model"]["sha256"])
@@ -97,6 +98,7 @@ def write(tmp_path, data) -> Path:
 def test_a_team_loads_with_routes_cascades_and_its_memory_plan(tmp_path):
     cfg = DeployConfig.load(write(tmp_path, team()))
     assert [m.name for m in cfg.edge_models()] == ["small", "medium", "tiny"]
+    assert cfg.is_team
     assert cfg.route_for("chat") == "small" and cfg.route_for("math") == "medium"
     assert cfg.edge_model(cfg.route_for("math")).runtime.n_ctx == 4096
     assert cfg.edge_model("edge").name == "small" and cfg.edge_model("cloud") is None

@@ -162,7 +162,8 @@ def plan_for(s: CandidateSummary, ranked: RankedCandidate, sc: Scenario) -> Hybr
                 extra=None if q.badcases_per_1000 is None or not ci
                 else [q.badcases_per_1000, ci[0], ci[1]]))
             continue
-        routes.append(task_route(task, "cloud", q.ref_badcases, mix[task], sc.cloud.latency_budget_ms))
+        routes.append(task_route(task, "cloud", q.ref_badcases, mix[task],
+                                 sc.cloud.latency_budget_ms))
     if not unserved and all(r.route == "edge" for r in routes):
         return None
     share = sum(r.share or 0 for r in routes if r.route == "cloud")

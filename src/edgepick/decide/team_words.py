@@ -21,8 +21,9 @@ def _members(p: TeamPlan) -> str:
 def team_lines(d: Decision, sc_name: str, lang: str) -> list[str]:
     p = d.team
     pin = {True: say("report", "pinned", lang), False: say("report", "on_demand", lang)}
-    assign = ("；" if lang == "zh" else "; ").join(t("team_member", lang, c=m.candidate, k=", ".join(m.tasks),
-                         s=whole_pct(m.share), pin=pin[m.pin]) for m in p.members)
+    sep = "；" if lang == "zh" else "; "
+    assign = sep.join(t("team_member", lang, c=m.candidate, k=", ".join(m.tasks),
+                        s=whole_pct(m.share), pin=pin[m.pin]) for m in p.members)
     out = [t("team", lang, sc=sc_name, n=len(p.members), a=assign, b=f"{p.badcases_per_1000:.0f}",
              ci=_ci(p.low, p.high, lang), mix=say("labels", p.mix_source, lang))]
     tasks = [r.task for r in p.routes]

@@ -193,6 +193,12 @@ class DeployConfig(_Strict):
             return named
         return next((c for c in self.cascades if not c.tasks), None)
 
+    @property
+    def is_team(self) -> bool:
+        """Several edge models: a reader that runs one model only must refuse, not serve `model`
+        for every task."""
+        return len(self.models) > 1
+
     def edge_models(self) -> list[EdgeModel]:
         """Every edge model; a single-model file is its one model, always resident."""
         if self.models:
