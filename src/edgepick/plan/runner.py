@@ -89,7 +89,7 @@ def _with_adapter(lp: LoadedPlan, i: int, entry, ref):
                          field=f"candidates.{i}.adapter") from None
     adapter = AdapterSetting(path=path, sha256=file_sha256(path), scale=entry.adapter_scale)
     # a variant of its own: the same file with and without the adapter are two candidates
-    variant = f"lora={Path(path).stem}" + (f"x{entry.adapter_scale:g}"
+    variant = f"lora={Path(path).stem}" + (f",scale={entry.adapter_scale:g}"
                                            if entry.adapter_scale != 1.0 else "")
     return lp.plan.runtime.model_copy(update={"adapter": adapter, "variant": variant})
 
