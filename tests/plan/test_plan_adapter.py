@@ -5,6 +5,8 @@ load adapters is refused in one line naming the plan's field."""
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from edgepick.errors import InputError
@@ -41,9 +43,16 @@ report: {lang: en}
 """
 
 
+@pytest.fixture(scope="module")
+def adapter(tiny_model, tmp_path_factory):
+    """Written once (reading the model's GGUF takes seconds); each test gets its own copy."""
+    return write_lora(tiny_model, tmp_path_factory.mktemp("lora") / "tuned.gguf", rank=16,
+                      blocks=2, scale_b=2.0)
+
+
 @pytest.fixture
-def plan_dir(tmp_path, tiny_model):
-    write_lora(tiny_model, tmp_path / "tuned.gguf", rank=16, blocks=2, scale_b=2.0)
+def plan_dir(tmp_path, adapter):
+    shutil.copyfile(adapter, tmp_path / "tuned.gguf")
     (tmp_path / "plan.yaml").write_text(PLAN)
     return tmp_path
 
