@@ -112,7 +112,7 @@ def test_echo_with_a_longer_continuation_is_the_greedy_generation(pool, tiny_mod
     ({"prompt": "x", "echo": True, "logprobs": 99}, "logprobs"),
     ({"prompt": [[10 ** 9]], "echo": True}, "prompt"),
     ({"prompt": {"a": 1}, "echo": True}, "prompt"),
-    ({"prompt": ["x"] * 33, "echo": True, "max_tokens": 0}, "prompt"),  # over --echo-max-prompts
+    ({"prompt": ["x"] * 9, "echo": True, "max_tokens": 0}, "prompt"),  # over --echo-max-prompts
 ])
 def test_what_echo_cannot_answer_is_a_400_naming_the_field(pool, body, param):
     with pytest.raises(BadRequest) as exc:

@@ -41,7 +41,7 @@ class EchoLimits:
     max_prompt_tokens: int = 1024  # tokens of one prompt scored
     max_tokens: int = 16  # tokens of its greedy continuation (OpenAI's default max_tokens)
     queue: int = 4  # scorings that may wait for the one running; beyond: 429
-    max_prompts: int = 32  # prompts one echo request may list (each takes its turn)
+    max_prompts: int = 8  # prompts one echo request may list (each takes its turn)
 
 
 class ScoringPool(Protocol):

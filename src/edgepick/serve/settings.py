@@ -47,7 +47,7 @@ class ServeSettings(BaseSettings):
                                  "request may ask for")
     echo_queue: int = Field(4, ge=0, description="echo requests that may wait for the one "
                             "being scored (429 beyond)")
-    echo_max_prompts: int = Field(32, ge=1, description="prompts one echo request may list "
+    echo_max_prompts: int = Field(8, ge=1, description="prompts one echo request may list "
                                   "(400 beyond)")
     mem_limit: int | None = Field(None, gt=0, description="engine RssAnon+VmSwap that "
                                   "triggers a drain and restart, e.g. 2GiB")
