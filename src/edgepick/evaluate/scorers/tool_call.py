@@ -21,6 +21,8 @@ logged repair) and `guard_refused_rate` (sent back to the model as an error).
 
 from __future__ import annotations
 
+import functools
+import json
 import numbers
 from typing import Any, ClassVar
 
@@ -141,10 +143,23 @@ class ToolCallScorer:
         return out
 
 
-def check_tool_item(tools: Any, ref: Any) -> list[tuple[str, str]]:
-    """An eval item's `tools` and `reference` for task tool_call: (field, problem) pairs."""
+@functools.lru_cache(maxsize=256)
+def _schema_problem(text: str) -> str | None:
+    """Why a tool's `parameters` (as sorted JSON) is not a valid JSON Schema, or None. Checked
+    once per distinct schema: a tool set repeats a few tools over every item, and each check
+    walks the whole metaschema (about 10 ms)."""
     import jsonschema
 
+    schema = json.loads(text)
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        return exc.message
+    return None
+
+
+def check_tool_item(tools: Any, ref: Any) -> list[tuple[str, str]]:
+    """An eval item's `tools` and `reference` for task tool_call: (field, problem) pairs."""
     if not isinstance(tools, list) or not tools:
         return [("tools", "required for task 'tool_call': a list of OpenAI function schemas "
                           '({"type": "function", "function": {"name", "description", '
@@ -156,12 +171,10 @@ def check_tool_item(tools: Any, ref: Any) -> list[tuple[str, str]]:
             problems.append((f"tools.{i}", 'expected {"type": "function", "function": '
                                           '{"name": ..., "parameters": {...}}}'))
             continue
-        try:
-            jsonschema.validators.validator_for(fn.get("parameters") or {}).check_schema(
-                fn.get("parameters") or {})
-        except jsonschema.SchemaError as exc:
+        bad = _schema_problem(json.dumps(fn.get("parameters") or {}, sort_keys=True))
+        if bad:
             problems.append((f"tools.{i}", f"parameters of '{fn['name']}' are not a valid JSON "
-                                           f"Schema: {exc.message}"))
+                                           f"Schema: {bad}"))
     if problems:
         return problems
     schemas = tool_schemas(tools)
