@@ -89,6 +89,9 @@ def test_a_spent_budget_names_what_is_open_and_the_items_next_in_line(scripted, 
     text = "\n".join(savings_section.lines(res, "en"))
     assert "Time budget of 10 s spent; undetermined: good: unacceptable_rate" in text
     assert "To settle good: unacceptable_rate (yes_no), next items: yn" in text
+    cell = next(x for x in savings_lines(res) if x.startswith("good [yes_no]: "))
+    assert "time budget spent while open: unacceptable_rate over all tasks, unacceptable_rate " \
+        "in yes_no" in cell, cell
 
 
 def test_every_cell_names_its_task_and_a_settled_candidate_says_why_it_went_on(scripted,
