@@ -149,3 +149,16 @@ def test_pin_and_ttl_exclude_each_other(tmp_path):
     data["models"][0]["ttl"] = 60
     with pytest.raises(InputError, match="pin .* and ttl .* exclude each other"):
         DeployConfig.load(write(tmp_path, data))
+
+
+def test_serve_refuses_a_team_file_in_one_line_rather_than_serve_its_default_model(tmp_path):
+    from edgepick.errors import InputError
+    from edgepick.serve.assemble import from_deploy
+
+    path = write(tmp_path, team())
+    try:
+        from_deploy(path, {})
+        raise AssertionError("serve accepted a team file")
+    except InputError as exc:
+        assert exc.field == "models" and "a team of 3 edge models" in str(exc)
+        assert "\n" not in str(exc)

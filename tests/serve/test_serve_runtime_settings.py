@@ -45,3 +45,35 @@ def test_serve_runs_the_engine_with_the_deploys_settings(tiny_model, tmp_path):
             model="tiny@kv=q8_0,fa=on,t=1", max_tokens=4,
             messages=[{"role": "user", "content": "Hi"}])
         assert r.choices
+
+
+def test_serve_loads_the_deploys_adapter_pinned_by_its_sha(tiny_model, tmp_path):
+    """A deploy with a LoRA adapter (issue 34 item 6): llama-server gets it at its scale and
+    llama.cpp's log shows it loaded; an adapter whose bytes changed is refused before start."""
+    from edgepick.errors import InputError
+    from edgepick.records.candidate import AdapterSetting
+    from edgepick.serve.assemble import from_deploy
+    from lora_synth import write_lora
+
+    lora = write_lora(tiny_model, tmp_path / "tuned.gguf", rank=8, blocks=2)
+    adapter = AdapterSetting(path=str(lora), sha256=sha256_of(lora), scale=0.5)
+    runtime = RuntimeSettings(threads=1, n_ctx=512, adapter=adapter, variant="lora=tuned")
+    cfg = DeployConfig(model=DeployModel(name="tiny@lora=tuned", path=tiny_model,
+                                         sha256=sha256_of(tiny_model)), runtime=runtime)
+    deploy = cfg.dump(tmp_path / "deploy.yaml")
+    assert DeployConfig.load(deploy).runtime.adapter == adapter
+    with serve([str(deploy), "--slots", "1"], tmp_path, env={"LLAMA_ARG_LOG_VERBOSITY": "4"}) as s:
+        (pid,) = s.engine_pids()
+        cmd = psutil.Process(pid).cmdline()
+        assert cmd[cmd.index("--lora-scaled") + 1] == f"{lora}:0.5"
+        (log,) = tmp_path.glob("llama-server-*.log")
+        wait_until("the adapter's load", lambda: "LoRA buffer size" in log.read_text())
+        r = s.openai("x").chat.completions.create(
+            model="tiny@lora=tuned", max_tokens=4, messages=[{"role": "user", "content": "Hi"}])
+        assert r.choices
+    lora.write_bytes(lora.read_bytes()[:-4] + b"\0\0\0\0")  # the pinned bytes changed
+    try:
+        from_deploy(deploy, {})
+        raise AssertionError("a changed adapter was accepted")
+    except InputError as exc:
+        assert exc.field == "runtime.adapter.sha256" and "refusing to serve it" in str(exc)

@@ -66,8 +66,15 @@ def _deploy_file(deploy: str | Path, given: str, sha256: str | None, field: str)
 
 def from_deploy(path: str | Path, runtime: dict) -> Source:
     cfg = DeployConfig.load(path)
+    if cfg.is_team:  # never its default model for every task: say so instead
+        raise InputError(path, f"a team of {len(cfg.edge_models())} edge models; this serve "
+                               "runs one model per deploy file (serving a team is not built "
+                               "yet): serve one member with -m FILE", field="models")
     model = _deploy_file(path, cfg.model.path, cfg.model.sha256, "model.path")
     rt = cfg.runtime.model_copy(update=runtime)
+    if rt.adapter is not None:  # the adapter the decision measured, pinned like the model
+        lora = _deploy_file(path, rt.adapter.path, rt.adapter.sha256, "runtime.adapter.path")
+        rt = rt.model_copy(update={"adapter": rt.adapter.model_copy(update={"path": str(lora)})})
     source = Source(str(model), cfg.model.name, cfg.model.sha256[:12], rt, cfg)
     emb = cfg.embeddings
     if emb is not None:

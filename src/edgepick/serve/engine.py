@@ -60,6 +60,8 @@ def llama_server_command(spec: EngineSpec, exe: str, port: int) -> list[str]:
         # the second input of a batch wrongly (cosine 0.72 to the same input alone, measured
         # by tests/serve/test_serve_embeddings.py against llama.cpp in process)
         cmd += ["--embeddings", "--pooling", spec.pooling, "--kv-unified"]
+    if rt.adapter is not None:  # the LoRA the decision measured, at its scale (common/arg.cpp)
+        cmd += ["--lora-scaled", f"{rt.adapter.path}:{rt.adapter.scale:g}"]
     if rt.swa_full:
         cmd.append("--swa-full")
     if not rt.mmap:
