@@ -19,7 +19,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from edgepick.convert.recipe import BACKEND, BLOCK_SIZES, ConvertRecipe
 from edgepick.errors import EdgepickError
-from edgepick.progress import ProgressEvent, Tick
 
 
 class ConvertEntry(BaseModel):
@@ -89,23 +88,3 @@ def convert_candidates(lp, make) -> list:
                             build=PlannedBuild(source=str(src.path), recipe=recipe,
                                                out=str(folder))))
     return out
-
-
-def convert_stage(st, tick: Tick) -> None:
-    """Build every planned conversion (an identical earlier build is reused)."""
-    from edgepick.convert.recipe import RECORD_KIND
-    from edgepick.convert.run import convert_gguf
-
-    todo = [c for c in st.active() if c.build is not None]
-    for i, c in enumerate(todo):
-        tick(ProgressEvent(i, len(todo), c.name))
-        try:
-            rec = convert_gguf(c.build.source, c.build.recipe, c.build.out, quiet=True)
-        except EdgepickError as exc:
-            c.skipped = f"conversion failed: {exc}"
-            st.notes.append(f"convert: {c.name} {c.skipped}")
-            continue
-        st.store.put(RECORD_KIND, rec.build_key, rec.model_dump(mode="json"), label=c.name)
-        for w in rec.warnings:
-            st.notes.append(f"convert: {c.name}: {w}")
-    tick(ProgressEvent(len(todo), len(todo), "done"))

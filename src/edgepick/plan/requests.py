@@ -116,6 +116,19 @@ def eval_request(st: RunState):
                        parallel=plan.eval.parallel)
 
 
+def convert_request(st: RunState):
+    """(the candidates to build, the ConvertRequest building them) for the plan's `convert:`
+    section (convert/plan_section.py planned each build's recipe and folder); None: none."""
+    from edgepick.convert.stage import ConvertBuild, ConvertRequest
+
+    todo = [c for c in st.active() if c.build is not None]
+    if not todo:
+        return None
+    return todo, ConvertRequest(builds=[
+        ConvertBuild(name=c.name, source=c.build.source, recipe=c.build.recipe, out=c.build.out)
+        for c in todo])
+
+
 def fidelity_requests(st: RunState) -> list[tuple[RunCandidate, object]]:
     """(candidate, FidelityRequest) for each local candidate with a same-tokenizer reference
     other than itself (against itself the KLD is 0 by definition). A candidate of the plan's

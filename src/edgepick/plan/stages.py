@@ -83,9 +83,21 @@ def quantize_stage(st: RunState, tick: Tick) -> None:
 
 
 def convert_stage(st: RunState, tick: Tick) -> None:
-    from edgepick.convert.plan_section import convert_stage as run
+    """Build every planned conversion; a failed build skips its candidate, with the reason."""
+    from edgepick.convert.stage import run
+    from edgepick.plan.requests import convert_request
 
-    run(st, tick)
+    planned = convert_request(st)
+    if planned is None:
+        return tick(ProgressEvent(0, 0, "done"))
+    todo, req = planned
+    for c, res in zip(todo, run(req, st.store, tick)):
+        if res.error is not None:
+            c.skipped = f"conversion failed: {res.error}"
+            st.notes.append(f"convert: {c.name} {c.skipped}")
+            continue
+        for w in res.record.warnings:
+            st.notes.append(f"convert: {c.name}: {w}")
 
 
 def bench_stage(st: RunState, tick: Tick) -> None:
@@ -162,7 +174,7 @@ def fidelity_stage(st: RunState, tick: Tick) -> None:
 STAGES: list[tuple[str, Callable[[RunState, Tick], None], str]] = [
     ("fit", fit_stage, "edgepick.fit.stage"),
     ("quantize", quantize_stage, "edgepick.quantize.stage"),
-    ("convert", convert_stage, "edgepick.convert.plan_section"),
+    ("convert", convert_stage, "edgepick.convert.stage"),
     ("bench", bench_stage, "edgepick.bench.runner"),
     ("eval", eval_stage, "edgepick.evaluate.stage"),
     ("fidelity", fidelity_stage, "edgepick.evaluate.fidelity_stage"),
