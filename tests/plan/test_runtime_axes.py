@@ -80,6 +80,17 @@ def test_a_large_grid_is_refused_without_yes_or_a_cap(tmp_path):
     assert len(plan_candidates(_plan(tmp_path, capped))) == 24
 
 
+def test_run_refuses_a_large_grid_in_one_line_before_any_work(cli, tmp_path):
+    big = PLAN.replace("flash_attn: [true, false]",
+                       "flash_attn: [true, false], threads: [1, 2], n_ubatch: [128, 512]")
+    (tmp_path / "plan.yaml").write_text(big)
+    out = cli("run", str(tmp_path / "plan.yaml"))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "24 settings combinations per model (24 candidates)" in out.stderr
+    assert "--yes" in out.stderr
+    assert not (tmp_path / "out").exists()  # no store, no run recorded
+
+
 def test_an_axis_the_engine_does_not_apply_is_refused_in_one_line(tmp_path):
     text = PLAN.replace("  - model: tiny\n    label: tiny-f16",
                         "  - model: http://127.0.0.1:9/v1#m")

@@ -147,6 +147,8 @@ def run_plan(lp: LoadedPlan, console: Console | None = None,
 
     plan = lp.plan
     console = console or Console(stderr=True)
+    candidates = plan_candidates(lp)  # a refused runtime grid stops here, before any work
+    say_grid(lp, candidates, console)
     if plan.device == "local":  # the cached probe; the engine is never re-probed here
         from edgepick.devices.local import describe, local_device
 
@@ -159,9 +161,8 @@ def run_plan(lp: LoadedPlan, console: Console | None = None,
     store = ResultStore(lp.store_path)
     run_id = store.begin_run(f"edgepick run {lp.path}", plan.model_dump(mode="json"),
                              data_sha256=_data_sha(lp))
-    st = RunState(lp=lp, store=store, device=device, candidates=plan_candidates(lp),
+    st = RunState(lp=lp, store=store, device=device, candidates=candidates,
                   deadline=None if budget_s is None else started + budget_s)
-    say_grid(lp, st.candidates, console)
     enabled = {"fit": True, "quantize": bool(plan.quantize),
                "convert": bool(plan.convert), "bench": plan.bench.enabled,
                "eval": plan.eval.enabled, "fidelity": plan.fidelity.enabled}
