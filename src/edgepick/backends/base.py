@@ -30,8 +30,11 @@ STREAMING = "streaming"  # the arrival time of each generated token is known
 EMBEDDINGS = "embeddings"  # embed(texts)
 DECODE_TIMING = "decode_timing"  # time_decode: seconds per token after a given cached fill
 SAMPLING = "sampling"  # generate(sampling={temperature, top_p, top_k, repeat_penalty, seed})
+# generate(constraint={"json_schema": {...}} or {"labels": [...]}): only a valid answer decodes
+GRAMMAR = "grammar"
 CAPABILITIES = frozenset({LOGITS, LOGPROBS, CONCURRENT_SEQUENCES, IN_PROCESS, TOKENIZE, VOCABULARY,
-                          CHAT_TEMPLATE, STREAMING, EMBEDDINGS, DECODE_TIMING, SAMPLING})
+                          CHAT_TEMPLATE, STREAMING, EMBEDDINGS, DECODE_TIMING, SAMPLING,
+                          GRAMMAR})
 # The fields of a `sampling` map, as OpenAI and llama-server name them.
 SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "repeat_penalty", "seed")
 
@@ -57,6 +60,18 @@ class GenRequest(BaseModel):
     max_tokens: int = Field(ge=1)
     chat: bool = False
     sampling: dict | None = None  # None: greedy (SAMPLING_FIELDS and a seed otherwise)
+    constraint: dict | None = None  # GRAMMAR: {"json_schema": …} or {"labels": […]}; None: free
+
+
+def request_options(r: GenRequest) -> dict:
+    """The keyword options of `generate` a request sets: an engine that does not take one is
+    never handed it (a plugin written before sampling or constraints still works)."""
+    out: dict = {}
+    if r.sampling is not None:
+        out["sampling"] = r.sampling
+    if r.constraint is not None:
+        out["constraint"] = r.constraint
+    return out
 
 
 class Generation(BaseModel):
@@ -253,8 +268,7 @@ class Backend(ABC):
     def generate_many(self, requests: list[GenRequest]) -> list[Generation]:
         """Each request's generation, in order. An engine with CONCURRENT_SEQUENCES decodes them
         together, as many at a time as the model was loaded for; here, one after another."""
-        return [self.generate(r.prompt, r.max_tokens, chat=r.chat, sampling=r.sampling)
-                if r.sampling is not None else self.generate(r.prompt, r.max_tokens, chat=r.chat)
+        return [self.generate(r.prompt, r.max_tokens, chat=r.chat, **request_options(r))
                 for r in requests]
 
     def embed(self, texts: list[str]) -> np.ndarray:

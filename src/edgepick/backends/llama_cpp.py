@@ -86,7 +86,8 @@ class LlamaCppBackend(Backend):
     name: ClassVar[str] = "llama_cpp"
     capabilities: ClassVar[frozenset[str]] = frozenset({
         base.LOGITS, base.LOGPROBS, base.CONCURRENT_SEQUENCES, base.IN_PROCESS, base.TOKENIZE,
-        base.VOCABULARY, base.CHAT_TEMPLATE, base.STREAMING, base.DECODE_TIMING, base.SAMPLING})
+        base.VOCABULARY, base.CHAT_TEMPLATE, base.STREAMING, base.DECODE_TIMING, base.SAMPLING,
+        base.GRAMMAR})
     maturity: ClassVar[float] = 1.0
     maturity_reason: ClassVar[str] = ("in-process llama.cpp: one pinned engine, the same code "
                                       "measured here and shipped")
@@ -95,7 +96,7 @@ class LlamaCppBackend(Backend):
     # n_ubatch, n_threads/n_threads_batch, use_mmap, swa_full, n_ctx, seed)
     honoured_settings: ClassVar[frozenset[str]] = frozenset({
         "threads", "n_ctx", "n_batch", "n_ubatch", "seed", "kv_type", "flash_attn", "swa_full",
-        "mmap", "adapter"})
+        "mmap", "adapter", "constrain"})
 
     @classmethod
     def settings_problem(cls, settings) -> str | None:
@@ -210,7 +211,8 @@ class LlamaCppBackend(Backend):
     # -- inference -------------------------------------------------------------------------
     def generate(self, prompt: str | list[dict] | list[int], max_tokens: int, *, chat: bool = False,
                  stop: list[str] | None = None, logprobs: bool = False,
-                 ignore_eos: bool = False, sampling: dict | None = None) -> Generation:
+                 ignore_eos: bool = False, sampling: dict | None = None,
+                 constraint: dict | None = None) -> Generation:
         import llama_cpp
 
         llm = self._require()
@@ -231,6 +233,11 @@ class LlamaCppBackend(Backend):
             chain = sampler_chain(sampling, self.candidate.settings.seed, llm.n_vocab())
             for t in tokens:  # the prompt counts for the repeat penalty, as in llama-server
                 llama_cpp.llama_sampler_accept(chain, t)
+        if constraint is not None:  # the grammar before the choice (greedy or the draw)
+            from edgepick.backends.llama_cpp_grammar import grammar_chain
+
+            chain = grammar_chain(vocab, constraint,
+                                  chain or llama_cpp.llama_sampler_init_greedy())
         try:
             out, times, lps, finish = self._decode(step, ctx, vocab, chain, t0, max_tokens,
                                                    stop, logprobs, ignore_eos)
@@ -269,7 +276,8 @@ class LlamaCppBackend(Backend):
         shared_kv packs the groups into the one cache), each with its own budget and sampler."""
         import llama_cpp
 
-        if len(requests) < 2 or llama_cpp.llama_n_seq_max(self._require()._ctx.ctx) < 2:
+        if len(requests) < 2 or llama_cpp.llama_n_seq_max(self._require()._ctx.ctx) < 2 \
+                or any(r.constraint is not None for r in requests):  # grammars: one at a time
             return super().generate_many(requests)
         from edgepick.backends.llama_cpp_batched import generate_packed
 

@@ -22,12 +22,26 @@ from edgepick.errors import EdgepickError
 from edgepick.records.candidate import Candidate
 
 
+def _constrained(constraint: dict) -> dict:
+    """A constraint as the request states it: a JSON schema as OpenAI's `response_format`, a
+    label set as llama-server's `grammar` (GBNF; other servers ignore the field)."""
+    if "json_schema" in constraint:
+        return {"response_format": {"type": "json_schema", "json_schema": {
+            "name": "answer", "schema": constraint["json_schema"], "strict": True}}}
+    from edgepick.backends.llama_cpp_grammar import gbnf
+
+    return {"grammar": gbnf(constraint)}
+
+
 class OpenAIHttpBackend(Backend):
     name: ClassVar[str] = "openai_http"
     # Not in process: memory and load time belong to the server, not to us. Tokenizing needs the
     # server's /tokenize (llama-server has it; others answer 404, reported in one line).
     capabilities: ClassVar[frozenset[str]] = frozenset({
-        base.LOGPROBS, base.CONCURRENT_SEQUENCES, base.TOKENIZE, base.STREAMING, base.SAMPLING})
+        base.LOGPROBS, base.CONCURRENT_SEQUENCES, base.TOKENIZE, base.STREAMING, base.SAMPLING,
+        base.GRAMMAR})
+    # a remote server's threads, cache and batches are its own; a constraint rides on each request
+    honoured_settings: ClassVar[frozenset[str]] = frozenset({"constrain"})
     maturity: ClassVar[float] = 0.7
     maturity_reason: ClassVar[str] = ("a remote OpenAI-compatible server: the engine on the device "
                                       "is whatever it runs, measured only through HTTP")
@@ -99,13 +113,15 @@ class OpenAIHttpBackend(Backend):
     # -- inference -------------------------------------------------------------------------
     def generate(self, prompt: str | list[dict] | list[int], max_tokens: int, *,
                  chat: bool = False, stop: list[str] | None = None, logprobs: bool = False,
-                 ignore_eos: bool = False, sampling: dict | None = None) -> Generation:
+                 ignore_eos: bool = False, sampling: dict | None = None,
+                 constraint: dict | None = None) -> Generation:
         return self._submit(prompt, max_tokens, chat=chat, stop=stop, logprobs=logprobs,
-                            ignore_eos=ignore_eos, sampling=sampling)[0]
+                            ignore_eos=ignore_eos, sampling=sampling, constraint=constraint)[0]
 
     def _submit(self, prompt, max_tokens: int, *, chat: bool = False, stop=None,
                 logprobs: bool = False, ignore_eos: bool = False,
-                sampling: dict | None = None) -> tuple[Generation, float]:
+                sampling: dict | None = None,
+                constraint: dict | None = None) -> tuple[Generation, float]:
         as_chat = chat or (isinstance(prompt, list) and bool(prompt)
                            and isinstance(prompt[0], dict))
         body: dict = {"model": self.model, "max_tokens": max_tokens, "temperature": 0.0,
@@ -118,6 +134,8 @@ class OpenAIHttpBackend(Backend):
             # OpenAI's names (temperature, top_p, seed) and llama-server's (top_k, repeat_penalty);
             # an unset field is left to the server's default
             body.update({k: v for k, v in sampling.items() if v is not None})
+        if constraint is not None:
+            body.update(_constrained(constraint))
         if ignore_eos:
             body["ignore_eos"] = True
         if stop:

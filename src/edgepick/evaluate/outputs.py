@@ -59,7 +59,8 @@ def output_keys(candidate: Candidate, items: list[EvalItem], budgets: dict[str, 
             for it in items]
 
 
-def _request(backend, prompt, max_tokens: int, chat: bool, sampling: dict | None, seed: int):
+def _request(backend, prompt, max_tokens: int, chat: bool, sampling: dict | None, seed: int,
+             constraint: dict | None = None):
     from edgepick.backends.base import SAMPLING, GenRequest
 
     if sampling is not None and not backend.supports(SAMPLING):
@@ -67,12 +68,54 @@ def _request(backend, prompt, max_tokens: int, chat: bool, sampling: dict | None
                             "greedily only; evaluate with sampling needs an engine that samples "
                             "(scenario sampling, docs/evaluate.md)", )
     return GenRequest(prompt=prompt, max_tokens=max_tokens, chat=chat,
-                      sampling=None if sampling is None else dict(sampling, seed=seed))
+                      sampling=None if sampling is None else dict(sampling, seed=seed),
+                      constraint=constraint)
+
+
+def item_constraint(candidate: Candidate, it: EvalItem) -> dict | None:
+    """What a candidate run with `constrain: grammar` decodes item `it` under: its JSON schema,
+    its label set, or yes/no (seed 000 §2.3); None for free text. A schema the engine's grammar
+    could not survive is refused first, as serve refuses it (serve/constraints.py)."""
+    if candidate.settings.constrain != "grammar":
+        return None
+    if it.schema_ is not None:
+        from edgepick.serve.constraints import check_schema
+        from edgepick.serve.errors import BadRequest
+
+        try:
+            check_schema(it.schema_, "schema")
+        except BadRequest as exc:
+            raise EdgepickError(f"item {it.id}: its schema cannot be a grammar: {exc}") from None
+        return {"json_schema": it.schema_}
+    if it.labels:
+        return {"labels": list(it.labels)}
+    if it.task == "yes_no":
+        return {"labels": ["yes", "no", "Yes", "No"]}
+    return None
+
+
+def _constraints(candidate: Candidate, items: list[EvalItem], missing: list, got: list):
+    """(item index -> its constraint, the (item, sample) pairs still to generate): an item whose
+    constraint is refused gets an error output (not stored) and is not generated."""
+    constraints: dict[int, dict | None] = {}
+    refused: dict[int, str] = {}
+    for i in dict.fromkeys(i for i, _ in missing):
+        try:
+            constraints[i] = item_constraint(candidate, items[i])
+        except EdgepickError as exc:
+            refused[i] = str(exc)
+    for i, j in missing:
+        if i in refused:
+            got[i][j] = {"text": "", "finish_reason": "error", "generated_tokens": 0,
+                         "error": refused[i]}
+    return constraints, [(i, j) for i, j in missing if i not in refused]
 
 
 def _generate_group(backend, reqs: list) -> list:
     """Each request's Generation, or the EdgepickError that stopped it: a group that fails is
     tried again one by one, so a bad item costs only its own output."""
+    from edgepick.backends.base import request_options
+
     if len(reqs) > 1:
         try:
             return list(backend.generate_many(reqs))
@@ -81,9 +124,8 @@ def _generate_group(backend, reqs: list) -> list:
     out = []
     for r in reqs:
         try:
-            out.append(backend.generate(r.prompt, r.max_tokens, chat=r.chat, sampling=r.sampling)
-                       if r.sampling is not None
-                       else backend.generate(r.prompt, r.max_tokens, chat=r.chat))
+            out.append(backend.generate(r.prompt, r.max_tokens, chat=r.chat,
+                                        **request_options(r)))
         except EdgepickError as exc:
             out.append(exc)
     return out
@@ -114,7 +156,7 @@ def collect_outputs(candidate: Candidate, items: list[EvalItem], store: ResultSt
     done = len(items) - len({i for i, _ in missing})
     tick(ProgressEvent(done, len(items), candidate.name))
     if missing:
-        from edgepick.backends.base import CONCURRENT_SEQUENCES, LoadOptions
+        from edgepick.backends.base import CONCURRENT_SEQUENCES, GRAMMAR, LoadOptions
 
         backend = get_backend(candidate.backend)
         prompter = None
@@ -122,8 +164,14 @@ def collect_outputs(candidate: Candidate, items: list[EvalItem], store: ResultSt
             from edgepick.agent.prompting import ToolPrompter
 
             prompter = ToolPrompter.for_model(candidate.model, candidate.backend)
+        if candidate.settings.constrain == "grammar" and not backend.supports(GRAMMAR):
+            raise EdgepickError(f"{candidate.name}: the {candidate.backend} engine cannot decode "
+                                "under a grammar (constrain: grammar); use an engine with the "
+                                "grammar capability")
+        constraints, missing = _constraints(candidate, items, missing, got)
         # a group of items decoded together shares the one cache the model is budgeted for
-        width = min(parallel, len(missing)) if backend.supports(CONCURRENT_SEQUENCES) else 1
+        width = max(1, min(parallel, len(missing))) if backend.supports(CONCURRENT_SEQUENCES) \
+            else 1
         backend.load(candidate, LoadOptions(n_seq=width, shared_kv=True) if width > 1 else None)
         try:
             last = None
@@ -137,7 +185,7 @@ def collect_outputs(candidate: Candidate, items: list[EvalItem], store: ResultSt
                     prompt, chat = (prompter.build(it.chat_messages(), it.tools)
                                     if prompter and it.tools else (it.chat_messages(), True))
                     reqs.append(_request(backend, prompt, budget(it, budgets), chat, sampling,
-                                         seeds[j]))
+                                         seeds[j], constraints.get(i)))
                 for (i, j), g in zip(group, _generate_group(backend, reqs)):
                     it = items[i]
                     if isinstance(g, EdgepickError):

@@ -14,7 +14,7 @@ before any work unless the plan raises `runtime.max_combinations` or the run say
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -24,7 +24,7 @@ from edgepick.records.candidate import RuntimeSettings
 # field -> (short name in a candidate's name, how a value is written there); the order is the
 # order of the name's parts
 AXES: dict[str, str] = {"kv_type": "kv", "flash_attn": "fa", "threads": "t", "n_batch": "b",
-                        "n_ubatch": "ub", "mmap": "mmap"}
+                        "n_ubatch": "ub", "mmap": "mmap", "constrain": "constrain"}
 DEFAULT_MAX_COMBINATIONS = 16
 # A stated rough figure when the store has nothing better: one small model (SmolLM2-135M) through
 # a short plan's bench, eval and fidelity on two cores (make run: about 3 minutes per candidate).
@@ -42,6 +42,7 @@ class RuntimeAxes(BaseModel):
     n_batch: list[int] | None = Field(None, min_length=1)
     n_ubatch: list[int] | None = Field(None, min_length=1)
     mmap: list[bool] | None = Field(None, min_length=1)
+    constrain: list[Literal["none", "grammar"]] | None = Field(None, min_length=1)
     # the largest grid this plan accepts without `run --yes`
     max_combinations: int = Field(DEFAULT_MAX_COMBINATIONS, ge=1)
 

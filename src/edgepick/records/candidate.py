@@ -7,7 +7,7 @@ runtime flags (their defaults are read from here), bench, eval, fidelity and the
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import (BaseModel, ConfigDict, Field, computed_field, model_serializer,
                       model_validator)
@@ -53,6 +53,9 @@ class RuntimeSettings(BaseModel):
     # engine setting; None (no axes) is left out of stored keys and payloads.
     variant: str | None = None
     adapter: AdapterSetting | None = None  # a LoRA adapter (engines that honour "adapter")
+    # "grammar": an eval item with a schema or a label set is decoded under a grammar that only
+    # admits a valid answer (seed 000 §2.3; engines that honour "constrain"); "none": free
+    constrain: Literal["none", "grammar"] = "none"
 
     @model_serializer(mode="wrap")
     def _without_empty_engine(self, handler: Any) -> dict:
@@ -64,6 +67,8 @@ class RuntimeSettings(BaseModel):
         for optional in ("variant", "adapter"):
             if data.get(optional) is None:
                 data.pop(optional, None)
+        if data.get("constrain") == "none":
+            data.pop("constrain", None)
         return data
 
     def key_dict(self) -> dict:
