@@ -58,12 +58,17 @@ def _server_call(server: str, action: str, payload: dict, api_key: Optional[str]
 def add(file: Path = typer.Argument(..., help="the model file (GGUF)"),
         name: str = typer.Option(..., "--name", help="model name"),
         version: str = typer.Option(..., "--version", help="version label, e.g. 2 or q4"),
+        adapter: Optional[Path] = typer.Option(None, "--adapter", help="a LoRA adapter GGUF the "
+                                               "version runs with (checked, pinned by SHA-256)"),
+        adapter_scale: float = typer.Option(1.0, "--adapter-scale", help="the adapter's scale"),
         registry: RegistryOpt = None) -> None:
-    """Copy a model file into the registry and record its SHA-256."""
+    """Copy a model file (and its adapter) into the registry and record their SHA-256."""
     from edgepick.registry.store import Registry
 
-    ve = Registry(_root(registry), create=True).add(file, name, version)
-    console.print(f"added {name}@{version} ({human_bytes(ve.size)}, sha256 {ve.sha256[:12]}…)")
+    ve = Registry(_root(registry), create=True).add(file, name, version, adapter, adapter_scale)
+    lora = f", adapter sha256 {ve.adapter.sha256[:12]}…" if ve.adapter else ""
+    console.print(f"added {name}@{version} ({human_bytes(ve.size)}, sha256 {ve.sha256[:12]}…"
+                  f"{lora})")
 
 
 @models_app.command("list")

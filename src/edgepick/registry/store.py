@@ -38,6 +38,15 @@ class ChecksumMismatch(EdgepickError):
     """A stored file no longer has the SHA-256 recorded when it was added."""
 
 
+class AdapterPin(BaseModel):
+    """A LoRA adapter served with the version (seed 003 §7.1), pinned like the model file."""
+
+    model_config = ConfigDict(extra="forbid")
+    file: str  # relative to the registry directory
+    sha256: str
+    scale: float = 1.0
+
+
 class VersionEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
     file: str  # relative to the registry directory
@@ -47,6 +56,7 @@ class VersionEntry(BaseModel):
     manifest: str | None = None  # its per-tensor manifest, relative to the registry directory
     origin: str | None = None  # how it came: "update from VERSION (package sha256 …)"
     probe: ProbeResult | None = None  # the fidelity probe it passed or failed before activation
+    adapter: AdapterPin | None = None  # the LoRA adapter this version runs with
 
 
 class RegistryEvent(BaseModel):
@@ -183,17 +193,30 @@ class Registry:
         return self.root / entry.versions[version].file
 
     # -- add / remove --------------------------------------------------------------------------
-    def add(self, file: str | Path, name: str, version: str) -> VersionEntry:
-        """Copy the file in, record its SHA-256; the state changes only once the copy is whole."""
+    def add(self, file: str | Path, name: str, version: str, adapter: str | Path | None = None,
+            adapter_scale: float = 1.0) -> VersionEntry:
+        """Copy the file in (and its LoRA adapter, checked against it), record their SHA-256;
+        the state changes only once the copies are whole."""
         src = Path(file)
         if not src.is_file():
             raise EdgepickError(f"{file}: no such file")
         check_names(name, version)
         check_gguf(src)
-        return self.add_built(name, version, src.name, lambda tmp: shutil.copyfile(src, tmp))
+        lora = None
+        if adapter is not None:
+            from edgepick.models.adapter import read_adapter
+
+            read_adapter(adapter, src)
+            if adapter_scale <= 0:
+                raise EdgepickError(f"--adapter-scale: expected a positive scale, got "
+                                    f"{adapter_scale}")
+            lora = (Path(adapter), adapter_scale)
+        return self.add_built(name, version, src.name, lambda tmp: shutil.copyfile(src, tmp),
+                              adapter=lora)
 
     def add_built(self, name: str, version: str, filename: str,
-                  build: Callable[[Path], None], origin: str | None = None) -> VersionEntry:
+                  build: Callable[[Path], None], origin: str | None = None,
+                  adapter: tuple[Path, float] | None = None) -> VersionEntry:
         """`build(tmp)` writes the version's file (a copy, or an update applied); it is
         placed, with its manifest beside it, before the state names it."""
         from edgepick.update.manifest import build_manifest
@@ -215,10 +238,16 @@ class Registry:
             crash_point("add-copied")
             os.replace(tmp, dest)
             crash_point("add-placed")
+            pin = None
+            if adapter is not None:
+                lora = dest_dir / ("adapter-" + adapter[0].name)
+                shutil.copyfile(adapter[0], lora)
+                pin = AdapterPin(file=str(lora.relative_to(self.root)), sha256=sha256_of(lora),
+                                 scale=adapter[1])
             ve = VersionEntry(file=str(dest.relative_to(self.root)), sha256=manifest.sha256,
                               size=dest.stat().st_size, added=now_iso(),
                               manifest=str((dest_dir / MANIFEST).relative_to(self.root)),
-                              origin=origin)
+                              origin=origin, adapter=pin)
             state = self.state()
             entry = state.models.setdefault(name, ModelEntry())
             entry.versions[version] = ve
@@ -279,7 +308,24 @@ class Registry:
         if got != expected:
             raise ChecksumMismatch(f"{name}@{version}: SHA-256 of {path} is {got[:12]}…, the "
                                    f"registry recorded {expected[:12]}…; refusing it")
+        self.adapter_of(name, version)  # its adapter is checked the same way
         return path
+
+    def adapter_of(self, name: str, version: str):
+        """The version's LoRA adapter as runtime settings take it (a RuntimeSettings.adapter),
+        its SHA-256 checked; None without one."""
+        pin = self.model(name).versions[version].adapter
+        if pin is None:
+            return None
+        from edgepick.records.candidate import AdapterSetting
+
+        path = self.root / pin.file
+        got = sha256_of(path) if path.is_file() else "missing"
+        if got != pin.sha256:
+            raise ChecksumMismatch(f"{name}@{version}: its adapter {path} is "
+                                   f"{got[:12]}{'…' if got != 'missing' else ''}, the registry "
+                                   f"recorded {pin.sha256[:12]}…; refusing it")
+        return AdapterSetting(path=str(path), sha256=pin.sha256, scale=pin.scale)
 
     def mark_pending(self, name: str, version: str) -> None:
         with self._locked():

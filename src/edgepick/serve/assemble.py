@@ -99,7 +99,9 @@ def from_registry(registry: Registry, ref: str | None, runtime: dict) -> Source:
         raise EdgepickError(f"{name} has no active version; run `edgepick models activate "
                             f"{name}@VERSION`")
     path = registry.verify(name, version)
-    return Source(str(path), name, version, RuntimeSettings().model_copy(update=runtime))
+    rt = RuntimeSettings().model_copy(update=runtime)
+    return Source(str(path), name, version,
+                  rt.model_copy(update={"adapter": registry.adapter_of(name, version)}))
 
 
 def from_model(ref: ModelRef, runtime: dict) -> Source:

@@ -20,7 +20,10 @@ class RegistryControl:
         self.pool = pool
 
     async def switch(self, path: str, version: str, cause: str) -> None:
-        spec = dataclasses.replace(self.pool.spec, path=path, version=version)
+        spec = self.pool.spec
+        adapter = self.registry.adapter_of(spec.name, version)  # each version its own adapter
+        spec = dataclasses.replace(spec, path=path, version=version,
+                                   runtime=spec.runtime.model_copy(update={"adapter": adapter}))
         await self.pool.switch_to(spec, cause)
 
     async def handle(self, action: str, body: dict) -> dict:

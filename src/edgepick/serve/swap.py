@@ -65,8 +65,10 @@ class HotSwap:
         path = await asyncio.to_thread(self.registry.verify, name, version)
         log.warning("hot swap %s@%s → %s@%s (%s; signals %s)", spec.name, spec.version, name,
                     version, cause, signals.model_dump(exclude_none=True))
-        await self.pool.switch_to(dataclasses.replace(spec, path=str(path), name=name,
-                                                      version=version), cause)
+        adapter = self.registry.adapter_of(name, version)
+        await self.pool.switch_to(dataclasses.replace(
+            spec, path=str(path), name=name, version=version,
+            runtime=spec.runtime.model_copy(update={"adapter": adapter})), cause)
         self.current = rule
         self._last_swap = time.monotonic()
         return True
