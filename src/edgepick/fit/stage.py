@@ -67,8 +67,9 @@ def _adapter_bytes(t: FitTarget) -> int:
         return 0
     from edgepick.models.adapter import read_adapter
 
-    model = t.file or (None if t.model.is_endpoint else t.model.path)
-    return read_adapter(t.adapter, model if model and model.endswith(".gguf") else None).n_bytes
+    # the shape source (a build's target file may not exist yet; its shapes are the source's)
+    model = str(t.model.path)
+    return read_adapter(t.adapter, model if model.endswith(".gguf") else None).n_bytes
 
 
 def _key(payload: dict, device: DeviceProfile) -> str:
@@ -90,14 +91,15 @@ def run(req: FitRequest, store, progress: Tick = silent) -> list[FitEstimate]:
     specs = [spec_of(str(t.model.path)) for t in req.targets]
     for t, spec in zip(req.targets, specs):  # every pair checked before anything is estimated
         check_support(t.model.backend, spec)
-    for t, spec in zip(req.targets, specs):
+    adapters = [_adapter_bytes(t) for t in req.targets]  # each read and checked once
+    for t, spec, adapter_bytes in zip(req.targets, specs, adapters):
         for ctx in req.ctxs:
             progress(ProgressEvent(len(out), total, t.label or t.model.label))
             est = fit_one(spec, t.quant, ctx, req.device, kv_type=req.kv_type, margin=req.margin,
                           efficiency=req.efficiency, n_ubatch=req.n_ubatch, fill=req.fill,
                           swa_full=req.swa_full, mmap=req.mmap, flash_attn=req.flash_attn,
                           n_batch=req.n_batch, kv_type_v=req.kv_type_v,
-                          adapter_bytes=_adapter_bytes(t))
+                          adapter_bytes=adapter_bytes)
             out.append(est)
             payload = est.model_dump(mode="json")
             payload["model"] = t.file  # the file the estimate is for; None: no candidate
