@@ -10,6 +10,7 @@ import json
 import pytest
 
 from edgepick.backends import registry
+from edgepick.errors import EdgepickError
 
 PLUGIN = '''
 import time
@@ -99,6 +100,17 @@ def test_an_engine_from_outside_src_is_listed_claims_its_file_and_runs_the_bench
     ref = ModelRef.of(toy_engine, backend="toy")
     settings = RuntimeSettings(n_ctx=256, engine={"letters_per_token": 2})
     assert cls.settings_model.of(settings).letters_per_token == 2  # the engine's own knob
+    # typed by the engine's model: a knob it lacks, a value it refuses, llama.cpp's flat knob
+    # set for it, each one line; llama.cpp's left at their defaults are no concern of it
+    problem = cls.settings_model.problem
+    assert problem(RuntimeSettings(engine={"letters": 2}))[0] == "engine.letters"
+    assert problem(RuntimeSettings(engine={"letters_per_token": "x"}))[0] == \
+        "engine.letters_per_token"
+    assert problem(RuntimeSettings(kv_type="q8_0")) == (
+        "kv_type", "not a setting of this engine (its own: letters_per_token)")
+    assert problem(RuntimeSettings(kv_type="f16", flash_attn=True)) is None
+    with pytest.raises(EdgepickError, match="runtime.engine.letters: not a setting"):
+        cls.settings_model.of(RuntimeSettings(engine={"letters": 2}))
     req = BenchRequest(models=[ref], settings=settings, prompt_lengths=[8], gen_tokens=4,
                        warmup=0, repeats=1, timeout_s=120)
     with ResultStore(str(tmp_path / "r.sqlite")) as store:

@@ -52,6 +52,18 @@ def test_good_plan_loads_and_resolves_relative_paths(tmp_path):
     ("  reference: tiny\n", "", "eval.reference", None, "missing"),
     ("  name: realtime_chat", "  name: realtime_chat\n  overrides: {constraints: {ttft_max: 3}}",
      "scenario.overrides.constraints.ttft_max", 11, "unknown field"),
+    # the engine's own settings model types its knobs (LlamaCppSettings for llama_cpp)
+    ("scenario:", "runtime: {kv_type: q9_9}\nscenario:", "runtime.kv_type", 9,
+     "unknown KV cache type 'q9_9'"),
+    ("scenario:", "runtime: {kv_type: [f16, q9_9]}\nscenario:", "runtime.kv_type", 9,
+     "unknown KV cache type 'q9_9'"),  # an axis's every value
+    ("scenario:", "runtime: {engine: {kv_typ: q8_0}}\nscenario:", "runtime.engine.kv_typ", 9,
+     "not a setting of this engine (its own: flash_attn, kv_type, mmap, swa_full)"),
+    # llama.cpp's knobs in the engine map are its flat fields: typed, and read alike everywhere
+    ("scenario:", "runtime: {engine: {flash_attn: maybe}}\nscenario:", "runtime.flash_attn",
+     9, "valid boolean"),
+    ("scenario:", "runtime: {kv_type: f16, engine: {kv_type: q8_0}}\nscenario:", "runtime", 9,
+     "kv_type is given twice"),
 ])
 def test_broken_plan_names_field_and_line(tmp_path, old, new, field, line, words):
     assert old in GOOD
@@ -111,3 +123,12 @@ def test_missing_stage_is_skipped_and_said_not_faked(tmp_path, monkeypatch):
         "nothing measured: no bench, eval or fidelity result stored for it"]
     assert res.summaries[0].predicted_peak_bytes is None  # no estimate invented in its place
     assert res.decision.recommendation is None and res.reports[0].is_file()
+
+
+def test_llama_cpp_knobs_in_the_engine_map_are_its_flat_fields(tmp_path):
+    """Written either way, the runtime is the same: the same key, serve's command line and fit
+    read the same cache type."""
+    flat = load_plan(_write(tmp_path, GOOD + "runtime: {kv_type: q8_0}\n")).plan.runtime
+    mapped = load_plan(_write(tmp_path, GOOD + "runtime: {engine: {kv_type: q8_0}}\n")).plan.runtime
+    assert mapped.kv_type == "q8_0" and mapped.engine == {}
+    assert mapped.key_dict() == flat.key_dict()

@@ -12,10 +12,10 @@ from abc import ABC, abstractmethod
 from typing import ClassVar, NoReturn
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from edgepick.errors import EdgepickError
-from edgepick.records.candidate import Candidate
+from edgepick.errors import EdgepickError, pydantic_problem
+from edgepick.records.candidate import ENGINE_FLAT, Candidate, RuntimeSettings
 
 # The capabilities an engine may declare. A name outside this set is a typo, caught at import.
 LOGITS = "logits"  # logits(tokens): next-token logits at every position (fidelity, seed 000 §5.3)
@@ -132,10 +132,39 @@ class EngineSettings(BaseModel):
 
     @classmethod
     def of(cls, settings) -> "EngineSettings":
-        """This engine's knobs from a RuntimeSettings: its `engine` map over the flat fields."""
+        """This engine's knobs from a RuntimeSettings: its `engine` map over the flat fields. A
+        knob it does not have, or a value it refuses, raises one line (problem())."""
+        found = cls.problem(settings)
+        if found:
+            raise EdgepickError(f"runtime.{found[0]}: {found[1]}")
+        return cls.model_validate(cls._data(settings))
+
+    @classmethod
+    def _data(cls, settings) -> dict:
         data = {k: getattr(settings, k) for k in cls.model_fields if hasattr(settings, k)}
         data.update(getattr(settings, "engine", None) or {})
-        return cls.model_validate(data)
+        return data
+
+    @classmethod
+    def problem(cls, settings) -> tuple[str, str] | None:
+        """(field, why) when `settings` (a RuntimeSettings) gives this engine a knob it does not
+        have (in `engine`, or one of another engine's flat knobs set away from its default) or
+        a value its model refuses; None when the engine takes them all."""
+        own = ", ".join(sorted(cls.model_fields)) or "none"
+        for key in getattr(settings, "engine", None) or {}:
+            if key not in cls.model_fields:
+                return f"engine.{key}", f"not a setting of this engine (its own: {own})"
+        for key in sorted(ENGINE_FLAT & settings.model_fields_set - set(cls.model_fields)):
+            if getattr(settings, key) != RuntimeSettings.model_fields[key].default:
+                return key, f"not a setting of this engine (its own: {own})"
+        try:
+            cls.model_validate(cls._data(settings))
+        except ValidationError as exc:
+            field, why = pydantic_problem(exc.errors()[0])
+            field = field or "engine"
+            in_map = field.split(".")[0] in (getattr(settings, "engine", None) or {})
+            return ("engine." if in_map else "") + field, why
+        return None
 
 
 class Backend(ABC):

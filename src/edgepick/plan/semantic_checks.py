@@ -20,6 +20,27 @@ def _model_ok(lp, value: str, backend: str | None = None) -> str | None:
     return None
 
 
+def _check_engine_settings(lp, fail) -> None:
+    """Each local engine the plan runs takes the runtime's engine knobs, typed by its own
+    settings model (Backend.settings_model): a knob it does not have or a value it refuses is
+    the plan's line, not a failure at load. An endpoint runs with its server's settings."""
+    from edgepick.backends.registry import backend_class
+    from edgepick.records.model_ref import DEFAULT_ENGINE
+
+    engines = {DEFAULT_ENGINE} if lp.plan.quantize else set()
+    for c in lp.plan.candidates:
+        ref = lp.ref(c.model, c.backend)
+        if not ref.is_endpoint:
+            engines.add(ref.backend)
+    from edgepick.plan.runtime_axes import combinations
+
+    for name in sorted(engines):
+        for runtime in combinations(lp.plan.runtime, lp.plan.runtime_axes):
+            found = backend_class(name).settings_model.problem(runtime)
+            if found:
+                fail(("runtime", *found[0].split(".")), f"{found[1]} (engine {name})")
+
+
 def check_plan(lp, line_of: LineOf) -> None:
     from edgepick.backends import backend_names
     from edgepick.models.quant_types import normalize_ftype
@@ -60,10 +81,7 @@ def check_plan(lp, line_of: LineOf) -> None:
     from edgepick.convert.plan_section import check_convert
 
     check_convert(plan, lp, fail)
-    from edgepick.fit.memory import KV_TYPE_NAMES
-
-    if plan.runtime.kv_type not in KV_TYPE_NAMES:
-        fail(("runtime", "kv_type"), f"expected one of {', '.join(KV_TYPE_NAMES)}")
+    _check_engine_settings(lp, fail)
     if plan.eval.enabled:
         many = isinstance(plan.eval.data, list)
         if many and not plan.eval.data:

@@ -27,6 +27,13 @@ class AdapterSetting(BaseModel):
     scale: float = Field(1.0, gt=0)
 
 
+# llama.cpp's own knobs (backends/llama_cpp_support.py LlamaCppSettings types them), kept flat
+# in RuntimeSettings so that old plans and stored keys stay as they were. Any other engine
+# refuses one set away from its default (EngineSettings.problem), in one line, when the plan
+# loads.
+ENGINE_FLAT = frozenset({"kv_type", "flash_attn", "swa_full", "mmap"})
+
+
 class RuntimeSettings(BaseModel):
     """What every engine is run with: threads, context, batch sizes, seed. An engine's own knobs
     belong to the engine (`Backend.settings_model`, e.g. backends/llama_cpp_support.py's
@@ -56,6 +63,24 @@ class RuntimeSettings(BaseModel):
     # "grammar": an eval item with a schema or a label set is decoded under a grammar that only
     # admits a valid answer (seed 000 §2.3; engines that honour "constrain"); "none": free
     constrain: Literal["none", "grammar"] = "none"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_engine_knobs(cls, data: Any) -> Any:
+        # llama.cpp's knobs written in the `engine` map are the flat fields: one spelling, so
+        # every reader (fit, serve's command line, fidelity) and every stored key sees them alike
+        engine = data.get("engine") if isinstance(data, dict) else None
+        if not isinstance(engine, dict) or not ENGINE_FLAT & engine.keys():
+            return data
+        data, engine = dict(data), dict(engine)
+        for key in sorted(ENGINE_FLAT & engine.keys()):
+            value = engine.pop(key)
+            if key in data and data[key] != value:
+                raise ValueError(f"{key} is given twice, as {data[key]!r} and as "
+                                 f"engine.{key} {value!r}")
+            data[key] = value
+        data["engine"] = engine
+        return data
 
     @model_serializer(mode="wrap")
     def _without_empty_engine(self, handler: Any) -> dict:
