@@ -126,3 +126,14 @@ def test_every_cell_names_its_task_and_a_settled_candidate_says_why_it_went_on(s
     for task in ("yes_no", "classification"):
         (line,) = [x for x in text.splitlines() if x.startswith(f"bad [{task}]: ")]
         assert "unacceptable_rate fail (look" in line and "settled at look" in line
+
+
+def test_the_printed_note_keeps_the_cells_task(result):
+    """A cell's "[yes_no]" is text on the terminal, not a console style that swallows it."""
+    from edgepick.cli.decision_print import print_notes
+    from edgepick.cli.output import console
+
+    res, _ = result
+    with console.capture() as cap:
+        print_notes(savings_lines(res))
+    assert "note: bad [yes_no]: 4 of 20 items" in cap.get()

@@ -8,7 +8,8 @@ import os
 import typer
 
 from edgepick.cli.options import RUN_HELP, STORE_HELP
-from edgepick.cli.decision_print import print_decision, print_none_next_steps, runs_line
+from edgepick.cli.decision_print import (print_decision, print_none_next_steps, print_notes,
+                                          runs_line)
 from edgepick.cli.output import console, print_json
 
 # `edgepick run`'s longer option texts, one table (typer reflows them to the terminal)
@@ -58,8 +59,7 @@ def _decide(store_path: str | None, runs: list[int] | None, scenario: str, devic
                         power_budget_w=_power_budget(device), runs=runs or None, **kw)
     with ResultStore(store_path or None, must_exist=True) as store:
         rec = run_stage(req, store)
-    for note in rec.notes:
-        console.print(f"[yellow]note:[/] {note}", highlight=False)
+    print_notes(rec.notes)
     return rec
 
 
@@ -198,8 +198,7 @@ def register(app: typer.Typer) -> None:
             print_json(result.decision)
             return
         print_decision(result.decision)
-        for note in result.notes:
-            console.print(f"[yellow]note:[/] {note}", highlight=False)
+        print_notes(result.notes)
         for p in result.reports:
             console.print(f"report: {p}")
         if getattr(result, "deploy", None):

@@ -9,14 +9,13 @@ from typing import Optional
 
 import typer
 
-from edgepick.cli.decision_print import print_decision
+from edgepick.cli.decision_print import print_decision, print_notes
 from edgepick.cli.output import console
 
 
 def show_reselection(sel) -> None:
     print_decision(sel.result.decision)
-    for note in sel.result.notes:
-        console.print(f"[yellow]note:[/] {note}", highlight=False)
+    print_notes(sel.result.notes)
     for p in sel.result.reports:
         console.print(f"report: {p}", highlight=False)
     if sel.deployed is not None:

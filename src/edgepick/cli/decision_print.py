@@ -3,6 +3,7 @@ Shared by `decide`, `report`, `run` and `reselect`."""
 
 from __future__ import annotations
 
+from rich.markup import escape
 from rich.table import Table
 
 from edgepick.cli.output import console, human_bytes
@@ -11,6 +12,12 @@ from edgepick.cli.output import console, human_bytes
 def runs_line(runs: dict[str, list[int]]) -> str:
     return "runs used: " + ", ".join(f"{kind} {', '.join(map(str, ids))}"
                                      for kind, ids in runs.items())
+
+
+def print_notes(notes: list[str]) -> None:
+    """The run's notes as written: a cell's "[task]" is text, not console markup."""
+    for note in notes:
+        console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
 
 
 def print_decision(decision) -> None:
