@@ -86,3 +86,42 @@ def test_report_carries_the_routing_section(tmp_path, cli):
     assert "## Edge–cloud routing" in (out / "report.en.md").read_text()
     assert "端云路由" in (out / "report.zh.html").read_text()
     assert (out / "charts" / "route_curve.svg").is_file()
+
+
+def test_a_cascade_over_three_tiers_is_calibrated_held_out_and_drawn(
+        smollm2_q4_1, gemma3_q4_k_m, tiny_model, tmp_path, cli):
+    """SmolLM2 → Gemma-3-270M → a stand-in cloud on another port: each step's threshold from
+    half the items, the other half judged against random assignment at the same shares, and
+    the curve in the report. Short-answer items, so the three models answer in seconds."""
+    from edgepick.evaluate.eval_sets import bundled_set_path
+
+    lines = [x for x in open(bundled_set_path("demo"), encoding="utf-8")
+             if json.loads(x)["task"] in ("classification", "yes_no")][:12]
+    data = tmp_path / "short.jsonl"
+    data.write_text("".join(lines), encoding="utf-8")
+    store, out = str(tmp_path / "r.sqlite"), tmp_path / "out"
+    with llama_server(tiny_model, "cloud", tmp_path) as cloud:
+        args = ["route", "eval", "-e", smollm2_q4_1, "-e", gemma3_q4_k_m, "-c", cloud,
+                "-d", str(data), "--store", store, "--threads", "2", "--ctx", "1024",
+                "--target-share", "0.3", "--shares", "0.3", "--json"]
+        r = cli(*args, "--out", str(out))
+        again = cli(*args)
+    assert r.returncode == 0, r.stderr
+    tr = json.loads(r.stdout)["tiered"]
+    assert len(tr["models"]) == 3 and tr["models"][-1] == "cloud"
+    assert tr["calibration_items"] + tr["held_out_items"] == 12
+    c = tr["calibrated"]
+    assert len(c["thresholds"]) == 2 and abs(sum(c["shares"]) - 1) < 1e-9
+    # random at the cascade's own shares, from each tier's quality on the held-out half
+    assert c["verdict"] in ("cascade better", "cascade worse", "undetermined")
+    assert c["ci95"][0] <= c["diff"] <= c["ci95"][1]
+    front = tr["front"]
+    assert front[0]["shares"][-1] == 0.0 and front[-1]["shares"][-1] == 1.0
+    assert abs(front[-1]["quality"] - tr["tier_only"][-1]) < 1e-9  # all cloud: the cloud's
+    assert (out / "charts" / "route_tiers.svg").is_file()
+    html = (out / "route.en.html").read_text()
+    assert "Cascade over tiers" in html and "chart-route-tiers" in html
+    # every tier's outputs are stored: a second run generates nothing and agrees
+    res2 = json.loads(again.stdout)
+    assert set(res2["generated"].values()) == {0} and len(res2["generated"]) == 3
+    assert res2["tiered"] == tr

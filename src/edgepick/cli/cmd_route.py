@@ -47,15 +47,32 @@ def _print(res) -> None:
                   f"{x.other_quality:.3f}", f"{x.diff:+.3f}",
                   f"[{x.ci95[0]:+.3f}, {x.ci95[1]:+.3f}]", x.verdict)
     console.print(c)
+    if res.tiered is not None:
+        _print_tiers(res.tiered)
     gen = ", ".join(f"{k}: {v} generated" for k, v in res.generated.items())
     console.print(f"outputs: {gen} (the rest from the store)", highlight=False)
+
+
+def _print_tiers(tr) -> None:
+    from edgepick.report.route_section import tier_lines, tier_table
+
+    for line in tier_lines(tr, "en"):
+        console.print(line, highlight=False)
+    _, rows = tier_table(tr, "en")
+    t = Table("cloud at most", "keep at conf ≥", "answered per tier", "cascade", "random",
+              "diff", "95% CI", "verdict",
+              title="cascade over tiers vs random at equal shares (held out, paired bootstrap)")
+    for r in rows:
+        t.add_row(*r)
+    console.print(t)
 
 
 def register(app: typer.Typer) -> None:
     @route_app.command("eval")
     def route_eval(
-        edge: str = typer.Option(..., "--edge", "-e",
-                                 help="edge model: GGUF, bundled name or http://host:port/v1#name"),
+        edge: list[str] = typer.Option(
+            ..., "--edge", "-e", help="edge model: GGUF, bundled name or http://host:port/v1#name; "
+            "repeat for a cascade over tiers, smallest first (small → medium → cloud)"),
         cloud: str = typer.Option(..., "--cloud", "-c", help="cloud model, same forms"),
         cloud_key_env: Optional[str] = typer.Option(
             None, "--cloud-key-env", metavar="VAR",
@@ -89,7 +106,9 @@ def register(app: typer.Typer) -> None:
         """Quality against cloud share of an edge→cloud cascade on an eval set: the curve and
         its calibrated threshold.
 
-        With the router comparison and the edge/cloud consistency rate."""
+        With the router comparison and the edge/cloud consistency rate. Several --edge give a
+        cascade over tiers: each step's threshold calibrated on half the items, judged on the
+        other half against random assignment at the same shares."""
         from edgepick.cli.cmd_eval import demo_eval_path
         from edgepick.cli.cmd_fidelity import _progress
         from edgepick.errors import EdgepickError
@@ -115,8 +134,11 @@ def register(app: typer.Typer) -> None:
         if not items:
             raise EdgepickError(f"{path}: no valid items to evaluate")
         items = items[:limit] if limit else items
+        if len(set(edge)) != len(edge):
+            raise EdgepickError(f"--edge: each tier once, got {', '.join(edge)}")
+        tiers = [resolve_ref(e) for e in edge]
         req = stage.RouteEvalRequest(
-            items=items, data=path, edge=resolve_ref(edge),
+            items=items, data=path, edge=tiers[0], tiers=tiers[1:],
             cloud=resolve_ref(cloud, api_key_env=cloud_key_env),
             settings=RuntimeSettings(threads=threads, n_ctx=ctx),
             confidence=ConfidenceSettings(method=method, k=first_k),

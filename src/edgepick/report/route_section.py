@@ -87,17 +87,95 @@ def summary_lines(res: RouteEvalResult, lang: str) -> list[str]:
     return lines
 
 
+def _threshold(v: float, lang: str) -> str:
+    from edgepick.route.tiers import PASS_ALL
+
+    return texts("route_report", lang)["pass_all"] if v >= PASS_ALL else f"{v:.3f}"
+
+
+def tier_lines(tr, lang: str) -> list[str]:
+    """The tiers, each alone, and how the thresholds were chosen and judged."""
+    t = texts("route_report", lang)
+    alone = ", ".join(f"{m} {q:.3f}" for m, q in zip(tr.models, tr.tier_only))
+    lines = [" → ".join(tr.models), f"{t['tier_only']}: {alone}",
+             t["tier_split"].format(c=tr.calibration_items, h=tr.held_out_items)]
+    c = tr.calibrated
+    if c is not None:
+        lines.append(f"{t['tier_calibrated']} ({t['tier_cap']} {pct(c.cloud_share_cap)}): "
+                     f"{' / '.join(_threshold(v, lang) for v in c.thresholds)} → "
+                     f"{' / '.join(pct(x) for x in c.shares)}, {t['quality']} {c.cascade:.3f}; "
+                     f"{t['tier_random']} {c.random:.3f}, {c.diff:+.3f} "
+                     f"[{c.ci95[0]:+.3f}, {c.ci95[1]:+.3f}] → "
+                     f"{say('route_verdicts', c.verdict, lang)}")
+    return lines
+
+
+def tier_table(tr, lang: str) -> tuple[list[str], list[list[str]]]:
+    """At each cloud-share cap: the calibrated thresholds, the held-out shares per tier, the
+    cascade against random assignment at those shares."""
+    t = texts("route_report", lang)
+    head = [t["tier_cap"], t["tier_keep"], t["tier_shares"], "cascade", t["tier_random"],
+            t["diff"], t["ci"], t["verdict"]]
+    rows = [[pct(c.cloud_share_cap), " / ".join(_threshold(v, lang) for v in c.thresholds),
+             " / ".join(pct(x) for x in c.shares), f"{c.cascade:.3f}", f"{c.random:.3f}",
+             f"{c.diff:+.3f}", f"[{c.ci95[0]:+.3f}, {c.ci95[1]:+.3f}]",
+             say("route_verdicts", c.verdict, lang)] for c in tr.comparisons]
+    return head, rows
+
+
+def tier_chart(tr) -> str:
+    """Quality against cloud share: the best thresholds at each share (all items), random
+    assignment with the same shares, and the calibrated point judged held out."""
+    from edgepick.report.charts import _svg, plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    xs = [p.shares[-1] * 100 for p in tr.front]
+    ax.plot(xs, [p.quality * 100 for p in tr.front], marker=".", label="cascade over tiers")
+    rnd = [sum(s * q for s, q in zip(p.shares, tr.tier_only)) * 100 for p in tr.front]
+    ax.plot(xs, rnd, linestyle="--", color="grey", label="random at equal shares (expected)")
+    c = tr.calibrated
+    if c is not None:
+        ax.scatter([c.shares[-1] * 100], [c.cascade * 100], marker="*", s=160, color="#d62728",
+                   label="calibrated, held out", zorder=4)
+    ax.set_xlabel("requests answered by the cloud (%)")
+    ax.set_ylabel("quality (mean item score, %)")
+    ax.set_title(" → ".join(tr.models))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _svg(fig)
+
+
+def _tier_md(res: RouteEvalResult, lang: str, h: str, chart: str) -> list[str]:
+    if res.tiered is None:
+        return []
+    t = texts("route_report", lang)
+    return [f"{h}# {t['tiers']}", "", *[f"- {x}" for x in tier_lines(res.tiered, lang)], "",
+            f"![{t['tier_curve']}]({chart})", "", md_table(*tier_table(res.tiered, lang)), ""]
+
+
 def render_markdown(res: RouteEvalResult, lang: str = "en", chart: str = "charts/route_curve.svg",
-                    level: int = 2) -> str:
+                    level: int = 2, tier_chart_path: str = "charts/route_tiers.svg") -> str:
     t, h = texts("route_report", lang), "#" * level
     tb = tables(res, lang)
     return "\n".join([f"{h} {t['title']}", "", *[f"- {x}" for x in summary_lines(res, lang)], "",
                       f"![{t['curve']}]({chart})", "", f"{h}# {t['curve']}", "",
                       md_table(*tb["curve"]), "", f"{h}# {t['compare']}", "",
-                      md_table(*tb["compare"]), "", f"*{t['by_task_note']}*", ""])
+                      md_table(*tb["compare"]), "", f"*{t['by_task_note']}*", "",
+                      *_tier_md(res, lang, h, tier_chart_path)])
 
 
-def render_html(res: RouteEvalResult, lang: str = "en", svg: str | None = None) -> str:
+def _tier_html(res: RouteEvalResult, lang: str, svg: str | None) -> str:
+    if res.tiered is None:
+        return ""
+    t = texts("route_report", lang)
+    return "".join([f"<h3>{escape(t['tiers'])}</h3><ul>",
+                    *[f"<li>{escape(x)}</li>" for x in tier_lines(res.tiered, lang)], "</ul>",
+                    f"<div class='chart' id='chart-route-tiers'>{svg or tier_chart(res.tiered)}"
+                    "</div>", html_table(*tier_table(res.tiered, lang))])
+
+
+def render_html(res: RouteEvalResult, lang: str = "en", svg: str | None = None,
+                tiers_svg: str | None = None) -> str:
     t = texts("route_report", lang)
     tb = tables(res, lang)
     return "".join([f"<h2>{escape(t['title'])}</h2><ul>",
@@ -105,17 +183,28 @@ def render_html(res: RouteEvalResult, lang: str = "en", svg: str | None = None) 
                     f"<div class='chart' id='chart-route'>{svg or curve_chart(res)}</div>",
                     f"<h3>{escape(t['curve'])}</h3>", html_table(*tb["curve"]),
                     f"<h3>{escape(t['compare'])}</h3>", html_table(*tb["compare"]),
-                    f"<p class='muted'>{escape(t['by_task_note'])}</p>"])
+                    f"<p class='muted'>{escape(t['by_task_note'])}</p>",
+                    _tier_html(res, lang, tiers_svg)])
+
+
+def _write_charts(res: RouteEvalResult, out: Path) -> tuple[str, str | None]:
+    """charts/route_curve.svg (and route_tiers.svg over tiers) and data/route_eval.json."""
+    (out / "charts").mkdir(parents=True, exist_ok=True)
+    (out / "data").mkdir(parents=True, exist_ok=True)
+    svg = curve_chart(res)
+    (out / "charts" / "route_curve.svg").write_text(svg, encoding="utf-8")
+    tiers_svg = None
+    if res.tiered is not None:
+        tiers_svg = tier_chart(res.tiered)
+        (out / "charts" / "route_tiers.svg").write_text(tiers_svg, encoding="utf-8")
+    (out / "data" / "route_eval.json").write_text(res.model_dump_json(indent=2), encoding="utf-8")
+    return svg, tiers_svg
 
 
 def write_route_report(res: RouteEvalResult, out: str | Path, lang: str = "en") -> list[Path]:
     """route.md, route.html, charts/route_curve.svg and data/route_eval.json in `out`."""
     out = Path(out)
-    (out / "charts").mkdir(parents=True, exist_ok=True)
-    (out / "data").mkdir(parents=True, exist_ok=True)
-    svg = curve_chart(res)
-    (out / "charts" / "route_curve.svg").write_text(svg, encoding="utf-8")
-    (out / "data" / "route_eval.json").write_text(res.model_dump_json(indent=2), encoding="utf-8")
+    svg, tiers_svg = _write_charts(res, out)
     md = out / f"route.{lang}.md"
     md.write_text(render_markdown(res, lang, level=1), encoding="utf-8")
     from edgepick.report.html import CSS
@@ -124,7 +213,7 @@ def write_route_report(res: RouteEvalResult, out: str | Path, lang: str = "en") 
     title = escape(texts("route_report", lang)["title"])
     html.write_text(f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>"
                     f"{title}</title><style>{CSS}</style></head><body>"
-                    f"{render_html(res, lang, svg)}</body></html>\n", encoding="utf-8")
+                    f"{render_html(res, lang, svg, tiers_svg)}</body></html>\n", encoding="utf-8")
     return [html, md]
 
 
@@ -142,12 +231,8 @@ def append_to_report(out: str | Path, res: RouteEvalResult, langs: list[str]) ->
     """Add the routing section to the main report's files in `out` (Markdown appended, HTML
     inserted before </body>), with its chart and data beside the others."""
     out = Path(out)
-    svg = curve_chart(res)
-    (out / "charts").mkdir(parents=True, exist_ok=True)
-    (out / "charts" / "route_curve.svg").write_text(svg, encoding="utf-8")
-    (out / "data").mkdir(parents=True, exist_ok=True)
-    (out / "data" / "route_eval.json").write_text(res.model_dump_json(indent=2), encoding="utf-8")
+    svg, tiers_svg = _write_charts(res, out)
     from edgepick.report.append import append_section
 
     return append_section(out, langs, lambda lg: render_markdown(res, lg),
-                          lambda lg: render_html(res, lg, svg))
+                          lambda lg: render_html(res, lg, svg, tiers_svg))

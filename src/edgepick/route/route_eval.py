@@ -23,6 +23,7 @@ from edgepick.records.candidate import Candidate, RuntimeSettings
 from edgepick.records.model_ref import ModelRef
 from edgepick.route.confidence import ConfidenceSettings, confidence
 from edgepick.route.path_agreement import ConsistencyReport, consistency
+from edgepick.route.tiers import TierResult
 from edgepick.route.curve import (DEFAULT_SHARES, Calibration, Comparison, CurvePoint,
                                   calibrate_quality, calibrate_share, cascade_curve, comparisons,
                                   gap_recovered)
@@ -49,6 +50,9 @@ class RouteEvalRequest(BaseModel):
     # task types that never leave the device (deploy.yaml `edge_only_tasks`): never escalated,
     # so the cloud share a cascade can reach is that of the other items (issue 26 item 5)
     edge_only_tasks: list[str] = Field(default_factory=list)
+    # further edge models after `edge`, in the cascade's order (small → medium → … → cloud):
+    # the N-tier analysis of route/tiers.py, beside the edge → cloud one
+    tiers: list[ModelRef] = Field(default_factory=list)
 
 
 class RouteItem(BaseModel):
@@ -81,6 +85,7 @@ class RouteEvalResult(BaseModel):
     key: str
     edge_only_tasks: list[str] = Field(default_factory=list)
     max_cloud_share: float = 1.0  # the share of items allowed to reach the cloud
+    tiered: TierResult | None = None  # with further edge tiers: the N-tier cascade
 
 
 def _candidate(ref: ModelRef, settings: RuntimeSettings) -> Candidate:
@@ -131,19 +136,42 @@ def collect(ref: ModelRef, items: list[EvalItem], store: ResultStore, settings: 
     return [o for o in outs if o is not None], len(missing)
 
 
+def _confidences(outs: list[dict], cs: ConfidenceSettings) -> list[float | None]:
+    return [None if o.get("finish_reason") == "error"
+            else confidence(o.get("token_logprobs"), cs.method, cs.k) for o in outs]
+
+
+def _tiered(req: RouteEvalRequest, edge_out: list[dict], tier_outs: list[list[dict]],
+            cloud: list[float]) -> TierResult | None:
+    """The N-tier cascade: the edge, the further tiers, the cloud (route/tiers.py)."""
+    if not req.tiers:
+        return None
+    from edgepick.evaluate.eval_result import score_outputs
+    from edgepick.route import tiers
+
+    outs = [edge_out, *tier_outs]
+    scores = [[o.score for o in score_outputs(req.items, out)[0]] for out in outs]
+    return tiers.analyse([r.label for r in (req.edge, *req.tiers, req.cloud)], [*scores, cloud],
+                         [_confidences(o, req.confidence) for o in outs],
+                         [it.task for it in req.items], req.shares, req.target_share,
+                         frozenset(req.edge_only_tasks), req.resamples, req.seed)
+
+
 def analyse(req: RouteEvalRequest, edge_out: list[dict], cloud_out: list[dict],
-            generated: dict[str, int]) -> RouteEvalResult:
-    """Everything but inference: scores, curve, calibration, comparisons, consistency."""
+            generated: dict[str, int], tier_outs: list[list[dict]] | None = None
+            ) -> RouteEvalResult:
+    """Everything but inference: scores, curve, calibration, comparisons, consistency, and
+    with further edge tiers (`tier_outs`, in req.tiers' order) the N-tier cascade."""
     from edgepick.evaluate.eval_result import score_outputs
 
     items = req.items
     e_outcomes, _ = score_outputs(items, edge_out)
     c_outcomes, _ = score_outputs(items, cloud_out)
     cs = req.confidence
-    conf = [None if o.get("finish_reason") == "error"
-            else confidence(o.get("token_logprobs"), cs.method, cs.k) for o in edge_out]
+    conf = _confidences(edge_out, cs)
     edge = [o.score for o in e_outcomes]
     cloud = [o.score for o in c_outcomes]
+    tiered = _tiered(req, edge_out, tier_outs or [], cloud)
     tasks = [it.task for it in items]
     private = {t for t in tasks if t in req.edge_only_tasks}
     if private:  # an edge-only item "escalated" keeps the edge's answer, and is escalated last
@@ -173,7 +201,7 @@ def analyse(req: RouteEvalRequest, edge_out: list[dict], cloud_out: list[dict],
         consistency=consistency(items, [o.output for o in e_outcomes],
                                 [o.output for o in c_outcomes]),
         items=rows, generated=generated, key=result_key(req),
-        edge_only_tasks=sorted(private), max_cloud_share=max_share)
+        edge_only_tasks=sorted(private), max_cloud_share=max_share, tiered=tiered)
 
 
 def result_key(req: RouteEvalRequest) -> str:
@@ -184,7 +212,9 @@ def result_key(req: RouteEvalRequest) -> str:
                        "targets": [req.target_share, req.target_quality], "shares": req.shares,
                        "bootstrap": [req.resamples, req.seed],
                        **({"edge_only": sorted(req.edge_only_tasks)} if req.edge_only_tasks
-                          else {})}, sort_keys=True)
+                          else {}),
+                       **({"tiers": [content_key(_candidate(r, req.settings)) for r in req.tiers]}
+                          if req.tiers else {})}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
@@ -197,8 +227,14 @@ def run(req: RouteEvalRequest, store: ResultStore, progress: Tick | None = None)
     if not req.items:
         raise EdgepickError(f"{req.data}: no items to evaluate (tool_call items are left out)")
     edge_out, n_edge = collect(req.edge, req.items, store, req.settings, True, progress)
-    cloud_out, n_cloud = collect(req.cloud, req.items, store, req.settings, False, progress)
-    res = analyse(req, edge_out, cloud_out, {req.edge.label: n_edge, req.cloud.label: n_cloud})
-    store.put(ROUTE_EVAL_KIND, res.key, res.model_dump(mode="json"),
-              label=f"{req.edge.label} → {req.cloud.label}")
+    generated = {req.edge.label: n_edge}
+    tier_outs = []
+    for ref in req.tiers:
+        out, generated[ref.label] = collect(ref, req.items, store, req.settings, True, progress)
+        tier_outs.append(out)
+    cloud_out, generated[req.cloud.label] = collect(req.cloud, req.items, store, req.settings,
+                                                    False, progress)
+    res = analyse(req, edge_out, cloud_out, generated, tier_outs)
+    chain = " → ".join(r.label for r in (req.edge, *req.tiers, req.cloud))
+    store.put(ROUTE_EVAL_KIND, res.key, res.model_dump(mode="json"), label=chain)
     return res
