@@ -103,11 +103,16 @@ def test_a_cascade_over_three_tiers_is_calibrated_held_out_and_drawn(
     with llama_server(tiny_model, "cloud", tmp_path) as cloud:
         args = ["route", "eval", "-e", smollm2_q4_1, "-e", gemma3_q4_k_m, "-c", cloud,
                 "-d", str(data), "--store", store, "--threads", "2", "--ctx", "1024",
-                "--target-share", "0.3", "--shares", "0.3", "--json"]
+                "--target-share", "0.3", "--shares", "0.3", "--router-model", smollm2_q4_1,
+                "--json"]
         r = cli(*args, "--out", str(out))
         again = cli(*args)
     assert r.returncode == 0, r.stderr
     tr = json.loads(r.stdout)["tiered"]
+    rm = json.loads(r.stdout)["router_model"]  # SmolLM2 asked each request's task type
+    assert rm["n"] == 12 and sum(n for _, n in rm["per_task"].values()) == 12
+    assert rm["ci95"][0] <= rm["accuracy"] <= rm["ci95"][1]
+    assert rm["majority"] == 8 / 12 and rm["majority_task"] == "classification"
     assert len(tr["models"]) == 3 and tr["models"][-1] == "cloud"
     assert tr["calibration_items"] + tr["held_out_items"] == 12
     c = tr["calibrated"]
@@ -123,5 +128,5 @@ def test_a_cascade_over_three_tiers_is_calibrated_held_out_and_drawn(
     assert "Cascade over tiers" in html and "chart-route-tiers" in html
     # every tier's outputs are stored: a second run generates nothing and agrees
     res2 = json.loads(again.stdout)
-    assert set(res2["generated"].values()) == {0} and len(res2["generated"]) == 3
+    assert set(res2["generated"].values()) == {0} and len(res2["generated"]) == 3  # router: tier 1's
     assert res2["tiered"] == tr

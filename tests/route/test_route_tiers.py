@@ -68,3 +68,20 @@ def test_uninformative_confidence_is_undetermined_not_better():
 def test_two_tiers_are_refused():
     with pytest.raises(ValueError, match="two edge tiers"):
         tiers.analyse(["e", "c"], [[1.0], [1.0]], [[0.5]], ["a"])
+
+
+def test_a_router_model_is_scored_against_each_items_own_task_and_the_majority():
+    from edgepick.evaluate.items import EvalItem
+    from edgepick.route.router_model import accuracy, router_items
+
+    items = [EvalItem(id=f"i{k}", task=t, prompt=f"q{k}", reference="x")
+             for k, t in enumerate(["qa", "qa", "qa", "math"])]
+    asked = router_items(items)
+    assert [a.reference for a in asked] == ["qa", "qa", "qa", "math"]
+    assert asked[0].labels == ["math", "qa"] and "q0" in asked[0].messages[1].content
+    said = [{"text": t, "finish_reason": "stop", "generated_tokens": 1}
+            for t in ("qa", "math", "qa", "math")]
+    res = accuracy("r", items, said)
+    assert (res.correct, res.n, res.per_task) == (3, 4, {"math": [1, 1], "qa": [2, 3]})
+    assert (res.majority_task, res.majority) == ("qa", 0.75)
+    assert res.ci95[0] < 0.75 < res.ci95[1]

@@ -99,6 +99,9 @@ def register(app: typer.Typer) -> None:
             None, "--edge-only", help="a task type that never leaves the device (repeatable; "
                                       "as deploy.yaml's edge_only_tasks): never escalated, "
                                       "left out of the cloud share"),
+        router_model: Optional[str] = typer.Option(
+            None, "--router-model", help="a small model that names each request's task type "
+            "before any tier answers: its accuracy on these items, per task"),
         out: Optional[Path] = typer.Option(None, "--out",
                                            help="write route.en.md/html, the chart and JSON here"),
         json_out: bool = typer.Option(False, "--json", help="print the result as JSON"),
@@ -143,7 +146,8 @@ def register(app: typer.Typer) -> None:
             settings=RuntimeSettings(threads=threads, n_ctx=ctx),
             confidence=ConfidenceSettings(method=method, k=first_k),
             target_share=target_share, target_quality=target_quality, shares=_shares(shares),
-            edge_only_tasks=list(edge_only or []))
+            edge_only_tasks=list(edge_only or []),
+            router_model=resolve_ref(router_model) if router_model else None)
         with open_store(store, path) as rs, _progress(not json_out) as cb:
             res = stage.run(req, rs, cb)
         if out:

@@ -78,6 +78,12 @@ def summary_lines(res: RouteEvalResult, lang: str) -> list[str]:
         verdict = say("route_verdicts", at.verdict, lang)
         lines.append(f"{t['vs_random']} {pct(at.cloud_share)}: {at.diff:+.3f} "
                      f"[{at.ci95[0]:+.3f}, {at.ci95[1]:+.3f}] → {verdict}")
+    rm = res.router_model
+    if rm is not None:
+        per = ", ".join(f"{task} {c}/{n}" for task, (c, n) in rm.per_task.items())
+        lines.append(t["router_model"].format(m=rm.model) + f": {rm.correct}/{rm.n} = "
+                     f"{pct(rm.accuracy)} [{pct(rm.ci95[0])}, {pct(rm.ci95[1])}] ({per}); "
+                     + t["router_majority"].format(task=rm.majority_task, p=pct(rm.majority)))
     cs = res.consistency
     flag = t["alert"] if cs.alert else t["ok"]
     if cs.verdict == "undetermined":

@@ -23,6 +23,7 @@ from edgepick.records.candidate import Candidate, RuntimeSettings
 from edgepick.records.model_ref import ModelRef
 from edgepick.route.confidence import ConfidenceSettings, confidence
 from edgepick.route.path_agreement import ConsistencyReport, consistency
+from edgepick.route.router_model import RouterModelResult
 from edgepick.route.tiers import TierResult
 from edgepick.route.curve import (DEFAULT_SHARES, Calibration, Comparison, CurvePoint,
                                   calibrate_quality, calibrate_share, cascade_curve, comparisons,
@@ -53,6 +54,8 @@ class RouteEvalRequest(BaseModel):
     # further edge models after `edge`, in the cascade's order (small → medium → … → cloud):
     # the N-tier analysis of route/tiers.py, beside the edge → cloud one
     tiers: list[ModelRef] = Field(default_factory=list)
+    # a small model that names each request's task type (route/router_model.py): its accuracy
+    router_model: ModelRef | None = None
 
 
 class RouteItem(BaseModel):
@@ -86,6 +89,7 @@ class RouteEvalResult(BaseModel):
     edge_only_tasks: list[str] = Field(default_factory=list)
     max_cloud_share: float = 1.0  # the share of items allowed to reach the cloud
     tiered: TierResult | None = None  # with further edge tiers: the N-tier cascade
+    router_model: RouterModelResult | None = None  # how often a router model names the task
 
 
 def _candidate(ref: ModelRef, settings: RuntimeSettings) -> Candidate:
@@ -214,7 +218,9 @@ def result_key(req: RouteEvalRequest) -> str:
                        **({"edge_only": sorted(req.edge_only_tasks)} if req.edge_only_tasks
                           else {}),
                        **({"tiers": [content_key(_candidate(r, req.settings)) for r in req.tiers]}
-                          if req.tiers else {})}, sort_keys=True)
+                          if req.tiers else {}),
+                       **({"router": content_key(_candidate(req.router_model, req.settings))}
+                          if req.router_model else {})}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
@@ -235,6 +241,13 @@ def run(req: RouteEvalRequest, store: ResultStore, progress: Tick | None = None)
     cloud_out, generated[req.cloud.label] = collect(req.cloud, req.items, store, req.settings,
                                                     False, progress)
     res = analyse(req, edge_out, cloud_out, generated, tier_outs)
+    if req.router_model is not None:
+        from edgepick.route.router_model import accuracy, router_items
+
+        asked, n = collect(req.router_model, router_items(req.items), store, req.settings,
+                           False, progress)
+        res.generated[req.router_model.label] = res.generated.get(req.router_model.label, 0) + n
+        res.router_model = accuracy(req.router_model.label, req.items, asked)
     chain = " → ".join(r.label for r in (req.edge, *req.tiers, req.cloud))
     store.put(ROUTE_EVAL_KIND, res.key, res.model_dump(mode="json"), label=chain)
     return res
