@@ -172,3 +172,76 @@ def test_echo_past_its_deadline_stops_and_every_outcome_is_retrieved(pool):
         assert unretrieved == [] and p.scorer.admission.admitted == 0
     finally:
         loop.set_exception_handler(None)
+
+
+class _MergingBackend:
+    """A stand-in engine that counts its evaluations, whose greedy continuation's text
+    tokenizes back to other ids than the ones it chose (three pieces that merge into one)."""
+
+    def __init__(self, report_ids: bool = True) -> None:
+        self.report_ids = report_ids
+        self.calls = {"generate": 0, "logits": 0}
+
+    def generate(self, tokens, max_tokens):
+        from edgepick.backends.base import Generation
+
+        self.calls["generate"] += 1
+        ids = [5, 6, 7][:max_tokens]
+        return Generation(text=self.detokenize(ids), prompt_tokens=len(tokens),
+                          generated_tokens=len(ids), token_ids=ids if self.report_ids else None)
+
+    def tokenize(self, text, add_bos=True, parse_special=True):
+        return [9]  # the continuation's text is one token of its own
+
+    def detokenize(self, ids):
+        return "".join(chr(ord("a") + t) for t in ids)
+
+    def logits(self, tokens):
+        self.calls["logits"] += 1
+        rows = np.zeros((len(tokens), 10), dtype=np.float32)
+        for i, nxt in enumerate(tokens[1:]):
+            rows[i, nxt] = 3.0  # each token is its row's best: a greedy sequence
+        return rows
+
+
+def test_a_continuation_that_tokenizes_otherwise_is_scored_in_two_evaluations():
+    """The continuation's ids are the engine's own, not its text tokenized back (which gives
+    one id here, not three), and deriving them costs no evaluation per token: two in all,
+    whatever the length."""
+    from edgepick.serve.score_math import score
+
+    backend = _MergingBackend()
+    out = score(backend, [1, 2, 3], 2, 16, lambda: None)
+    assert [n["token"] for n in out["next"]] == [5, 6, 7]
+    assert backend.calls == {"generate": 1, "logits": 1}
+    assert all(n["logprob"] == pytest.approx(max(n["top"].values())) for n in out["next"])
+    # an engine that does not report its ids: its text's tokens, still two evaluations
+    backend = _MergingBackend(report_ids=False)
+    out = score(backend, [1, 2, 3], 0, 16, lambda: None)
+    assert [n["token"] for n in out["next"]] == [9]
+    assert backend.calls == {"generate": 1, "logits": 1}
+
+
+@pytest.mark.parametrize("taken", ["scorer", "generation"])
+def test_an_echo_that_cannot_get_a_place_in_time_is_a_429_not_a_504(pool, taken):
+    """Waiting for the scorer, or for a generation slot, ends with a 429 as soon as the work's
+    expected time no longer fits before the deadline: never a 504 from a queue."""
+    p, loop = pool
+    _score(pool, {"prompt": "", "echo": True, "max_tokens": 0})  # the scorer exists
+    scorer = p.scorer
+    admission = scorer.admission if taken == "scorer" else p.admission
+    admission.enter()
+    loop.run_until_complete(admission.acquire(time.monotonic() + 5))
+    before, scorer.prompt_s = scorer.prompt_s, 100.0  # the work will not fit in 30 s
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(Overloaded) as exc:
+            loop.run_until_complete(score_request(
+                p, {"prompt": "Not cached, to wait", "echo": True, "max_tokens": 0}, False,
+                time.monotonic() + 30))
+        assert time.monotonic() - t0 < 1 and exc.value.retry_after
+        assert scorer.admission.admitted == (1 if taken == "scorer" else 0)
+        assert p.admission.admitted == (1 if taken == "generation" else 0)
+    finally:
+        scorer.prompt_s = before
+        admission.release(0.1)

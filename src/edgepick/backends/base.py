@@ -84,6 +84,9 @@ class Generation(BaseModel):
     prefill_s: float | None = None  # time to process the prompt (engine-side when known)
     finish_reason: str = "length"  # "length" | "stop"
     token_logprobs: list[float] | None = None  # log-probability of each generated token, if asked
+    # the generated token ids as the engine chose them (in-process engines); their text may
+    # tokenize back to other ids, so a caller that needs the ids reads them here
+    token_ids: list[int] | None = None
 
     @property
     def ttft_s(self) -> float | None:

@@ -247,7 +247,7 @@ class LlamaCppBackend(Backend):
         text = cut_at_stop(self.detokenize(out), stop)
         return Generation(text=text, prompt_tokens=len(tokens), generated_tokens=len(out),
                           token_times=times, prefill_s=prefill_s, finish_reason=finish,
-                          token_logprobs=lps)
+                          token_logprobs=lps, token_ids=out)
 
     def _prompt_tokens(self, prompt, chat: bool) -> list[int]:
         llm = self._require()

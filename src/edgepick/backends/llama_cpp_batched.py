@@ -188,7 +188,8 @@ def generate_batched(backend, prompts: list[list[int]], max_tokens: int | list[i
         finish = "length" if len(outs[seq]) >= limits[seq] else "stop"
         gens.append(Generation(text=backend.detokenize(outs[seq]), prompt_tokens=len(prompts[seq]),
                                generated_tokens=len(outs[seq]), token_times=times[seq],
-                               prefill_s=prefill_s[seq], finish_reason=finish))
+                               prefill_s=prefill_s[seq], finish_reason=finish,
+                               token_ids=outs[seq]))
     return gens
 
 

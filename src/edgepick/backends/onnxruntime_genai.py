@@ -269,7 +269,7 @@ class OnnxGenaiBackend(Backend):
                 text = text[:cut]
         return Generation(text=text, prompt_tokens=len(tokens), generated_tokens=len(out),
                           token_times=times, prefill_s=prefill_s, finish_reason=finish,
-                          token_logprobs=lps)
+                          token_logprobs=lps, token_ids=out)
 
     def logits(self, tokens: list[int]) -> np.ndarray:
         import onnxruntime_genai as og

@@ -6,12 +6,14 @@ llama-cpp-python), one request at a time in a worker thread.
 Scoring is bounded (issue 35 item 5): in length (prompt tokens and continuation, EchoLimits), in
 time (the work checks its deadline between steps and stops there, or when its client leaves),
 and in concurrency, by its own admission (one scoring at a time, `queue` more waiting, 429
-beyond, at once) before it takes a place and a slot in the generation admission too. A scoring
-that outlives its client keeps its place until the work has stopped, so nothing waits unseen
-behind it. Every task's outcome is retrieved. Answers are cached by token ids, so lm-eval's
-repeated contexts cost one evaluation. `max_tokens` 0 gives the prompt
-alone; more adds a greedy continuation of up to that many tokens with its log-probabilities
-(lm-eval asks for 1, then drops it; an OpenAI client that sends none gets OpenAI's 16).
+beyond, at once) before it takes a place and a slot in the generation admission too; a wait for
+either that would leave too little time for the work's expected length is a 429, never a 504
+at the deadline. A scoring that outlives its client keeps its place until the work has
+stopped, so nothing waits unseen behind it. Every task's outcome is retrieved. Answers are
+cached by token ids, so lm-eval's repeated contexts cost one evaluation. Each prompt costs two
+engine evaluations at most (serve/score_math.py). `max_tokens` 0 gives the prompt alone; more
+adds a greedy continuation of up to that many tokens with its log-probabilities (lm-eval asks
+for 1, then drops it; an OpenAI client that sends none gets OpenAI's 16).
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ from typing import Any, AsyncContextManager, Protocol
 
 from edgepick.serve.admission import Admission
 from edgepick.serve.collect import replayed
-from edgepick.serve.router_api import BadRequest, DeadlineExceeded, ServedResponse
-from edgepick.serve.score_math import Stopped, score, tokens_of
+from edgepick.serve.router_api import BadRequest, DeadlineExceeded, Overloaded, ServedResponse
+from edgepick.serve.score_math import Stopped, choice, score, tokens_of
 
 log = logging.getLogger("edgepick.serve")
 MAX_TOP = 20  # top_logprobs per position, as OpenAI's legacy completions allowed at most 5
@@ -46,11 +48,12 @@ class EchoLimits:
 
 class ScoringPool(Protocol):
     """What scoring needs of the engine pool (serve/edge.py's EdgePool): the served spec, a
-    place for the scorer, and admission for work the pool runs itself."""
+    place for the scorer, its admission and places in it for work the pool runs itself."""
 
     spec: Any
     scorer: "PromptScorer | None"
     echo_limits: EchoLimits
+    admission: Admission
 
     def admitted(self, deadline: float, n: int = 1) -> AsyncContextManager[Any]: ...
 
@@ -70,6 +73,15 @@ class PromptScorer:
         self._lock = asyncio.Lock()
         self._cache: OrderedDict[tuple, dict] = OrderedDict()
         self._cache_items = cache_items
+        self.prompt_s = 1.0  # moving average of one prompt's scoring time (its load included)
+
+    def expected_s(self, prompts: int) -> float:
+        """How long scoring `prompts` more prompts is expected to take."""
+        return prompts * self.prompt_s
+
+    def took(self, seconds: float) -> None:
+        """One prompt's scoring time (at least: a scoring stopped at its deadline took more)."""
+        self.prompt_s = 0.5 * self.prompt_s + 0.5 * seconds
 
     def _load(self):
         from edgepick.backends import LoadOptions, get_backend
@@ -149,26 +161,6 @@ def _options(body: dict, limits: EchoLimits) -> tuple[int, int]:
     return k, min(max_tokens, limits.max_tokens)
 
 
-def _choice(index: int, scored: dict, k: int, asked: bool) -> dict:
-    pieces = list(scored["pieces"])
-    lps = list(scored["token_logprobs"])
-    tops = [t if k else None for t in scored["top"]]
-    for nxt in scored["next"]:
-        pieces.append(nxt["piece"])
-        lps.append(nxt["logprob"])
-        tops.append(nxt["top"])
-    offsets, at = [], 0
-    for p in pieces:
-        offsets.append(at)
-        at += len(p)
-    choice = {"index": index, "text": "".join(pieces), "finish_reason": scored["finish"],
-              "logprobs": None}
-    if asked:
-        choice["logprobs"] = {"tokens": pieces, "token_logprobs": lps, "top_logprobs": tops,
-                              "text_offset": offsets}
-    return choice
-
-
 async def score_request(pool: ScoringPool, body: dict, stream: bool,
                         deadline: float) -> ServedResponse:
     """The `echo: true` completion: prompt log-probabilities from the served file."""
@@ -191,22 +183,28 @@ async def score_request(pool: ScoringPool, body: dict, stream: bool,
     keys = [(tuple(p) if isinstance(p, list) else p, k, max_tokens) for p in prompts]
     results: list[dict | None] = [scorer.cached(key) for key in keys]
     wait_s = 0.0
-    if any(r is None for r in results):
-        scorer.admission.enter()  # 429 at once when the scorer and its queue are taken
-        wait_s = await scorer.admission.acquire(deadline)
-        held = _Hold(scorer.admission)
+    todo = sum(r is None for r in results)
+    if todo:
+        own = scorer.admission
+        own.enter()  # 429 at once when the scorer and its queue are taken
+        wait_s = await _in_time(own.acquire(deadline - scorer.expected_s(todo)), own)
+        held = _Hold(own)
         try:
             for i, (prompt, key) in enumerate(zip(prompts, keys)):
                 if results[i] is not None:
                     continue
-                async with pool.admitted(deadline) as place:
-                    wait_s += place.wait_s
+                place = pool.admitted(deadline - scorer.expected_s(todo))
+                wait_s += (await _in_time(place.__aenter__(), pool.admission)).wait_s
+                try:
                     results[i] = await _bounded(scorer, prompt, k, max_tokens, deadline, held)
+                finally:
+                    await place.__aexit__(None, None, None)
+                todo -= 1
                 scorer.remember(key, results[i])
         finally:
             held.release()
     asked = body.get("logprobs") not in (None, False)
-    choices = [_choice(i * n + j, r, k, asked) for i, r in enumerate(results)
+    choices = [choice(i * n + j, r, k, asked) for i, r in enumerate(results)
                for j in range(n)]
     n_prompt = sum(len(r["tokens"]) for r in results)
     n_gen = sum(len(r["next"]) for r in results) * n
@@ -240,6 +238,16 @@ class _Hold:
             self.admission.release(time.monotonic() - self.t0)
 
 
+async def _in_time(waiting, admission: Admission):
+    """A place taken by the time the scoring's expected work still fits its deadline. A wait
+    that cannot end by then is a 429 at that moment, not a 504 once the work has overrun."""
+    try:
+        return await waiting
+    except DeadlineExceeded:
+        raise Overloaded("echo scoring busy: no place frees in time to score this request "
+                         "before its deadline", retry_after=admission.retry_after()) from None
+
+
 def _retrieved(task: asyncio.Future) -> None:
     """Read a finished task's outcome, so no exception is left 'never retrieved'."""
     if not task.cancelled():
@@ -268,11 +276,14 @@ async def _bounded(scorer: PromptScorer, prompt, k: int, gen: int, deadline: flo
 
     task = held.task = asyncio.ensure_future(scorer.run(work))
     task.add_done_callback(_retrieved)
+    t0 = time.monotonic()
     try:
-        return await asyncio.wait_for(asyncio.shield(task),
-                                      max(deadline - time.monotonic(), 0.001))
+        out = await asyncio.wait_for(asyncio.shield(task), max(deadline - t0, 0.001))
+        scorer.took(time.monotonic() - t0)
+        return out
     except (asyncio.TimeoutError, Stopped):
         stop.set()
+        scorer.took(time.monotonic() - t0)
         raise DeadlineExceeded("deadline passed while scoring the prompt") from None
     except BaseException:
         stop.set()  # the client left: the work stops at its next step
