@@ -56,6 +56,19 @@ def test_the_constrained_candidate_answers_only_valid_output(tiny_model, tmp_pat
         assert u is not None and c.unacceptable_rate is not None
     # the free candidate was measured apart (its own stored outputs), not the constrained one's
     assert [o.output for o in free.items] != [o.output for o in constrained.items]
+    # the grammar's cost in speed: constrained items timed against the same prompts decoded
+    # free to the same length; the free candidate times none
+    from edgepick.decide.adapters import grammar_speed
+
+    timed = [o for o in constrained.items if o.decode]
+    assert timed and not any(o.decode for o in free.items)
+    assert all(o.decode["tokens"] == o.decode["free_tokens"] > 0 for o in timed)
+    speed = grammar_speed(constrained)
+    assert speed["grammar_decode_tps"].value > 0 and speed["free_decode_tps"].value > 0
+    assert speed["grammar_decode_tps"].n == len(timed) and grammar_speed(free) == {}
+    # each task's shared constraint, for deploy.yaml
+    assert res.task_constraints["extraction"] == {"json_schema": SCHEMA}
+    assert res.task_constraints["classification"] == {"labels": ["positive", "negative"]}
 
 
 def test_a_plan_lists_constrain_as_a_runtime_axis(tmp_path):

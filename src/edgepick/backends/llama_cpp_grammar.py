@@ -11,21 +11,46 @@ from edgepick.errors import EdgepickError
 
 
 def gbnf(constraint: dict) -> str:
-    """The GBNF text for a constraint; one line naming what is wrong otherwise."""
-    if "labels" in constraint:
-        labels = [str(x) for x in constraint["labels"] or []]
-        if not labels:
-            raise EdgepickError("a label constraint needs at least one label")
-        return "root ::= " + " | ".join(json.dumps(x) for x in labels) + "\n"
+    """The GBNF text for a constraint, after the safety check every grammar passes
+    (edgepick/constraints.py); one line naming what is wrong otherwise."""
+    from edgepick.constraints import ConstraintError, check_constraint, check_grammar
+
+    try:
+        check_constraint(constraint)
+        if "labels" in constraint:
+            text = "root ::= " + " | ".join(json.dumps(str(x)) for x in constraint["labels"]) \
+                + "\n"
+        else:
+            text = _schema_gbnf(constraint["json_schema"])
+        check_grammar(text, "grammar")
+    except ConstraintError as exc:
+        raise EdgepickError(f"the constraint cannot be a grammar: {exc.message}") from None
+    return text
+
+
+def _schema_gbnf(schema) -> str:
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    try:
+        return json_schema_to_gbnf(json.dumps(schema))
+    except Exception as exc:  # the converter raises what it meets: say which schema
+        raise EdgepickError(f"the JSON schema cannot be turned into a grammar ({exc})") from None
+
+
+def request_fields(constraint: dict, *, name: str = "answer", strict: bool = True) -> dict:
+    """A constraint as an OpenAI-compatible request states it, checked: a JSON schema as
+    OpenAI's `response_format` (llama-server builds its grammar; `name` and `strict` are
+    OpenAI's), a label set as llama-server's `grammar` (GBNF; other servers ignore the field)."""
     if "json_schema" in constraint:
-        from llama_cpp.llama_grammar import json_schema_to_gbnf
+        from edgepick.constraints import ConstraintError, check_constraint
 
         try:
-            return json_schema_to_gbnf(json.dumps(constraint["json_schema"]))
-        except Exception as exc:  # the converter raises what it meets: say which schema
-            raise EdgepickError(f"the JSON schema cannot be turned into a grammar ({exc})") \
-                from None
-    raise EdgepickError(f"unknown constraint {sorted(constraint)}: expected json_schema or labels")
+            check_constraint(constraint)
+        except ConstraintError as exc:
+            raise EdgepickError(f"the constraint cannot be a grammar: {exc.message}") from None
+        return {"response_format": {"type": "json_schema", "json_schema": {
+            "name": name, "schema": constraint["json_schema"], "strict": strict}}}
+    return {"grammar": gbnf(constraint)}
 
 
 def grammar_chain(vocab, constraint: dict, then):

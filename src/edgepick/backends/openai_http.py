@@ -18,19 +18,9 @@ from typing import ClassVar
 from edgepick.backends import base
 from edgepick.backends import llama_server_client as lsc
 from edgepick.backends.base import Backend, Generation, LoadOptions
+from edgepick.backends.llama_cpp_grammar import request_fields
 from edgepick.errors import EdgepickError
 from edgepick.records.candidate import Candidate
-
-
-def _constrained(constraint: dict) -> dict:
-    """A constraint as the request states it: a JSON schema as OpenAI's `response_format`, a
-    label set as llama-server's `grammar` (GBNF; other servers ignore the field)."""
-    if "json_schema" in constraint:
-        return {"response_format": {"type": "json_schema", "json_schema": {
-            "name": "answer", "schema": constraint["json_schema"], "strict": True}}}
-    from edgepick.backends.llama_cpp_grammar import gbnf
-
-    return {"grammar": gbnf(constraint)}
 
 
 class OpenAIHttpBackend(Backend):
@@ -135,7 +125,7 @@ class OpenAIHttpBackend(Backend):
             # an unset field is left to the server's default
             body.update({k: v for k, v in sampling.items() if v is not None})
         if constraint is not None:
-            body.update(_constrained(constraint))
+            body.update(request_fields(constraint))
         if ignore_eos:
             body["ignore_eos"] = True
         if stop:

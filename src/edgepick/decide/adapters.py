@@ -113,10 +113,25 @@ def eval_adapter(payload: EvalResult | dict, get: Get) -> None:
                 "strict_format": rate_figure(overall.strict_format),
                 "quality": _score_figure(overall)}
         figs |= {k: Figure(value=v) for k, v in output_lengths(ce, None).items()}
+        figs |= grammar_speed(ce)
         s.figures.update({k: v for k, v in figs.items() if v is not None})
         s.settings = ce.candidate.settings.model_dump(mode="json")
+        s.constraints = dict(r.task_constraints)
         s.reference, s.reference_name = ref.candidate.model, ref.name or ref.candidate.label
         s.reference_api_key_env = ref.candidate.ref.api_key_env
+
+
+def grammar_speed(ce: CandidateEval | dict) -> dict[str, Figure]:
+    """A constrained candidate's decode speed on its timed items (evaluate/outputs.TIMED_ITEMS)
+    under the grammar and, on the same prompts and load, free to the same length: tokens over
+    seconds pooled over the items; {} when none was timed."""
+    timed = [o.decode for o in typed(CandidateEval, ce).items if o.decode]
+    s, free_s = sum(d["s"] for d in timed), sum(d["free_s"] for d in timed)
+    if not timed or s <= 0 or free_s <= 0:
+        return {}
+    return {"grammar_decode_tps": Figure(value=sum(d["tokens"] for d in timed) / s, n=len(timed)),
+            "free_decode_tps": Figure(value=sum(d["free_tokens"] for d in timed) / free_s,
+                                      n=len(timed))}
 
 
 def output_lengths(ce: CandidateEval | dict, task: str | None) -> dict[str, float]:

@@ -14,7 +14,7 @@ from edgepick.errors import EdgepickError
 from edgepick.records.candidate import RuntimeSettings
 from edgepick.records.decision import CandidateSummary, Decision
 from edgepick.records.deploy import (TEAM_SCHEMA_VERSION, Baseline, CloudEndpoint, DeployConfig,
-                                     DeployModel, Sampling, TaskRoute)
+                                     DeployModel, Sampling, TaskConstraint, TaskRoute)
 from edgepick.records.team import EdgeModel, MemoryPlan
 
 
@@ -85,7 +85,7 @@ def build_deploy(d: Decision, summaries: list[CandidateSummary], sc: Scenario, *
         edge_only_tasks=list(sc.edge_only_tasks), network=sc.network,
         context_tokens=sc.context_tokens.model_dump() if sc.context_tokens else None,
         output_tokens=sc.output_tokens.model_dump() if sc.output_tokens else None,
-        **_team(d, by_name))
+        constraints=_constraints(s, settings), **_team(d, by_name))
 
 
 def _model(s: CandidateSummary) -> DeployModel:
@@ -99,6 +99,23 @@ def _model(s: CandidateSummary) -> DeployModel:
 
 def _settings(s: CandidateSummary) -> RuntimeSettings:
     return RuntimeSettings.model_validate(s.settings) if s.settings else RuntimeSettings()
+
+
+def _constraints(s: CandidateSummary, settings: RuntimeSettings) -> dict[str, TaskConstraint]:
+    """Per task, the schema or label set its eval items shared, when the chosen candidate was
+    measured decoding under them (constrain: grammar): serve then holds that task's requests to
+    the same constraint (issue 34 item 5). A free candidate's deploy has none."""
+    if settings.constrain != "grammar":
+        return {}
+    from pydantic import ValidationError
+
+    out = {}
+    for task, c in sorted(s.constraints.items()):
+        try:
+            out[task] = TaskConstraint.model_validate(c)
+        except ValidationError:  # eval refused its items' schema too: nothing was measured
+            continue
+    return out
 
 
 def _team(d: Decision, by_name: dict[str, CandidateSummary]) -> dict:

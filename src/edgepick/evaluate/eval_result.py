@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from edgepick.errors import EdgepickError, InputError
 from edgepick.evaluate.gap import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, badcase_list, gaps_by,
                                    group_gap, unacceptable_summary)
-from edgepick.evaluate.items import EvalItem
+from edgepick.evaluate.items import EvalItem, task_constraints
 from edgepick.evaluate.outputs import DEFAULT_MAX_TOKENS, budget, collect_outputs
 from edgepick.evaluate.reference_free import note as reference_free_note
 from edgepick.evaluate.reference_free import stand_in
@@ -70,7 +70,7 @@ def score_outputs(items: list[EvalItem], outputs: list[dict],
             strict_format=None if finish == "error" else s.strict_format,
             badcase=_badcase(it, s, why_un), unacceptable=why_un,
             details=dict(_jsonable(s.details), why=s.why), reused=bool(out.get("reused")),
-            reference_free=it.reference_free))
+            reference_free=it.reference_free, decode=out.get("decode") or {}))
         scores.append(s)
     return outcomes, scores
 
@@ -292,7 +292,7 @@ def run_eval(items: list[EvalItem], reference: Candidate, candidates: list[Candi
                         bootstrap=BootstrapSettings(resamples=resamples, seed=seed),
                         max_tokens=budgets, scorer_version=SCORER_VERSION, key=key,
                         samples=k, sampling=sampling, sequential=info, reference_free=n_free,
-                        reference_free_note=free_note)
+                        reference_free_note=free_note, task_constraints=task_constraints(items))
     store.put(EVAL_KIND, key, result.model_dump(mode="json"),
               label=", ".join(c.name for c in candidates) + f" vs {reference.name}")
     return result

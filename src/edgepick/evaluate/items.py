@@ -61,6 +61,17 @@ class EvalItem(BaseModel):
         (evaluate/reference_free.py). A property, so stored items and keys stay as they were."""
         return self.reference is None
 
+    def constraint(self) -> dict | None:
+        """What a grammar would hold this item's answer to (seed 000 §2.3): its JSON schema, its
+        label set, or yes/no; None for free text."""
+        if self.schema_ is not None:
+            return {"json_schema": self.schema_}
+        if self.labels:
+            return {"labels": list(self.labels)}
+        if self.task == "yes_no":
+            return {"labels": ["yes", "no", "Yes", "No"]}
+        return None
+
     def chat_messages(self) -> list[dict]:
         if self.messages is not None:
             return [m.model_dump() for m in self.messages]
@@ -180,3 +191,14 @@ def load_eval_set(path: str | Path) -> tuple[list[EvalItem], list[InputError]]:
             seen[item.id] = lineno
             items.append(item)
     return items, problems
+
+
+def task_constraints(items: list[EvalItem]) -> dict[str, dict]:
+    """Task -> the one constraint all its items share (what deploy.yaml may hold that task's
+    answers to); a task whose items carry different constraints, or some none, has none."""
+    seen: dict[str, list] = {}
+    for it in items:
+        seen.setdefault(it.task, []).append(it.constraint())
+    return {task: cs[0] for task, cs in seen.items()
+            if cs[0] is not None and all(c == cs[0] for c in cs)}
+

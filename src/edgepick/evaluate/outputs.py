@@ -75,23 +75,43 @@ def _request(backend, prompt, max_tokens: int, chat: bool, sampling: dict | None
 def item_constraint(candidate: Candidate, it: EvalItem) -> dict | None:
     """What a candidate run with `constrain: grammar` decodes item `it` under: its JSON schema,
     its label set, or yes/no (seed 000 §2.3); None for free text. A schema the engine's grammar
-    could not survive is refused first, as serve refuses it (serve/constraints.py)."""
+    could not survive is refused first, as serve refuses it (edgepick/constraints.py)."""
     if candidate.settings.constrain != "grammar":
         return None
-    if it.schema_ is not None:
-        from edgepick.serve.constraints import check_schema
-        from edgepick.serve.errors import BadRequest
+    constraint = it.constraint()
+    if constraint is not None and "json_schema" in constraint:
+        from edgepick.constraints import ConstraintError, check_schema
 
         try:
             check_schema(it.schema_, "schema")
-        except BadRequest as exc:
+        except ConstraintError as exc:
             raise EdgepickError(f"item {it.id}: its schema cannot be a grammar: {exc}") from None
-        return {"json_schema": it.schema_}
-    if it.labels:
-        return {"labels": list(it.labels)}
-    if it.task == "yes_no":
-        return {"labels": ["yes", "no", "Yes", "No"]}
-    return None
+    return constraint
+
+
+# A constrained candidate's first constrained items are decoded a second time, free, to the same
+# length: the grammar's cost in speed on the same prompts and model load (docs/evaluate.md)
+TIMED_ITEMS = 8
+
+
+def _free_twin(backend, req, g) -> dict | None:
+    """The constrained generation's decode time beside its prompt decoded free to the same
+    length, after it, alone, on the same loaded model: {tokens, s, free_tokens, free_s}."""
+    from edgepick.backends.base import request_options
+
+    if len(g.token_times) < 2:
+        return None
+    opts = {k: v for k, v in request_options(req).items() if k != "constraint"}
+    try:
+        free = backend.generate(req.prompt, g.generated_tokens, chat=req.chat, ignore_eos=True,
+                                **opts)
+    except (EdgepickError, TypeError):  # an engine that cannot ignore EOS: not timed
+        return None
+    if len(free.token_times) < 2:
+        return None
+    return {"tokens": len(g.token_times) - 1, "s": g.token_times[-1] - g.token_times[0],
+            "free_tokens": len(free.token_times) - 1,
+            "free_s": free.token_times[-1] - free.token_times[0]}
 
 
 def _constraints(candidate: Candidate, items: list[EvalItem], missing: list, got: list):
@@ -174,7 +194,7 @@ def collect_outputs(candidate: Candidate, items: list[EvalItem], store: ResultSt
             else 1
         backend.load(candidate, LoadOptions(n_seq=width, shared_kv=True) if width > 1 else None)
         try:
-            last = None
+            last, timed = None, 0
             for start in range(0, len(missing), width):
                 if deadline is not None and now() >= deadline:
                     break
@@ -186,7 +206,7 @@ def collect_outputs(candidate: Candidate, items: list[EvalItem], store: ResultSt
                                     if prompter and it.tools else (it.chat_messages(), True))
                     reqs.append(_request(backend, prompt, budget(it, budgets), chat, sampling,
                                          seeds[j], constraints.get(i)))
-                for (i, j), g in zip(group, _generate_group(backend, reqs)):
+                for (i, j), req, g in zip(group, reqs, _generate_group(backend, reqs)):
                     it = items[i]
                     if isinstance(g, EdgepickError):
                         # Not stored: a transient failure must be retried by the next run.
@@ -200,6 +220,10 @@ def collect_outputs(candidate: Candidate, items: list[EvalItem], store: ResultSt
                             rec["seed"] = seeds[j]
                         if prompter and it.tools:
                             rec["tool_prompt"] = prompter.mode
+                        speed = _free_twin(backend, req, g) \
+                            if req.constraint is not None and timed < TIMED_ITEMS else None
+                        if speed is not None:
+                            rec["decode"], timed = speed, timed + 1
                         store.put(OUTPUT_KIND, keys[i][j], rec, label=f"{candidate.name}:{it.id}")
                         got[i][j] = rec
                     if i != last:

@@ -126,6 +126,9 @@ class CandidateSummary(BaseModel):
     # quality (evaluate)
     tasks: dict[str, TaskQuality] = Field(default_factory=dict)
     badcases: list[dict] = Field(default_factory=list)
+    # task -> the constraint its eval items share ({"json_schema": …} | {"labels": […]}):
+    # what deploy.yaml holds the task to when the candidate ran with constrain: grammar
+    constraints: dict[str, dict] = Field(default_factory=dict)
     # Every figure a gate, the scoring, the explanation or the report reads, with its interval
     # where it has one: the one source (FIGURE_VIEWS below are read-only views of it).
     figures: dict[str, Figure] = Field(default_factory=dict)

@@ -84,6 +84,29 @@ class Sampling(_Strict):
     seed: int | None = None
 
 
+class TaskConstraint(_Strict):
+    """What serve holds one task's answers to (issue 34 item 5, seed 000 §2.3): a JSON schema
+    (extraction, tool arguments) or a label set (classification), exactly one. Checked on load
+    by the same safety check every grammar passes (edgepick/constraints.py)."""
+
+    json_schema: dict | None = None
+    labels: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _safe(self) -> "TaskConstraint":
+        from edgepick.constraints import ConstraintError, check_constraint
+
+        try:
+            check_constraint(self.as_constraint())
+        except ConstraintError as exc:
+            raise ValueError(exc.message) from None
+        return self
+
+    def as_constraint(self) -> dict:
+        """{"json_schema": …} or {"labels": […]}, as backends' GRAMMAR takes it."""
+        return self.model_dump(exclude_none=True)
+
+
 class CloudEndpoint(_Strict):
     url: str  # OpenAI-compatible base URL, ending in /v1
     model: str | None = None
@@ -141,6 +164,9 @@ class DeployConfig(_Strict):
     context_tokens: dict[str, int | None] | None = None
     output_tokens: dict[str, int | None] | None = None
     embeddings: EmbeddingEngine | None = None  # absent: /v1/embeddings answers 501
+    # task -> the schema or label set serve decodes that task's requests under, unless the
+    # client sends its own (written when the chosen candidate ran with constrain: grammar)
+    constraints: dict[str, TaskConstraint] = Field(default_factory=dict)
     update: UpdatePolicy | None = None  # model updates' probe and canary (docs/registry.md)
     # A team (schema 2, records/team.py): every edge model, `model` being the default one that
     # serves `edge` routes (and what a reader that knows one model runs); cascades of any length;
@@ -244,7 +270,7 @@ class DeployConfig(_Strict):
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         data = self.model_dump(mode="json")
-        for key in ("sampling", "embeddings", "update", *TEAM_FIELDS):
+        for key in ("sampling", "embeddings", "update", "constraints", *TEAM_FIELDS):
             if not data.get(key):  # absent means greedy/client's own, no embeddings, one model:
                 data.pop(key, None)  # say nothing, so a single-model file reads as it always did
         text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)

@@ -73,6 +73,9 @@ class ItemOutcome(BaseModel):
     # No reference (sampled traffic, issue 29): score/correct/badcase mean nothing; the item
     # counts for the unacceptable rate, format compliance and length only.
     reference_free: bool = False
+    # a constrained item timed (evaluate/outputs.TIMED_ITEMS): its decode under the grammar
+    # and the same prompt decoded free to the same length, {tokens, s, free_tokens, free_s}
+    decode: dict[str, float] = Field(default_factory=dict)
 
 
 class GroupGap(BaseModel):
@@ -216,3 +219,6 @@ class EvalResult(BaseModel):
     sequential: SequentialInfo | None = None  # None: fixed N, every model on every item
     reference_free: int = 0  # items without a reference, left out of scores, gaps, badcases
     reference_free_note: str | None = None  # the one line saying so (evaluate/reference_free.py)
+    # task -> the constraint all its items share (evaluate/items.task_constraints): a schema
+    # or a label set deploy.yaml can hold that task's answers to
+    task_constraints: dict[str, dict] = Field(default_factory=dict)

@@ -14,6 +14,7 @@ from edgepick.serve.router_api import (Edge, EdgeOnlyRouter, Routed, RouteReques
                                        complete)
 from edgepick.serve.sampling import Sampler
 from edgepick.serve.settings import ServeSettings
+from edgepick.serve.task_constraints import TaskConstraints
 
 if TYPE_CHECKING:
     from edgepick.serve.control import RegistryControl
@@ -43,6 +44,7 @@ class ServeState:
         self.sampling: dict = sampling.model_dump(exclude_none=True) if sampling else {}
         self.lock_sampling = bool(getattr(deploy, "lock_sampling", False))
         self.edge_only = EdgeOnly(deploy)
+        self.constraints = TaskConstraints(deploy)  # deploy.yaml's per task
         # x-edgepick-force-route / x-edgepick-mock-failure: tests only (route.allow_forced_route)
         self.test_headers = test_headers
 
