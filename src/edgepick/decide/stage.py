@@ -114,6 +114,10 @@ def _report(req: DecideRequest, decision, summaries, store) -> list[Path]:
 
     # a model measured under several runtime settings: seed 004 §5.4's table (issue 34)
     settings_section.append_to_report(req.report, summaries, decision, LANGS[req.lang])
+    from edgepick.report import constraint_section
+
+    # a model run under a grammar: free and constrained side by side, with its cost in speed
+    constraint_section.append_to_report(req.report, summaries, LANGS[req.lang])
 
     seq = savings_section.latest_sequential(store, [s.candidate for s in summaries])
     if seq is not None:  # the run evaluated in looks: what it saved (issue 27)
