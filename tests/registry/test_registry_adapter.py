@@ -39,3 +39,40 @@ def test_an_adapter_for_another_model_is_refused_when_added(tiny_model, smollm2_
         reg.add(tiny_model, "tiny", "1", adapter=tiny_model)  # a model, not an adapter
     assert "tiny" not in reg.state().models  # nothing half-added
     reg.add(tiny_model, "tiny", "2", adapter=lora)  # same architecture and shapes: accepted
+
+
+def test_serving_or_activating_a_version_hashes_its_adapter_once(tiny_model, tmp_path,
+                                                                  monkeypatch):
+    """verify checks the adapter; what starts the engine afterwards (serve from the registry, an
+    activation's switch) takes it from there instead of reading its bytes again."""
+    import asyncio
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from edgepick.registry import store
+    from edgepick.registry.activation import activate
+    from edgepick.serve.assemble import from_registry
+    from edgepick.serve.control import RegistryControl
+    from edgepick.serve.engine_process import EngineSpec
+
+    lora = write_lora(tiny_model, tmp_path / "tuned.gguf", rank=4, blocks=2)
+    reg = Registry(tmp_path / "reg", create=True)
+    reg.add(tiny_model, "tiny", "0")
+    ve = reg.add(tiny_model, "tiny", "1", adapter=lora, adapter_scale=0.5)
+    hashed: list[str] = []
+    real = store.sha256_of
+    monkeypatch.setattr(store, "sha256_of", lambda p: hashed.append(Path(p).name) or real(p))
+    adapter = Path(ve.adapter.file).name
+    assert from_registry(reg, "tiny@1", {}).runtime.adapter.sha256 == ve.adapter.sha256
+    assert hashed.count(adapter) == 1
+    hashed.clear()
+    started = []
+
+    async def switch_to(spec, cause):
+        started.append(spec)
+
+    ctl = RegistryControl(reg, SimpleNamespace(spec=EngineSpec(path=tiny_model, name="tiny",
+                                                               version="0"),
+                                               switch_to=switch_to))
+    asyncio.run(activate(reg, "tiny", "1", lambda path: ctl.switch(path, "1", "activate")))
+    assert hashed.count(adapter) == 1 and started[0].runtime.adapter.scale == 0.5

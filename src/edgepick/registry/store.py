@@ -300,6 +300,11 @@ class Registry:
 
     # -- activation: verify → pending → (engine healthy) → commit ---------------------------------
     def verify(self, name: str, version: str) -> Path:
+        return self.verified(name, version)[0]
+
+    def verified(self, name: str, version: str):
+        """(the version's file, its adapter setting or None), each SHA-256 checked once: what an
+        activation, a hot swap or serve starts the engine with, hashed by nothing after."""
         path = self.path_of(name, version)
         expected = self.model(name).versions[version].sha256
         if not path.is_file():
@@ -308,19 +313,18 @@ class Registry:
         if got != expected:
             raise ChecksumMismatch(f"{name}@{version}: SHA-256 of {path} is {got[:12]}…, the "
                                    f"registry recorded {expected[:12]}…; refusing it")
-        self.adapter_of(name, version)  # its adapter is checked the same way
-        return path
+        return path, self.adapter_of(name, version)  # its adapter is checked the same way
 
-    def adapter_of(self, name: str, version: str):
+    def adapter_of(self, name: str, version: str, *, check: bool = True):
         """The version's LoRA adapter as runtime settings take it (a RuntimeSettings.adapter),
-        its SHA-256 checked; None without one."""
+        its SHA-256 checked unless the caller's `verified` just did; None without one."""
         pin = self.model(name).versions[version].adapter
         if pin is None:
             return None
         from edgepick.records.candidate import AdapterSetting
 
         path = self.root / pin.file
-        got = sha256_of(path) if path.is_file() else "missing"
+        got = pin.sha256 if not check else sha256_of(path) if path.is_file() else "missing"
         if got != pin.sha256:
             raise ChecksumMismatch(f"{name}@{version}: its adapter {path} is "
                                    f"{got[:12]}{'…' if got != 'missing' else ''}, the registry "

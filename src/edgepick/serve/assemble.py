@@ -98,10 +98,9 @@ def from_registry(registry: Registry, ref: str | None, runtime: dict) -> Source:
     if version is None:
         raise EdgepickError(f"{name} has no active version; run `edgepick models activate "
                             f"{name}@VERSION`")
-    path = registry.verify(name, version)
+    path, adapter = registry.verified(name, version)
     rt = RuntimeSettings().model_copy(update=runtime)
-    return Source(str(path), name, version,
-                  rt.model_copy(update={"adapter": registry.adapter_of(name, version)}))
+    return Source(str(path), name, version, rt.model_copy(update={"adapter": adapter}))
 
 
 def from_model(ref: ModelRef, runtime: dict) -> Source:

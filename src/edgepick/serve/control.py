@@ -21,7 +21,9 @@ class RegistryControl:
 
     async def switch(self, path: str, version: str, cause: str) -> None:
         spec = self.pool.spec
-        adapter = self.registry.adapter_of(spec.name, version)  # each version its own adapter
+        # each version its own adapter; every switch follows activate(), whose verify hashed
+        # the adapter just now (a rollback's and a canary's too), so it is not hashed again
+        adapter = self.registry.adapter_of(spec.name, version, check=False)
         spec = dataclasses.replace(spec, path=path, version=version,
                                    runtime=spec.runtime.model_copy(update={"adapter": adapter}))
         await self.pool.switch_to(spec, cause)

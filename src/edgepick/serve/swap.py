@@ -62,10 +62,9 @@ class HotSwap:
         if time.monotonic() - self._last_swap < self.policy.min_dwell_s:
             return False
         cause = f"policy:{rule.label}" if rule else "policy:default"
-        path = await asyncio.to_thread(self.registry.verify, name, version)
+        path, adapter = await asyncio.to_thread(self.registry.verified, name, version)
         log.warning("hot swap %s@%s → %s@%s (%s; signals %s)", spec.name, spec.version, name,
                     version, cause, signals.model_dump(exclude_none=True))
-        adapter = self.registry.adapter_of(name, version)
         await self.pool.switch_to(dataclasses.replace(
             spec, path=str(path), name=name, version=version,
             runtime=spec.runtime.model_copy(update={"adapter": adapter})), cause)
