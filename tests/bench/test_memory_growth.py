@@ -13,7 +13,7 @@ from leaky_engine import measure_sustain_leaky
 
 def _sustain(tiny_model: str, worker=None):
     req = BenchRequest(models=[resolve_ref(tiny_model)], prompt_lengths=[16], gen_tokens=16,
-                       warmup=1, repeats=1, threads=[1], sustain_s=6.0)
+                       warmup=1, repeats=1, threads=[1], sustain_s=4.0)
     cfg = [c for c in expand(req) if c.sweep == "sustain"][0]
     res = measure_config(cfg, req, worker=worker)
     assert res.status == "ok", res.error

@@ -90,7 +90,7 @@ def test_truncated_file(doctor, broken):
 
 def test_leaking_engine(doctor, tiny_model):
     rep = doctor(tiny_model, symptom="memory-growth",
-                 sustain_worker="leaky_engine:measure_sustain_leaky")
+                 sustain_worker="leaky_engine:measure_sustain_leaky_short")
     assert _first(rep).cause == "memory_growth"
 
 

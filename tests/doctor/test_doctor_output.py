@@ -54,7 +54,9 @@ def test_healthy_deploy_gets_no_finding(doctor, write_deploy, spare_copy):
 
     import psutil
 
-    rep = doctor(write_deploy(spare_copy, runtime={"n_ctx": 1024}))
+    # the real engine's sustained run, 6 s of doctor's 12 (tests/leaky_engine.py)
+    rep = doctor(write_deploy(spare_copy, runtime={"n_ctx": 1024}),
+                 sustain_worker="leaky_engine:measure_sustain_short")
     assert [f.cause for f in rep.findings if f.cause != "host_load"] == []
     for f in rep.findings:  # other work, named: never this test's own processes
         ours = {os.getpid()} | {c.pid for c in psutil.Process().children(recursive=True)}
