@@ -37,9 +37,21 @@ def _stop(pgids: list[int]) -> None:
             except ChildProcessError:
                 pass
             if sig == signal.SIGTERM:
-                import time
+                _gone(pgid, 2.0)
 
-                time.sleep(2)
+
+def _gone(pgid: int, timeout_s: float) -> None:
+    """Until no process is left in the group (a SIGTERM'd server exits within a moment), at most
+    `timeout_s`: a fixed sleep cost the suite its whole length every time."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
 
 
 def test_the_operations_page_runs_as_written(tmp_path):
