@@ -32,6 +32,7 @@ class Ctx:
     threads: int = 2
     symptom: str | None = None
     reused: bool = False  # set by `measured` when the current check's figures came from the store
+    memo: dict = field(default_factory=dict)  # figures two checks (or a check and its fix) share
     _engines: dict[str, Any] = field(default_factory=dict)
 
     # -- reproducing commands -------------------------------------------------------------
