@@ -86,3 +86,33 @@ def test_every_request_of_the_constrained_task_answers_schema_valid_json(smollm2
             "type": "json_schema", "json_schema": {"name": "own", "schema": own}})
         assert r.status_code == 200 and r.headers["x-edgepick-constraint"] == "client"
         jsonschema.validate(json.loads(r.json()["choices"][0]["message"]["content"]), own)
+
+
+def test_the_fields_a_constraint_puts_in_a_request():
+    """Without an engine: a label set becomes llama-server's grammar, a schema on
+    /v1/completions its `json_schema` (llama-server reads `response_format` on chat only), a task
+    routed to the cloud is left alone, and tools count as the client's own constraint."""
+    from edgepick.records.deploy import TaskRoute
+    from edgepick.serve.router_api import RouteRequest
+    from edgepick.serve.task_constraints import TaskConstraints
+
+    cfg = DeployConfig(model=DeployModel(name="m", path="/m.gguf", sha256=""),
+                       routes=[TaskRoute(task="math", route="cloud")],
+                       constraints={"extraction": TaskConstraint(json_schema=SCHEMA),
+                                    "sentiment": TaskConstraint(labels=["positive", "negative"]),
+                                    "math": TaskConstraint(labels=["1", "2"])})
+    tc = TaskConstraints(cfg)
+
+    def applied(kind, task, body=None):
+        rr = RouteRequest(kind, dict(body or {"prompt": "x"}), False, 0.0, task=task)
+        tc.apply(rr)
+        return rr
+
+    rr = applied("chat", "sentiment")
+    assert rr.body["grammar"] == 'root ::= "positive" | "negative"\n' and rr.constraint == "deploy"
+    rr = applied("completion", "extraction")
+    assert rr.body["json_schema"] == SCHEMA and "response_format" not in rr.body
+    assert applied("chat", "extraction").body["response_format"]["json_schema"]["schema"] == SCHEMA
+    assert applied("chat", "math").constraint is None  # the cloud's: not measured on the device
+    rr = applied("chat", "extraction", {"tools": [{"type": "function"}]})
+    assert rr.constraint == "client" and "response_format" not in rr.body
