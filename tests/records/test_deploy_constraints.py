@@ -71,3 +71,15 @@ def test_decide_writes_the_constraint_only_for_a_constrained_candidate(constrain
     assert cfg.runtime.constrain == constrain
     # the unsafe one was refused by eval too: nothing was measured under it, nothing deployed
     assert list(cfg.constraints) == (["extraction"] if written else [])
+
+
+def test_the_eval_results_task_constraints_reach_the_summary():
+    from decide_payloads import cand_eval, eval_result
+
+    from edgepick.decide.adapters import eval_adapter
+
+    ev = eval_result([cand_eval("/m/e.gguf", "e", {"extraction": (0.5, 0.6)})])
+    ev.task_constraints = {"extraction": {"json_schema": SCHEMA}}
+    s = CandidateSummary(candidate="e", model="/m/e.gguf")
+    eval_adapter(ev.model_dump(mode="json"), lambda *a, **k: s)  # as stored
+    assert s.constraints == {"extraction": {"json_schema": SCHEMA}}
