@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from edgepick.backends import supports
 from edgepick.backends.base import IN_PROCESS
@@ -25,6 +25,8 @@ from edgepick.store.identity import content_key
 
 class BenchRequest(BaseModel):
     """What to measure: models already resolved, one runtime, and the workload sweep."""
+
+    model_config = ConfigDict(frozen=True)
 
     models: list[ModelRef] = Field(..., min_length=1)
     settings: RuntimeSettings = Field(default_factory=RuntimeSettings)

@@ -18,7 +18,7 @@ KIND = "fidelity"
 
 
 class FidelityRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     reference: ModelRef
     candidate: ModelRef

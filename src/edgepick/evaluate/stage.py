@@ -13,7 +13,7 @@ from edgepick.records.evaluation import EvalResult
 
 
 class EvalRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     # A JSONL file or bundled set name, or several, each with its own limit (eval_sets.py).
     data: str | list[str | DataSpec]

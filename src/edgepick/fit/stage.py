@@ -33,7 +33,7 @@ class FitTarget(BaseModel):
 
 
 class FitRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     targets: list[FitTarget] = Field(..., min_length=1)
     ctxs: list[int] = Field(default_factory=lambda: [DEFAULTS.n_ctx])

@@ -29,7 +29,7 @@ class QuantizeBuild(BaseModel):
 
 
 class QuantizeRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     builds: list[QuantizeBuild] = Field(..., min_length=1)
     threads: int = Field(DEFAULTS.threads, ge=1)
