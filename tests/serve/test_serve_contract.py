@@ -83,6 +83,13 @@ CORPUS = [
                               "reasoning_format": "bogus"}, 400),
     ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}],
                               "top_logprobs": 2}, 400),  # only with logprobs: true
+    # llama.cpp refuses a repeat penalty of 0 (schemathesis seed 1201 against the real engine:
+    # the schema allowed it) or one a float32 cannot hold, or whose inverse it cannot
+    ("/v1/completions", {"prompt": "x", "repeat_penalty": 0.0}, 400),
+    ("/v1/completions", {"prompt": "x", "repeat_penalty": 1e-40}, 400),
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}],
+                              "repeat_penalty": 1e39}, 400),
+    ("/v1/completions", {"prompt": "x", "repeat_penalty": 1.1}, 200),
     # a prompt of token ids over --max-prompt-tokens (448 here: 512 - 64): its count is exact,
     # and the schema says so (maxItems); a list of id lists is counted the same way
     ("/v1/completions", {"prompt": [1] * 449}, 400),

@@ -129,6 +129,11 @@ class StreamOptions(_Open):
 
 
 Stop = Union[StrictStr, Annotated[list[StrictStr], Field(max_length=16)], None]
+# llama.cpp reads the repeat penalty as a float32 and refuses one that is not finite, not above
+# 0, or whose inverse is not finite (common/sampling.cpp, common_sampler_init): the smallest
+# normal float32 up to the largest
+FLOAT32_TINY = 1.1754943508222875e-38
+FLOAT32_MAX = 3.4028234663852886e38
 
 
 class _Sampling(_Request):
@@ -142,7 +147,7 @@ class _Sampling(_Request):
     top_p: Annotated[Finite, Field(ge=0, le=1)] | None = None
     top_k: Annotated[StrictInt, Field(ge=0)] | None = None
     min_p: Annotated[Finite, Field(ge=0, le=1)] | None = None
-    repeat_penalty: Annotated[Finite, Field(ge=0)] | None = None
+    repeat_penalty: Annotated[Finite, Field(ge=FLOAT32_TINY, le=FLOAT32_MAX)] | None = None
     presence_penalty: Annotated[Finite, Field(ge=-2, le=2)] | None = None
     frequency_penalty: Annotated[Finite, Field(ge=-2, le=2)] | None = None
     n: Annotated[StrictInt, Field(ge=1, le=128)] | None = None
