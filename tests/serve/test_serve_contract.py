@@ -90,6 +90,12 @@ CORPUS = [
     ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}],
                               "repeat_penalty": 1e39}, 400),
     ("/v1/completions", {"prompt": "x", "repeat_penalty": 1.1}, 200),
+    # an empty prompt completed n > 1 times wedged the real engine (seed 1201): its child slots
+    # wait for a parent that never reads the prompt; an echo is scored by serve, so it may
+    ("/v1/completions", {"prompt": "", "n": 2}, 400),
+    ("/v1/completions", {"prompt": ["a", ""], "n": 2, "max_tokens": 4}, 400),
+    ("/v1/completions", {"prompt": ["a", ""], "max_tokens": 4}, 200),
+    ("/v1/completions", {"prompt": "", "n": 2, "echo": True, "max_tokens": 0}, 200),
     # a prompt of token ids over --max-prompt-tokens (448 here: 512 - 64): its count is exact,
     # and the schema says so (maxItems); a list of id lists is counted the same way
     ("/v1/completions", {"prompt": [1] * 449}, 400),

@@ -151,6 +151,10 @@ def _text(s: str, where: str) -> None:
                          param=where or None) from None
 
 
+def _listed(prompt: Any) -> list:
+    return prompt if isinstance(prompt, list) else [prompt]
+
+
 def _param(loc: tuple) -> str:
     out = ""
     for p in loc:
@@ -239,6 +243,11 @@ async def check_body(kind: Kind, body: dict, *, max_tokens: int, max_prompt_toke
                          "send 'stream': false", param="logprobs")
     if kind == "completion":
         check_ids(body.get("prompt"), n_vocab, "prompt")
+        if isinstance(n, int) and n > 1 and body.get("echo") is not True \
+                and any(p == "" for p in _listed(body.get("prompt"))):
+            raise BadRequest("an empty prompt cannot be completed more than once ('n' > 1): "
+                             "the engine's other completions of it would wait forever; send "
+                             "a non-empty prompt or 'n': 1", param="prompt")
     asked = [(k, body[k]) for k in MAX_TOKEN_FIELDS if body.get(k) is not None]
     # max_tokens 0 is lm-eval's "score the prompt, write nothing" (echo with logprobs)
     scoring = kind == "completion" and body.get("echo") is True

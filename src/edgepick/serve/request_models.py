@@ -199,9 +199,21 @@ _ZERO_ONLY_WITH_ECHO = {
                                                      {"type": "null"}]}}}}
 
 
+# llama-server runs a prompt's n > 1 completions in child slots that wait for the parent slot
+# to read the prompt; an empty prompt is released unread (server-context.cpp, "empty prompt -
+# releasing slot") and its children wait forever, holding their slots, until serve restarts the
+# engine as hung (schemathesis seed 1201): with n > 1 no prompt is empty (an echo is scored by
+# serve, not by the engine)
+_NO_EMPTY_PROMPT_WITH_N = {
+    "if": {"required": ["n"], "properties": {"n": {"type": "integer", "minimum": 2}},
+           "not": {"required": ["echo"], "properties": {"echo": {"const": True}}}},
+    "then": {"properties": {"prompt": {"not": {"anyOf": [
+        {"const": ""}, {"type": "array", "contains": {"const": ""}}]}}}}}
+
+
 class CompletionRequest(_Sampling):
-    model_config = ConfigDict(extra="allow",
-                              json_schema_extra=dict(_ZERO_ONLY_WITH_ECHO, **_NO_ENGINE_FIELDS))
+    model_config = ConfigDict(extra="allow", json_schema_extra=dict(
+        _ZERO_ONLY_WITH_ECHO, allOf=[_NO_EMPTY_PROMPT_WITH_N], **_NO_ENGINE_FIELDS))
     prompt: Prompt
     echo: StrictBool | None = None
     logprobs: Annotated[StrictInt, Field(ge=0, le=20)] | None = None
