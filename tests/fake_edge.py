@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from edgepick.records.candidate import RuntimeSettings
+from edgepick.serve.forwarded import wire
 from edgepick.serve.metrics import ServeMetrics
 from edgepick.serve.router_api import ServedResponse
 from edgepick.serve.scoring import EchoLimits
@@ -110,7 +111,7 @@ class FakePool:
 
     async def forward(self, kind: str, body: dict, stream: bool,
                       deadline: float) -> ServedResponse:
-        self.seen.append(dict(body, stream=stream))
+        self.seen.append(dict(wire(body), stream=stream))  # as the engine would read it
         if self.fail_with is not None:
             raise self.fail_with
         head = {"x-edgepick-model-version": f"{self.spec.name}@{self.spec.version}"}

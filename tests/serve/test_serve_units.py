@@ -12,6 +12,7 @@ from edgepick.errors import EdgepickError, InputError
 from edgepick.monitor.live import figures, parse, quantile
 from edgepick.records.deploy import Baseline
 from edgepick.serve.admission import Admission, ResourceCheck, ResourcePolicy
+from edgepick.serve.forwarded import wire
 from edgepick.serve.request_checks import check_body
 from edgepick.serve.policy_file import ServePolicy
 from edgepick.serve.router_api import BadRequest, DeadlineExceeded, Overloaded, ResourceRefused
@@ -108,7 +109,8 @@ def test_request_checks():
         chat = {"messages": [{"role": "user", "content": "hi there"}], "model": "/a/b.gguf"}
         out = await check_body("chat", dict(chat), max_tokens=32, max_prompt_tokens=5,
                                count_tokens=count)
-        assert out["max_tokens"] == 32 and "model" not in out
+        sent = wire(out)  # the typed request, as the engine receives it
+        assert sent["max_tokens"] == 32 and "model" not in sent
         with pytest.raises(BadRequest, match="limit of 32 tokens"):
             await check_body("chat", dict(chat, max_tokens=33), max_tokens=32,
                              max_prompt_tokens=5, count_tokens=count)
@@ -163,3 +165,42 @@ def test_a_hybrid_deploy_routes_by_task_and_says_when_it_has_no_cloud(caplog):
     assert router.policy.mode == "by_task" and router.deploy.route_for("math") == "cloud"
     assert isinstance(load_router(ServePolicy(), deploy.model_copy(update={"routes": []})),
                       EdgeOnlyRouter)
+
+
+def test_the_typed_request_reaches_the_engine_as_the_client_sent_it():
+    """The checked model is what the pool forwards; written once for the engine, it carries
+    what the client set (llama-server's own fields and unknown ones too), nulls dropped, the
+    served model's name, and a stream with its usage when serve reads it as one."""
+    from edgepick.serve.forwarded import engine_payload
+    from edgepick.serve.request_models import ChatCompletionRequest
+
+    request = ChatCompletionRequest.model_validate({
+        "messages": [{"role": "user", "content": "x", "name": None},
+                     {"role": "assistant", "content": None, "tool_calls": [
+                         {"function": {"name": "f", "arguments": "{}"}}]}],
+        "temperature": 0, "top_k": 3, "mirostat": 2, "n_probs": None, "stop": None,
+        "response_format": {"type": "json_schema", "json_schema": {
+            "name": "x", "schema": {"type": "string", "default": None}}}})
+    assert engine_payload(request, "served", False) == {
+        "model": "served", "temperature": 0.0, "top_k": 3, "mirostat": 2,
+        "messages": [{"role": "user", "content": "x"},
+                     {"role": "assistant", "tool_calls": [
+                         {"type": "function", "function": {"name": "f", "arguments": "{}"}}]}],
+        "response_format": {"type": "json_schema", "json_schema": {
+            "name": "x", "schema": {"type": "string", "default": None}}}}
+    streamed = engine_payload(request, "served", True)
+    assert streamed["stream"] is True and streamed["stream_options"] == {"include_usage": True}
+
+
+def test_a_body_replaced_before_routing_is_what_the_edge_forwards():
+    """A hook that replaces the router's view of the body (deploy.yaml's constraint per task)
+    is not lost: the edge then gets that body, which the pool checks into the model again."""
+    from edgepick.serve.router_api import RouteRequest
+    from edgepick.serve.request_models import ChatCompletionRequest
+
+    body = {"messages": [{"role": "user", "content": "x"}]}
+    typed = ChatCompletionRequest.model_validate(body)
+    rr = RouteRequest("chat", body, False, 0.0, request=typed)
+    assert rr.typed() is typed
+    rr.body = {**rr.body, "grammar": 'root ::= "a"'}
+    assert rr.typed() is rr.body and rr.request is None

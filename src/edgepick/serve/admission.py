@@ -12,11 +12,12 @@ import math
 from collections import deque
 import os
 import time
-from typing import Literal
+from typing import Any, Literal
 
 import psutil
 from pydantic import BaseModel, ConfigDict, Field
 
+from edgepick.serve.request_models import value
 from edgepick.serve.router_api import BadRequest, DeadlineExceeded, Overloaded, ResourceRefused
 
 
@@ -109,16 +110,18 @@ class Admission:
         self._give(n)
 
 
-def slots_needed(body: dict) -> int:
+def slots_needed(request: BaseModel | dict) -> int:
     """Engine slots a request takes: `n` completions of each of its prompts (a completion's
     `prompt`, or an embedding's `input`, may be a list of prompts; a list of token ids is one
     prompt)."""
-    n = body.get("n", 1)
+    n = value(request, "n")
     if n is None:
         n = 1
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise BadRequest("'n' must be a positive integer", param="n")
-    prompt = body.get("prompt", body.get("input"))
+    prompt = value(request, "prompt")
+    if prompt is None:
+        prompt = value(request, "input")
     prompts = 1
     if isinstance(prompt, list) and prompt and not isinstance(prompt[0], int):
         prompts = len(prompt)
@@ -165,21 +168,22 @@ class ResourceCheck:
             self._problem, self._at = self._measure(), now
         return self._problem
 
-    def apply(self, body: dict) -> tuple[dict, str | None]:
-        """The body to run (capped when degraded) and the degradation reason, or raise."""
+    def apply(self, request: Any) -> tuple[Any, str | None]:
+        """The request to run (a request model or a body dict; capped when degraded) and the
+        degradation reason, or raise."""
         problem = self.problem()
         if problem is None:
-            return body, None
+            return request, None
         if self.policy.action == "refuse":
             raise ResourceRefused(f"refused before admission: {problem}",
                                   retry_after=self.policy.retry_after_s)
         cap = self.policy.degrade_max_tokens
-        body = dict(body)
-        for key in ("max_tokens", "max_completion_tokens"):
-            if key in body and body[key] is not None:
-                body[key] = min(int(body[key]), cap)
-        body.setdefault("max_tokens", cap)
-        return body, problem
+        capped = {key: min(int(v), cap) for key in ("max_tokens", "max_completion_tokens")
+                  if (v := value(request, key)) is not None}
+        capped.setdefault("max_tokens", cap)
+        if isinstance(request, dict):
+            return dict(request, **capped), problem
+        return request.model_copy(update=capped), problem
 
 
 class Held:

@@ -4,8 +4,9 @@ without losing queued requests (seed 000 §4.3, §5.2-5.3; seed 001 §6.4).
 Contract for routers (see serve/router_api.py): `await pool.forward(kind, body, stream, deadline)`
 returns a `ServedResponse` or raises `Overloaded` (429, at once), `BadRequest` (400: `n` above the
 slots), `ResourceRefused` (503), `DeadlineExceeded` (504), `EngineUnavailable` (503, retriable) or
-`UpstreamError` (the engine's own status). `body` is an OpenAI request body already checked by the
-app; the pool sets `model` to the served name. A streaming response must be `aclose()`d; that
+`UpstreamError` (the engine's own status). `body` is the request's typed model the app checked (or
+a router's own body dict, checked into it here); it is written as JSON once, when it is sent to
+the engine, with `model` set to the served name. A streaming response must be `aclose()`d; that
 frees the slots and, by closing the connection to llama-server, cancels the generation.
 
 `switch_to(spec)` starts the new engine beside the old one and switches once it is healthy
@@ -34,7 +35,10 @@ from edgepick.serve.engine import LlamaServer
 from edgepick.serve.engine_process import EngineProcess, EngineSpec
 from edgepick.serve.collect import collect
 from edgepick.serve.engine_http import relay_error, send, sse_error  # noqa: F401 (re-export)
+from edgepick.serve.forwarded import engine_payload
 from edgepick.serve.metrics import ServeMetrics
+from edgepick.serve.request_checks import as_request
+from edgepick.serve.request_models import OpenAIRequest, value
 from edgepick.serve.scoring import EchoLimits
 from edgepick.serve.engine_queries import EngineQueries
 from edgepick.serve.supervisor import Supervised
@@ -181,22 +185,23 @@ class EdgePool(Supervised, EngineQueries):
         return engine
 
     # -- the request path --------------------------------------------------------------------
-    async def forward(self, kind: Kind, body: dict, stream: bool, deadline: float,
+    async def forward(self, kind: Kind, body: OpenAIRequest | dict, stream: bool, deadline: float,
                       forced: bool = True) -> ServedResponse:
-        if kind == "completion" and body.get("echo"):
+        if kind == "completion" and value(body, "echo"):
             from edgepick.serve.scoring import score_request
 
             return await score_request(self, body, stream, deadline)
         self._refuse_unless_ready()
-        functions = forced_functions(body) if kind == "chat" and forced else None
+        request = as_request(kind, body)
+        functions = forced_functions(request) if kind == "chat" and forced else None
         if functions:  # a tool call required: enforced, as the engine may ignore it
-            return await forward_forced(self, body, stream, deadline, functions)
-        n = slots_needed(body)
-        self.admission.check_size(body.get("n") or 1)  # `n` itself must fit (the schema says)
+            return await forward_forced(self, request, stream, deadline, functions)
+        n = slots_needed(request)
+        self.admission.check_size(value(request, "n") or 1)  # `n` itself must fit (the schema)
         # several prompts (or inputs) beyond the slots take the whole engine, which runs them
         # in turn within this one request: nothing of another request waits unseen inside it
         n = min(n, self.admission.slots)
-        body, degraded = self.resources.apply(body)
+        request, degraded = self.resources.apply(request)
         self.admission.enter(n)
         wait_s = await self.admission.acquire(deadline, n)
         held_from = time.monotonic()
@@ -212,20 +217,17 @@ class EdgePool(Supervised, EngineQueries):
         # the stream (serve/collect.py), so a client that leaves stops the engine at once
         # (llama-server refuses logprobs with tools on a stream: such a request is not streamed)
         streamed = kind != "embedding" and (stream or not (
-            kind == "chat" and body.get("tools") and body.get("logprobs")))
+            kind == "chat" and request.tools and request.logprobs))
         try:
             engine = await self._ready_engine(deadline)
             engine.begin()
             self.metrics.queue_wait.observe(wait_s)
-            payload = dict(body, model=engine.spec.name)
-            if streamed:
-                payload["stream"] = True
-                payload["stream_options"] = {"include_usage": True}
             headers = {"x-edgepick-model-version": f"{engine.spec.name}@{engine.spec.version}"}
             if degraded:
                 headers["x-edgepick-degraded"] = degraded
                 self.metrics.degraded.inc()
-            req = engine.client.build_request("POST", PATHS[kind], json=payload)
+            req = engine.client.build_request(
+                "POST", PATHS[kind], json=engine_payload(request, engine.spec.name, streamed))
             sent = True
             resp = await send(engine, req, deadline, streamed)
             if not stream:

@@ -13,27 +13,29 @@ import base64
 from typing import Any
 
 from edgepick.serve.request_checks import ENGINE_ONLY_FIELDS, check_ids, validate
+from edgepick.serve.request_models import EmbeddingRequest
 from edgepick.serve.router_api import BadRequest
 
 MAX_INPUTS = 2048  # OpenAI's own bound on the inputs of one request
 
 
-def embedding_body(raw: dict, n_vocab: int | None = None) -> dict:
-    """The body to send to the embedding engine; raises BadRequest naming the field."""
+def embedding_body(raw: dict, n_vocab: int | None = None) -> EmbeddingRequest:
+    """The request to send to the embedding engine, as its typed model; raises BadRequest
+    naming the field."""
     for name in ENGINE_ONLY_FIELDS:
         if name in raw:
             raise BadRequest(f"field '{name}' is not accepted: this server chooses its own "
                              "slots, files and models", param=name, code="unsupported_parameter")
-    validate("embedding", raw)
+    request = validate("embedding", raw)
     inputs = raw["input"]
     check_ids(inputs, n_vocab, "input")
     if isinstance(inputs, list) and inputs and not isinstance(inputs[0], int) \
             and len(inputs) > MAX_INPUTS:
         raise BadRequest(f"'input' holds {len(inputs)} inputs; at most {MAX_INPUTS} per request",
                          param="input")
-    # the model is the server's; `dimensions` is checked against the answer; `user` is a label
-    return {k: v for k, v in raw.items() if k not in ("model", "dimensions", "user")
-            and v is not None}  # null is "not given"; llama-server refuses it
+    # the model is the server's; `dimensions` is checked against the answer; `user` is a label:
+    # none is sent (a field set to None is not, serve/forwarded.py)
+    return request.model_copy(update={"model": None, "dimensions": None, "user": None})
 
 
 def width(item: dict[str, Any]) -> int:

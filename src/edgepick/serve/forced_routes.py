@@ -36,6 +36,6 @@ class MockFailingEdge:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._edge, name)
 
-    async def forward(self, kind: Kind, body: dict, stream: bool,
+    async def forward(self, kind: Kind, body: Any, stream: bool,
                       deadline: float) -> ServedResponse:
         raise Overloaded(f"mock failure of the edge ({MOCK_HEADER})", retry_after=1)

@@ -1,9 +1,32 @@
-"""The body serve forwards, shaped from the checked request: nulls dropped (llama-server reads
-`null` as a type error), deploy.yaml's sampling applied (serve/request_checks.py and app.py)."""
+"""The body serve forwards, shaped from the checked request model: deploy.yaml's sampling
+applied (serve/generate.py), then written for the engine once, nulls dropped (llama-server reads
+`null` as a type error)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from pydantic import BaseModel
+
+from edgepick.serve.request_models import value
+
+
+def wire(request: BaseModel | dict) -> dict:
+    """The request as the engine reads it: the fields the client sent (llama-server's own
+    among them) and the ones serve set, under their JSON names, nulls dropped."""
+    if isinstance(request, dict):
+        return without_nulls(request)
+    return without_nulls(request.model_dump(mode="json", by_alias=True, exclude_unset=True))
+
+
+def engine_payload(request: BaseModel, model: str, streamed: bool) -> dict:
+    """What is sent to the engine (serve/edge.py, as JSON): the request for the served model,
+    asking for a stream with its usage when serve reads the answer as one."""
+    payload = dict(wire(request), model=model)
+    if streamed:
+        payload["stream"] = True
+        payload["stream_options"] = {"include_usage": True}
+    return payload
 
 
 def without_nulls(body: dict) -> dict:
@@ -52,18 +75,20 @@ def _tool_without_nulls(tool: Any) -> Any:
     return out
 
 
-def apply_sampling(body: dict, sampling: dict, locked: bool) -> tuple[dict, list[str]]:
+def apply_sampling(request: BaseModel, sampling: dict,
+                   locked: bool) -> tuple[BaseModel, list[str]]:
     """deploy.yaml's `sampling` as the request's defaults (issue 26 item 3); with
-    `lock_sampling` they replace what the client sent. Returns the body and the fields the lock
-    overrode (for the `x-edgepick-sampling` header)."""
+    `lock_sampling` they replace what the client sent. Returns the request and the fields the
+    lock overrode (for the `x-edgepick-sampling` header)."""
     if not sampling:
-        return body, []
-    out = dict(body)
+        return request, []
+    updates: dict[str, Any] = {}
     overridden = []
-    for key, value in sampling.items():
-        if key not in out or out[key] is None:
-            out[key] = value
-        elif locked and out[key] != value:
-            out[key] = value
+    for key, chosen in sampling.items():
+        given = value(request, key)
+        if given is None:
+            updates[key] = chosen
+        elif locked and given != chosen:
+            updates[key] = chosen
             overridden.append(key)
-    return out, overridden
+    return request.model_copy(update=updates), overridden

@@ -16,7 +16,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from edgepick.serve.errors import ClientGone, ServeError, UpstreamError, from_upstream
-from edgepick.serve.forwarded import apply_sampling
+from edgepick.serve.forwarded import apply_sampling, wire
 from edgepick.serve.openapi_doc import describe
 from edgepick.serve.refusals import error_response
 from edgepick.serve.relay import Outcome, measure_body, relay_stream
@@ -73,21 +73,21 @@ def finish(state: ServeState, rr: RouteRequest, route_name: str, t0: float, vers
 
 
 async def checked(state: ServeState, request: Request, kind: Kind, t0: float) -> RouteRequest:
-    """The request as the router gets it: key, body, caps and deploy.yaml's sampling applied."""
+    """The request as the router gets it: key, body, caps and deploy.yaml's sampling applied;
+    its typed model is what the edge forwards, its body the router's view of it."""
     s = state.settings
     check_key(request, s.api_key)
     raw = await read_json(request, s.max_body, s.body_timeout)
-    body = await check_body(kind, raw, max_tokens=s.max_tokens, max_n=state.pool.spec.slots,
-                            n_vocab=state.pool.n_vocab,
-                            max_prompt_tokens=state.max_prompt_tokens,
-                            count_tokens=state.pool.count_tokens)
-    stream = body.get("stream") is True
-    body, locked = apply_sampling(body, state.sampling, state.lock_sampling)
+    checked_request = await check_body(kind, raw, max_tokens=s.max_tokens,
+                                       max_n=state.pool.spec.slots, n_vocab=state.pool.n_vocab,
+                                       max_prompt_tokens=state.max_prompt_tokens,
+                                       count_tokens=state.pool.count_tokens)
+    typed, locked = apply_sampling(checked_request, state.sampling, state.lock_sampling)
     usage = (raw.get("stream_options") or {}).get("include_usage") is True
-    rr = RouteRequest(kind, body, stream, t0 + s.deadline,
+    rr = RouteRequest(kind, wire(typed), typed.stream is True, t0 + s.deadline,
                       {k.lower(): v for k, v in request.headers.items()},
                       request_id=request.state.request_id, sampling_locked=tuple(locked),
-                      include_usage=usage)
+                      include_usage=usage, request=typed)
     rr.task = state.router.task_of(rr)
     state.constraints.apply(rr)
     return rr

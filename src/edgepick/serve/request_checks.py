@@ -16,9 +16,8 @@ from starlette.requests import ClientDisconnect, Request
 from edgepick.serve.constraints import check_constraints
 from edgepick.serve.errors import (BadRequest, BodyTooLarge, ClientGone, RequestTimeout,
                                    Unauthorized, UnsupportedMediaType)
-from edgepick.serve.forwarded import without_nulls
 from edgepick.serve.prompt_cap import check_ids, check_prompt_cap
-from edgepick.serve.request_models import ENGINE_ONLY_FIELDS, REQUEST_MODELS
+from edgepick.serve.request_models import ENGINE_ONLY_FIELDS, REQUEST_MODELS, OpenAIRequest
 from edgepick.serve.router_api import Kind
 
 MAX_TOKEN_FIELDS = ("max_tokens", "max_completion_tokens", "n_predict")
@@ -172,16 +171,23 @@ def _param(loc: tuple) -> str:
     return out
 
 
-def validate(kind: str, body: dict) -> None:
-    """Raise a 400 naming the first field that breaks OpenAI's request type."""
-    validate_model(REQUEST_MODELS[kind], body)
+def validate(kind: str, body: dict) -> Any:
+    """The body as OpenAI's request type for `kind`; a 400 naming the first field that breaks
+    it."""
+    return validate_model(REQUEST_MODELS[kind], body)
 
 
-def validate_model(model: type[BaseModel], body: dict) -> None:
-    """Raise a 400 naming the first field of `body` that breaks `model` (the type
-    /openapi.json documents for the endpoint)."""
+def as_request(kind: str, body: BaseModel | dict) -> Any:
+    """The typed request the pool forwards: serve's checked model as it is, or a body a router
+    wrote itself, checked into the model (a 400 naming the field)."""
+    return body if isinstance(body, BaseModel) else validate(kind, body)
+
+
+def validate_model(model: type[BaseModel], body: dict) -> Any:
+    """`body` as `model` (the type /openapi.json documents for the endpoint); a 400 naming the
+    first field that breaks it."""
     try:
-        model.model_validate(body)
+        return model.model_validate(body)
     except ValidationError as exc:
         raise _bad_field(exc, body) from None
 
@@ -221,14 +227,14 @@ def _bad_field(exc: ValidationError, body: dict) -> BadRequest:
 
 async def check_body(kind: Kind, body: dict, *, max_tokens: int, max_prompt_tokens: int,
                      count_tokens: Callable[[str], Awaitable[int]],
-                     max_n: int | None = None, n_vocab: int | None = None) -> dict:
-    """The body to route: validated, caps applied, `max_tokens` set when absent; raises
-    BadRequest naming the field."""
+                     max_n: int | None = None, n_vocab: int | None = None) -> OpenAIRequest:
+    """The request to route, as its typed model: validated, caps applied, `max_tokens` set
+    when absent; raises BadRequest naming the field."""
     for name in ENGINE_ONLY_FIELDS:
         if name in body:
             raise BadRequest(f"field '{name}' is not accepted: this server chooses its own "
                              "slots, files and models", param=name, code="unsupported_parameter")
-    validate(kind, body)
+    request = validate(kind, body)
     n = body.get("n")
     if max_n is not None and isinstance(n, int) and n > max_n:
         raise BadRequest(f"this request asks for {n} completions and this server decodes at "
@@ -257,11 +263,11 @@ async def check_body(kind: Kind, body: dict, *, max_tokens: int, max_prompt_toke
         if value > max_tokens:
             raise BadRequest(f"'{key}' {value} is over this server's limit of {max_tokens} "
                              "tokens (--max-tokens)", param=key)
-    body = {k: v for k, v in body.items() if k not in ("n_predict", "max_completion_tokens")}
-    # absent: the server's cap, or OpenAI's own default of 16 for an echoed completion
-    body["max_tokens"] = min((v for _, v in asked),
-                             default=min(ECHO_DEFAULT_TOKENS, max_tokens) if scoring else max_tokens)
     await check_prompt_cap(kind, body, max_prompt_tokens, count_tokens)
-    # the model is the server's choice (registry, policy); the client's name is only a label
-    body.pop("model", None)
-    return without_nulls(body)
+    # one limit, `max_tokens`: absent, the server's cap, or OpenAI's own default of 16 for an
+    # echoed completion; the model is the server's choice (registry, policy), the client's
+    # name only a label; a field set to None is not sent
+    cap = min((v for _, v in asked),
+              default=min(ECHO_DEFAULT_TOKENS, max_tokens) if scoring else max_tokens)
+    dropped = {k: None for k in ("n_predict", "max_completion_tokens", "model") if k in body}
+    return request.model_copy(update=dict(dropped, max_tokens=cap))

@@ -264,3 +264,15 @@ class FeedbackBody(_Closed):
 REQUEST_MODELS: dict[str, type[BaseModel]] = {"chat": ChatCompletionRequest,
                                               "completion": CompletionRequest,
                                               "embedding": EmbeddingRequest}
+# what the handlers check and the pool forwards: the engine receives it as JSON, once
+OpenAIRequest = Union[ChatCompletionRequest, CompletionRequest, EmbeddingRequest]
+
+
+def value(request: BaseModel | dict, name: str) -> Any:
+    """A request's field by its JSON name, declared or passed through (None when absent), for
+    code that reads the same field of every endpoint's request (`n`, `prompt`, `max_tokens`)."""
+    if isinstance(request, dict):
+        return request.get(name)
+    if name in type(request).model_fields:
+        return getattr(request, name)
+    return (request.model_extra or {}).get(name)

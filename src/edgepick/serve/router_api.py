@@ -13,7 +13,9 @@ error shape (with `Retry-After` when `retry_after` is set).
 serve/edge.py): `await edge.forward(kind, body, stream, deadline)` admits the request (bounded
 slots + queue), runs it on the active engine and returns a `ServedResponse`, or raises
 `Overloaded`, `ResourceRefused`, `EngineUnavailable`, `DeadlineExceeded` or `UpstreamError`. A
-router may catch those to fall back elsewhere.
+router may catch those to fall back elsewhere. `body` is the request's typed model
+(`request.typed()`, which the engine receives as JSON once) or a body dict the router wrote
+itself (checked into the model by the pool).
 
 Rules every router follows, whatever its name:
 - `request.paths`, when not None, are the only paths it may use. Serve sets it to `("edge",)`
@@ -63,6 +65,19 @@ class RouteRequest:
     sampling_locked: tuple[str, ...] = ()  # fields deploy.yaml's sampling set over the client's
     include_usage: bool = False  # a stream's final chunk carries usage (stream_options)
     constraint: str | None = None  # deploy | client: whose constraint of its task it carries
+    # the checked request's typed model (serve/request_models.py), of which `body` is the dict
+    # view, as the edge forwards it; None once `body` is replaced (then the pool checks the new
+    # body into the model). A body is replaced, never changed in place.
+    request: Any = None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "body" and "body" in self.__dict__:
+            self.__dict__["request"] = None
+        super().__setattr__(name, value)
+
+    def typed(self) -> Any:
+        """What the edge forwards: the typed model, or the body that replaced it."""
+        return self.request if self.request is not None else self.body
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
@@ -107,7 +122,7 @@ class Edge(Protocol):
     @property
     def ready(self) -> bool: ...
 
-    async def forward(self, kind: Kind, body: dict, stream: bool,
+    async def forward(self, kind: Kind, body: Any, stream: bool,
                       deadline: float) -> ServedResponse: ...
 
     async def count_tokens(self, text: str) -> int: ...
@@ -151,7 +166,8 @@ class EdgeOnlyRouter(RouterDefaults):
     """Everything on the local engine; the edge's errors reach the client as they are."""
 
     async def route(self, request: RouteRequest, edge: Edge) -> Routed:
-        resp = await edge.forward(request.kind, request.body, request.stream, request.deadline)
+        resp = await edge.forward(request.kind, request.typed(), request.stream,
+                                  request.deadline)
         return Routed(resp, "edge", "default")
 
     async def aclose(self) -> None:

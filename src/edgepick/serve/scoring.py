@@ -29,11 +29,12 @@ from typing import Any, AsyncContextManager, Protocol
 
 from edgepick.serve.admission import Admission
 from edgepick.serve.collect import replayed
+from edgepick.serve.request_checks import as_request
+from edgepick.serve.request_models import CompletionRequest
 from edgepick.serve.router_api import BadRequest, DeadlineExceeded, Overloaded, ServedResponse
 from edgepick.serve.score_math import Stopped, choice, score, tokens_of
 
 log = logging.getLogger("edgepick.serve")
-MAX_TOP = 20  # top_logprobs per position, as OpenAI's legacy completions allowed at most 5
 
 
 @dataclass(frozen=True)
@@ -126,50 +127,30 @@ class PromptScorer:
                 self._backend = None
 
 
-def _prompts(body: dict) -> list[str | list[int]]:
-    prompt = body.get("prompt")
-    if isinstance(prompt, str):
+def _prompts(request: CompletionRequest) -> list[str | list[int]]:
+    """Each prompt to score (a list of token ids is one prompt)."""
+    prompt = request.prompt
+    if isinstance(prompt, str) or isinstance(prompt[0], int):
         return [prompt]
-    if isinstance(prompt, list) and prompt:
-        if all(isinstance(t, int) and not isinstance(t, bool) for t in prompt):
-            return [prompt]
-        if all(isinstance(p, str) for p in prompt):
-            return list(prompt)
-        if all(isinstance(p, list) and p and all(isinstance(t, int) and not isinstance(t, bool)
-                                                 for t in p) for p in prompt):
-            return list(prompt)
-    raise BadRequest("'prompt' must be a string, a list of strings, token ids or lists of "
-                     "token ids", param="prompt")
+    return list(prompt)
 
 
-def _options(body: dict, limits: EchoLimits) -> tuple[int, int]:
-    k = body.get("logprobs")
-    if k is None or k is False:
-        k = 0
-    if k is True:
-        k = 1
-    if not isinstance(k, int) or not 0 <= k <= MAX_TOP:
-        raise BadRequest(f"'logprobs' must be an integer from 0 to {MAX_TOP}", param="logprobs")
-    max_tokens = body.get("max_tokens", 0)
-    if max_tokens is None:
-        max_tokens = 0
-    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 0:
-        raise BadRequest("with 'echo', 'max_tokens' must be 0 (the prompt's log-probabilities) "
-                         "or more (plus a greedy continuation)", param="max_tokens")
-    # the continuation is capped, not refused (max_tokens is an upper bound): it ends with
-    # finish_reason "length" at --echo-max-tokens
-    return k, min(max_tokens, limits.max_tokens)
+def _options(request: CompletionRequest, limits: EchoLimits) -> tuple[int, int]:
+    """(top alternatives per position, continuation length). The continuation is capped, not
+    refused (max_tokens is an upper bound): it ends with finish_reason "length" at
+    --echo-max-tokens."""
+    return request.logprobs or 0, min(request.max_tokens or 0, limits.max_tokens)
 
 
-async def score_request(pool: ScoringPool, body: dict, stream: bool,
+async def score_request(pool: ScoringPool, body: CompletionRequest | dict, stream: bool,
                         deadline: float) -> ServedResponse:
-    """The `echo: true` completion: prompt log-probabilities from the served file."""
+    """The `echo: true` completion: prompt log-probabilities from the served file. `body` is
+    the typed request (or a router's body dict, checked into it)."""
+    request = as_request("completion", body)
     limits = pool.echo_limits
-    k, max_tokens = _options(body, limits)
-    n = body.get("n", 1) or 1
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise BadRequest("'n' must be a positive integer", param="n")
-    prompts = _prompts(body)
+    k, max_tokens = _options(request, limits)
+    n = request.n or 1
+    prompts = _prompts(request)
     if len(prompts) > limits.max_prompts:
         raise BadRequest(f"an echo request scores at most {limits.max_prompts} prompts "
                          f"(--echo-max-prompts); this one lists {len(prompts)}", param="prompt")
@@ -203,7 +184,7 @@ async def score_request(pool: ScoringPool, body: dict, stream: bool,
                 scorer.remember(key, results[i])
         finally:
             held.release()
-    asked = body.get("logprobs") not in (None, False)
+    asked = request.logprobs is not None
     choices = [choice(i * n + j, r, k, asked) for i, r in enumerate(results)
                for j in range(n)]
     n_prompt = sum(len(r["tokens"]) for r in results)

@@ -14,46 +14,49 @@ import uuid
 from typing import Any
 
 from edgepick.serve.collect import replayed
+from edgepick.serve.request_models import (ChatCompletionRequest, Function, ResponseFormat,
+                                           SystemMessage)
 from edgepick.serve.router_api import BadRequest, ServedResponse
 
-_DROP = ("tools", "tool_choice", "parallel_tool_calls", "response_format", "stream",
-         "stream_options")
+_DROP = ("tools", "tool_choice", "parallel_tool_calls", "response_format", "stream_options")
 
 
-def forced_functions(body: dict) -> list[dict] | None:
+def forced_functions(request: ChatCompletionRequest) -> list[Function] | None:
     """The functions one of which must be called, or None when the choice is free."""
-    tools = body.get("tools") or []
-    choice = body.get("tool_choice")
+    tools = request.tools or []
+    choice = request.tool_choice
     if not tools or choice in (None, "auto", "none"):
         return None
-    functions = [t["function"] for t in tools]
+    functions = [t.function for t in tools]
     if choice == "required":
         return functions
-    name = choice["function"]["name"]
-    picked = [f for f in functions if f["name"] == name]
+    name = choice.function.name
+    picked = [f for f in functions if f.name == name]
     if not picked:
         raise BadRequest(f"'tool_choice.function.name': no tool named '{name}' in 'tools'",
                          param="tool_choice.function.name")
     return picked
 
 
-def grammar_body(body: dict, functions: list[dict]) -> dict:
+def grammar_body(request: ChatCompletionRequest,
+                 functions: list[Function]) -> ChatCompletionRequest:
     """The chat request that makes the model call one of `functions`, whatever its template."""
     branches = [{"type": "object", "properties": {
-        "name": {"const": f["name"]},
-        "arguments": f.get("parameters") or {"type": "object"}},
+        "name": {"const": f.name},
+        "arguments": f.parameters or {"type": "object"}},
         "required": ["name", "arguments"]} for f in functions]
     schema = branches[0] if len(branches) == 1 else {"anyOf": branches}
-    listing = "\n".join(json.dumps({k: f[k] for k in ("name", "description", "parameters")
-                                    if f.get(k) is not None}) for f in functions)
-    system = {"role": "system", "content": "Call exactly one of these tools. Answer with one "
-              "JSON object {\"name\": ..., \"arguments\": {...}} and nothing else.\nTools:\n"
-              + listing}
-    out = {k: v for k, v in body.items() if k not in _DROP}
-    out["messages"] = [system, *body["messages"]]
-    out["response_format"] = {"type": "json_schema",
-                              "json_schema": {"name": "tool_call", "schema": schema}}
-    return out
+    listing = "\n".join(json.dumps(f.model_dump(include={"name", "description", "parameters"},
+                                                exclude_none=True)) for f in functions)
+    system = SystemMessage(role="system", content="Call exactly one of these tools. Answer "
+                           "with one JSON object {\"name\": ..., \"arguments\": {...}} and "
+                           "nothing else.\nTools:\n" + listing)
+    fmt = ResponseFormat.model_validate({"type": "json_schema", "json_schema": {
+        "name": "tool_call", "schema": schema}})
+    # a field set to None is not sent (serve/forwarded.py)
+    return request.model_copy(update=dict({k: None for k in _DROP}, stream=False,
+                                          response_format=fmt,
+                                          messages=[system, *request.messages]))
 
 
 def has_tool_call(answer: dict) -> bool:
@@ -79,16 +82,16 @@ def as_tool_calls(answer: dict, max_tokens: Any) -> dict:
     return out
 
 
-async def forward_forced(pool, body: dict, stream: bool, deadline: float,
-                         functions: list[dict]) -> ServedResponse:
+async def forward_forced(pool, request: ChatCompletionRequest, stream: bool, deadline: float,
+                         functions: list[Function]) -> ServedResponse:
     """A chat request whose tool call is required, answered with one (serve/edge.py)."""
     caps = ((await pool.props()).get("chat_template_caps") or {})
     if caps.get("supports_tool_calls") and not stream:
-        resp = await pool.forward("chat", body, False, deadline, forced=False)
+        resp = await pool.forward("chat", request, False, deadline, forced=False)
         if has_tool_call(resp.body or {}):
             return resp
-    resp = await pool.forward("chat", grammar_body(body, functions), False, deadline)
-    answer = as_tool_calls(resp.body or {}, body.get("max_tokens"))
+    resp = await pool.forward("chat", grammar_body(request, functions), False, deadline)
+    answer = as_tool_calls(resp.body or {}, request.max_tokens)
     if not stream:
         return ServedResponse(body=answer, headers=resp.headers, queue_wait_s=resp.queue_wait_s)
     # the app drops the usage chunk unless it was asked for
