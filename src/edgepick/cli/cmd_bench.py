@@ -63,6 +63,10 @@ def register(app: typer.Typer) -> None:
         fresh: bool = typer.Option(False, "--fresh", help="measure again what is stored"),
         json_out: bool = typer.Option(False, "--json", help="print the results as JSON"),
         csv_path: str = typer.Option(None, "--csv", help="also write the results flat to CSV"),
+        resident: bool = typer.Option(
+            False, "--resident", help="two models (-m A -m B) resident in one process: the "
+            "pair's memory, each one's TTFT, and the TTFT of a request for A that waits for A "
+            "to swap in (--repeats swaps, at least 3)"),
     ) -> None:
         """Measure TTFT, decode speed and memory; sweep prompt length, threads, concurrency;
         sustained speed decay.
@@ -93,6 +97,13 @@ def register(app: typer.Typer) -> None:
                 for m in split_list(model)]
         settings = RuntimeSettings(n_ctx=ctx, n_batch=batch, n_ubatch=ubatch, kv_type=kv_type,
                                    flash_attn=flash_attn, seed=seed)
+        if resident:
+            from edgepick.cli.bench_pair import bench_pair
+
+            return bench_pair(refs, settings.model_copy(update={
+                "threads": int_list(threads, "--threads")[0]}),
+                int_list(prompt_lengths, "--prompt-lengths")[0], gen, repeats, timeout,
+                store, json_out)
         req = BenchRequest(
             models=refs, settings=settings, threads=int_list(threads, "--threads"),
             prompt_lengths=int_list(prompt_lengths, "--prompt-lengths"), gen_tokens=gen,
