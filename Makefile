@@ -32,9 +32,12 @@ tools: $(STAMP)
 run: setup
 	$(PY) -m edgepick run default
 
-# the 25 slowest tests are printed at the end: where the suite's time goes
+# the 25 slowest tests are printed at the end: where the suite's time goes. Bytecode is written
+# even where the environment says not to (PYTHONDONTWRITEBYTECODE): the suite starts hundreds of
+# Pythons (bench workers, serve, the CLI as a process), each of which would compile edgepick's
+# modules again, and pytest would rewrite every test module at each run (__pycache__ is ignored)
 test: setup
-	$(PY) -m pytest -q --durations=25
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q --durations=25
 
 # for iterating, not used by CI: leaves out the tests marked slow, runs last failures first and
 # stops at the first failure
