@@ -53,14 +53,14 @@ def _measure(src: str, path: str, text: str, ctx: int, chunks: int | None, threa
 
 
 def _whole(src, ftype, tmp: Path, imatrix, threads, quantized) -> dict:
-    """One llama-quantize run with every tensor at `ftype` (--pure), opened once for reuse."""
-    import gguf
-
+    """One llama-quantize run with every tensor at `ftype` (--pure), opened once for reuse (by
+    the fast reader: the stock one walks the vocabulary element by element, seconds a file)."""
+    from edgepick.models.gguf_fast_reader import fast_reader
     from edgepick.quantize.ladder import build
 
     path = tmp / f"all-{ftype}.gguf"
     rec = build(src, path, ftype, imatrix=imatrix, pure=True, threads=threads, quantized=quantized)
-    reader = gguf.GGUFReader(str(path))
+    reader = fast_reader(str(path))
     return {"path": str(path), "size": rec.size_bytes, "reader": reader,
             "bytes": {t.name: int(t.n_bytes) for t in reader.tensors}}
 
