@@ -9,7 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from gguf import GGUFReader, GGUFWriter
+from gguf import GGUFWriter
+
+from edgepick.models.gguf_fast_reader import fast_reader
 
 TARGETS = ("attn_q", "attn_v")
 
@@ -18,7 +20,7 @@ def write_lora(model: str | Path, out: str | Path, *, rank: int = 8, blocks: int
                alpha: float = 16.0, zero: bool = False, seed: int = 0,
                scale_b: float = 0.5) -> Path:
     """`out`, a LoRA adapter for `model` on its first `blocks` blocks' TARGETS."""
-    reader = GGUFReader(str(model))
+    reader = fast_reader(str(model))  # gguf's reader walks the vocabulary: seconds a model
     arch = bytes(reader.fields["general.architecture"].parts[-1]).decode()
     shapes = {t.name: [int(x) for x in t.shape] for t in reader.tensors}  # ne order
     rng = np.random.default_rng(seed)

@@ -165,8 +165,7 @@ def test_recipe_for_another_source_is_refused(first_run, tiny_model, tmp_path, c
 def test_assembled_unit_file_equals_llama_quantize_override(tiny_model, tmp_path):
     """The sensitivity candidates are assembled from two whole-file builds; the bytes must be
     exactly what llama-quantize writes when asked for the override directly."""
-    import gguf
-
+    from edgepick.models.gguf_fast_reader import fast_reader as reader  # tensors as gguf's own
     from edgepick.quantize.ladder import build
     from edgepick.quantize.sensitivity import assemble
     from edgepick.quantize.units import find_unit, model_units
@@ -177,10 +176,9 @@ def test_assembled_unit_file_equals_llama_quantize_override(tiny_model, tmp_path
     lo = build(tiny_model, tmp_path / "lo.gguf", "Q4_0", pure=True)
     direct = build(tiny_model, tmp_path / "direct.gguf", "Q8_0", pure=True,
                    overrides=[TensorOverride(pattern=unit.pattern, type="Q4_0")])
-    made = assemble(gguf.GGUFReader(hi.path), gguf.GGUFReader(lo.path), unit,
-                    tmp_path / "made.gguf")
-    a = {t.name: t for t in gguf.GGUFReader(direct.path).tensors}
-    b = {t.name: t for t in gguf.GGUFReader(str(made)).tensors}
+    made = assemble(reader(hi.path), reader(lo.path), unit, tmp_path / "made.gguf")
+    a = {t.name: t for t in reader(direct.path).tensors}
+    b = {t.name: t for t in reader(str(made)).tensors}
     assert a.keys() == b.keys()
     for name in a:
         assert a[name].tensor_type == b[name].tensor_type, name
