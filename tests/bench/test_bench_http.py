@@ -85,7 +85,7 @@ def test_concurrent_requests_and_clear_errors(http_backend, server):
 def test_cli_bench_over_http(cli, server, store_path):
     proc = cli("bench", "--model", server, "--prompt-lengths", "16,32", "--gen", "6",
                "--warmup", "0", "--repeats", "2", "--concurrency", "1,2", "--store", store_path,
-               "--json")
+               "--json", "--quiet-wait", "0")  # waiting for quiet: test_host_load.py
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)
     assert [(r["sweep"], r["status"]) for r in rows] == \

@@ -25,7 +25,7 @@ def test_sigkill_mid_sweep_then_rerun_completes_each_configuration_once(
         cli, tiny_model, store_path):
     args = ["bench", "--model", tiny_model, "--prompt-lengths", "8,16,24,32", "--gen", "8",
             "--warmup", "0", "--repeats", "2", "--threads", "1", "--store", store_path,
-            "--json"]
+            "--json", "--quiet-wait", "0"]  # waiting for a quiet host: test_host_load.py
     proc = subprocess.Popen([sys.executable, "-m", "edgepick", *args],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

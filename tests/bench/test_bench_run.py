@@ -16,7 +16,9 @@ def test_sweep_reports_each_curve_and_reruns_from_the_store(cli, tiny_model, sto
     csv_path = tmp_path / "bench.csv"
     args = ["bench", "--model", tiny_model, "--prompt-lengths", "16,48", "--gen", "8",
             "--warmup", "1", "--repeats", "2", "--concurrency", "1,2", "--sustain", "2",
-            "--threads", "1", "--store", store_path, "--json"]
+            "--threads", "1", "--store", store_path,
+            "--quiet-wait", "0",  # waiting for a quiet host is tested in test_host_load.py
+            "--json"]
     proc = cli(*args, "--csv", str(csv_path))
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)
