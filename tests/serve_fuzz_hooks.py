@@ -1,4 +1,5 @@
-"""What schemathesis needs to know of serve's schema beyond JSON Schema: the prompt caps.
+"""What schemathesis needs to know of serve's schema beyond JSON Schema: the prompt caps and the
+end of a conversation.
 
 serve's prompt caps are in tokens (`--max-prompt-tokens`, `--echo-max-prompt-tokens`), which no
 JSON Schema keyword can count, so `/openapi.json` states them as keywords of its own
@@ -8,6 +9,9 @@ count and the cap. schemathesis' positive-data check (ST202) knows statuses only
 generated prompt over a cap would read as "valid data refused". This hook drops exactly that
 failure, and only when the answer proves it: a 400 with that code, whose quoted count is over
 a quoted cap equal to the one the schema declares. Any other 400 to valid data still fails.
+The same for the end of a conversation (`x-edgepick-last-message` on the chat request: not an
+assistant message with tool calls, nor a second assistant one, which the engine cannot
+continue): dropped only when the request ends so and the 400 names that last message.
 
 Used by tests/serve/test_serve_contract.py, and by a CLI run with
 `SCHEMATHESIS_HOOKS=serve_fuzz_hooks` (PYTHONPATH=tests); docs/serve.md.
@@ -31,11 +35,7 @@ CAPS = {
 
 def declared_caps(case) -> dict[str, int]:
     """The caps the schema declares on this operation's request body."""
-    body = case.operation.definition.raw.get("requestBody", {})
-    ref = body.get("content", {}).get("application/json", {}).get("schema", {}).get("$ref", "")
-    model = case.operation.schema.raw_schema.get("components", {}).get("schemas", {}) \
-        .get(ref.rpartition("/")[2], {})
-    return {k: v for k, v in model.items() if k in CAPS and isinstance(v, int)}
+    return {k: v for k, v in _model(case).items() if k in CAPS and isinstance(v, int)}
 
 
 def refused_over_declared_cap(failure, case, response) -> bool:
@@ -59,9 +59,44 @@ def refused_over_declared_cap(failure, case, response) -> bool:
     return False
 
 
+LAST_MESSAGE = "x-edgepick-last-message"
+
+
+def refused_by_declared_last_message(failure, case, response) -> bool:
+    """Is this ST202 the documented refusal of a conversation whose end the schema's own
+    keyword `x-edgepick-last-message` excludes (JSON Schema cannot name a list's last item)?
+    Only when the request does end so: an assistant message with tool calls, or two assistant
+    messages."""
+    if getattr(failure, "code", None) != "ST202" or response.status_code != 400:
+        return False
+    body = getattr(case, "body", None)
+    messages = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(messages, list) or not messages or LAST_MESSAGE not in _model(case):
+        return False
+    try:
+        err = json.loads(response.content)["error"]
+    except (ValueError, KeyError, TypeError):
+        return False
+    last = messages[-1]
+    if not isinstance(err, dict) or err.get("param") != f"messages[{len(messages) - 1}]" \
+            or not isinstance(last, dict) or last.get("role") != "assistant":
+        return False
+    before = messages[-2] if len(messages) > 1 else None
+    return bool(last.get("tool_calls")) or (isinstance(before, dict)
+                                             and before.get("role") == "assistant")
+
+
+def _model(case) -> dict:
+    body = case.operation.definition.raw.get("requestBody", {})
+    ref = body.get("content", {}).get("application/json", {}).get("schema", {}).get("$ref", "")
+    return case.operation.schema.raw_schema.get("components", {}).get("schemas", {}) \
+        .get(ref.rpartition("/")[2], {})
+
+
 @schemathesis.hook
 def filter_failure(context, failure, case, response) -> bool:
-    dropped = refused_over_declared_cap(failure, case, response)
+    dropped = refused_over_declared_cap(failure, case, response) or \
+        refused_by_declared_last_message(failure, case, response)
     log = os.environ.get("EDGEPICK_FUZZ_DROPPED")  # a file listing what was dropped, if set
     if dropped and log:
         with open(log, "a", encoding="utf-8") as fh:

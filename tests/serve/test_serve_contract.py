@@ -61,7 +61,17 @@ CORPUS = [
                               "stop": None, "tools": None, "logit_bias": None}, 200),
     ("/v1/chat/completions", {"messages": [{"role": "assistant", "content": None,
                                             "tool_calls": [{"type": "function", "function": {
-                                                "name": "f", "arguments": "{}"}}]}]}, 200),
+                                                "name": "f", "arguments": "{}"}}]},
+                                           {"role": "tool", "content": "{}"}]}, 200),
+    # the engine continues a final assistant message, and refuses one with tool calls or a
+    # second one (schemathesis seed 1302 against the real engine): x-edgepick-last-message
+    ("/v1/chat/completions", {"messages": [{"role": "assistant", "content": None,
+                                            "tool_calls": [{"type": "function", "function": {
+                                                "name": "f", "arguments": "{}"}}]}]}, 400),
+    ("/v1/chat/completions", {"messages": [{"role": "assistant", "content": "a"},
+                                           {"role": "assistant", "content": "b"}]}, 400),
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"},
+                                           {"role": "assistant", "content": "The"}]}, 200),
     ("/v1/chat/completions", b'{"messages": [{"role": "user", "content": "x"}], '
                              b'"mirostat_tau": 1e999}', 400),
     # the tokenizer endpoints and feedback, fuzzed since they are documented
@@ -173,3 +183,32 @@ def test_the_fuzz_drops_only_the_documented_refusal_over_a_declared_cap(status, 
         {"error": {"code": code, "message": message}}).encode()})()
     case = _Case(schema, "ChatCompletionRequest")
     assert serve_fuzz_hooks.refused_over_declared_cap(failure, case, response) is dropped
+
+
+@pytest.mark.parametrize("messages, param, dropped", [
+    ([{"role": "user", "content": "x"}, {"role": "assistant", "content": None, "tool_calls": [
+        {"type": "function", "function": {"name": "f", "arguments": "{}"}}]}], "messages[1]", True),
+    ([{"role": "assistant", "content": "a"}, {"role": "assistant", "content": "b"}],
+     "messages[1]", True),
+    # a conversation that ends otherwise, or a 400 naming another field: still a failure
+    ([{"role": "user", "content": "x"}], "messages[0]", False),
+    ([{"role": "assistant", "content": "a"}, {"role": "assistant", "content": "b"}],
+     "temperature", False),
+])
+def test_the_fuzz_drops_only_the_documented_refusal_of_a_conversation_end(messages, param,
+                                                                          dropped):
+    import json
+
+    from fastapi.testclient import TestClient
+    from schemathesis.openapi.checks import RejectedPositiveData
+
+    with TestClient(APP) as c:
+        schema = c.get("/openapi.json").json()
+    assert "x-edgepick-last-message" in schema["components"]["schemas"]["ChatCompletionRequest"]
+    failure = RejectedPositiveData(operation="POST /v1/chat/completions", message="",
+                                   status_code=400, allowed_statuses=["2xx"])
+    response = type("R", (), {"status_code": 400, "content": json.dumps(
+        {"error": {"code": "invalid_value", "param": param}}).encode()})()
+    case = _Case(schema, "ChatCompletionRequest")
+    case.body = {"messages": messages}
+    assert serve_fuzz_hooks.refused_by_declared_last_message(failure, case, response) is dropped

@@ -150,6 +150,20 @@ def _text(s: str, where: str) -> None:
                          param=where or None) from None
 
 
+def check_last_message(messages: list[dict]) -> None:
+    """The end of a conversation the engine can continue (request_models.LAST_MESSAGE)."""
+    last = len(messages) - 1
+    if messages[last].get("role") != "assistant":
+        return
+    if messages[last].get("tool_calls"):
+        raise BadRequest(f"'messages[{last}]': a final assistant message with 'tool_calls' "
+                         "must be followed by the tool messages answering them",
+                         param=f"messages[{last}]")
+    if last and messages[last - 1].get("role") == "assistant":
+        raise BadRequest(f"'messages[{last}]': a final assistant message is continued, and "
+                         "only one may end the list", param=f"messages[{last}]")
+
+
 def _listed(prompt: Any) -> list:
     return prompt if isinstance(prompt, list) else [prompt]
 
@@ -243,6 +257,8 @@ async def check_body(kind: Kind, body: dict, *, max_tokens: int, max_prompt_toke
     if kind == "chat" and body.get("top_logprobs") is not None \
             and body.get("logprobs") is not True:
         raise BadRequest("'top_logprobs' needs 'logprobs': true", param="top_logprobs")
+    if kind == "chat":
+        check_last_message(body["messages"])
     if kind == "chat" and body.get("stream") is True and body.get("tools") \
             and body.get("logprobs") is True:
         raise BadRequest("'logprobs' is not supported with 'tools' on a stream by this engine; "

@@ -173,9 +173,18 @@ _NO_LOGPROBS_WITH_TOOLS_STREAMED = {
     "then": {"not": {"required": ["logprobs"], "properties": {"logprobs": {"const": True}}}}}
 
 
+# llama-server continues a final assistant message (server-common.cpp, prefill_assistant) and
+# refuses one with tool calls, or two assistant messages at the end (OpenAI also wants a tool
+# call answered). JSON Schema cannot name a list's last item, so the rule is a keyword of its
+# own, which the contract fuzz reads (tests/serve_fuzz_hooks.py)
+LAST_MESSAGE = "x-edgepick-last-message"
+LAST_MESSAGE_RULE = "not an assistant message with tool_calls, nor after another assistant one"
+
+
 class ChatCompletionRequest(_Sampling):
     model_config = ConfigDict(extra="allow", json_schema_extra=dict(
-        allOf=[_TOP_NEEDS_LOGPROBS, _NO_LOGPROBS_WITH_TOOLS_STREAMED], **_NO_ENGINE_FIELDS))
+        allOf=[_TOP_NEEDS_LOGPROBS, _NO_LOGPROBS_WITH_TOOLS_STREAMED],
+        **{LAST_MESSAGE: LAST_MESSAGE_RULE}, **_NO_ENGINE_FIELDS))
     messages: Annotated[list[Message], Field(min_length=1)]
     max_tokens: Annotated[StrictInt, Field(ge=1)] | None = None
     max_completion_tokens: Annotated[StrictInt, Field(ge=1)] | None = None
