@@ -110,6 +110,7 @@ def test_run_benches_and_gates_at_the_counted_lengths(tmp_path, tiny_model):
 
     lp = load_plan(EXAMPLES / "tiny.yaml")
     lp.plan.output = str(tmp_path / "run")
+    lp.plan.bench.quiet_wait_s = 0  # waiting for a quiet host: tests/bench/test_host_load.py
     lp.plan.quantize = []
     lp.plan.eval.enabled = lp.plan.fidelity.enabled = lp.plan.report.enabled = False
     _write(tmp_path / "prompts.jsonl", PROMPTS)

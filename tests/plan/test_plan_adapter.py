@@ -27,7 +27,7 @@ candidates:
     adapter_scale: 0.8
     reference: tiny
 runtime: {threads: 1, n_ctx: 256}
-bench: {prompt_lengths: [32], gen_tokens: 8, warmup: 0, repeats: 1}
+bench: {prompt_lengths: [32], gen_tokens: 8, warmup: 0, repeats: 1, quiet_wait_s: 0}
 eval:
   data: demo
   reference: tiny

@@ -24,6 +24,7 @@ def _quantizer() -> bool:
 def _load(name: str, out: Path):
     lp = load_plan(EXAMPLES / name)
     lp.plan.output = str(out)
+    lp.plan.bench.quiet_wait_s = 0  # waiting for a quiet host: tests/bench/test_host_load.py
     return lp
 
 

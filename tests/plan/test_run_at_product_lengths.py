@@ -19,6 +19,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 def test_run_benches_and_gates_at_the_scenarios_lengths(tmp_path):
     lp = load_plan(EXAMPLES / "tiny.yaml")
     lp.plan.output = str(tmp_path / "run")
+    lp.plan.bench.quiet_wait_s = 0  # waiting for a quiet host: tests/bench/test_host_load.py
     lp.plan.quantize = []
     lp.plan.eval.enabled = lp.plan.fidelity.enabled = lp.plan.report.enabled = False
     lp.plan.scenario.overrides = {

@@ -20,7 +20,7 @@ candidates:
   - model: tiny
     label: tiny-f16
 runtime: {threads: 1, n_ctx: 256, kv_type: [f16, q8_0, q4_0], flash_attn: [true, false]}
-bench: {prompt_lengths: [32], gen_tokens: 8, warmup: 0, repeats: 1}
+bench: {prompt_lengths: [32], gen_tokens: 8, warmup: 0, repeats: 1, quiet_wait_s: 0}
 eval:
   data: demo
   reference: tiny
