@@ -110,6 +110,9 @@ CORPUS = [
     # and the schema says so (maxItems); a list of id lists is counted the same way
     ("/v1/completions", {"prompt": [1] * 449}, 400),
     ("/v1/completions", {"prompt": [[1] * 400, [1] * 49]}, 400),
+    # twenty prompts run in turn past the deadline under load (seed 1302): --max-prompts (8)
+    ("/v1/completions", {"prompt": ["x"] * 9, "max_tokens": 1}, 400),
+    ("/v1/completions", {"prompt": [[1]] * 9, "max_tokens": 1}, 400),
     # a reason far over its 2000 characters in astral-plane letters: over the 16 KiB cap
     ("/v1/feedback", {"reason": ".1f" + "\U00089958" * 5000, "request_id": None,
                       "rating": "up"}, 413),
@@ -142,6 +145,9 @@ def test_the_schema_declares_the_prompt_caps():
     ids = [b for b in comps["CompletionRequest"]["properties"]["prompt"]["anyOf"]
            if b.get("items", {}).get("type") == "integer"]
     assert ids[0]["maxItems"] == 448
+    many = [b for b in comps["CompletionRequest"]["properties"]["prompt"]["anyOf"]
+            if b.get("type") == "array" and b.get("items", {}).get("type") != "integer"]
+    assert many and all(b["maxItems"] == 8 for b in many)  # --max-prompts
 
 
 class _Case:

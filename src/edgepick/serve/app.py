@@ -39,7 +39,8 @@ def limits(state: ServeState) -> dict[str, int | None]:
             "embedding_width": emb.embedding_width if emb is not None else None,
             "max_prompt_tokens": state.max_prompt_tokens,
             "echo_max_prompt_tokens": pool.echo_limits.max_prompt_tokens,
-            "echo_max_prompts": pool.echo_limits.max_prompts}
+            "echo_max_prompts": pool.echo_limits.max_prompts,
+            "max_prompts": state.settings.max_prompts}
 
 
 def lifespan_of(state: ServeState):

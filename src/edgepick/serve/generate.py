@@ -81,6 +81,7 @@ async def checked(state: ServeState, request: Request, kind: Kind, t0: float) ->
     checked_request = await check_body(kind, raw, max_tokens=s.max_tokens,
                                        max_n=state.pool.spec.slots, n_vocab=state.pool.n_vocab,
                                        max_prompt_tokens=state.max_prompt_tokens,
+                                       max_prompts=s.max_prompts,
                                        count_tokens=state.pool.count_tokens)
     typed, locked = apply_sampling(checked_request, state.sampling, state.lock_sampling)
     usage = (raw.get("stream_options") or {}).get("include_usage") is True

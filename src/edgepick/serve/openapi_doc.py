@@ -173,6 +173,10 @@ def _prompt_caps(comps: dict[str, Any], lim: dict[str, int | None]) -> None:
             if branch.get("type") == "array" and branch.get("items", {}).get("type") == "integer":
                 branch["maxItems"] = cap  # one prompt of token ids: its length is its count
     completion = comps["CompletionRequest"]
+    if lim.get("max_prompts"):  # several prompts (strings, or lists of ids) run in turn
+        for branch in completion["properties"]["prompt"].get("anyOf", []):
+            if branch.get("type") == "array" and branch.get("items", {}).get("type") != "integer":
+                branch["maxItems"] = lim["max_prompts"]
     if lim.get("echo_max_prompt_tokens"):
         completion[ECHO_MAX_PROMPT_TOKENS] = lim["echo_max_prompt_tokens"]
     if lim.get("echo_max_prompts"):  # an echo lists at most so many prompts (strings or ids)

@@ -241,7 +241,8 @@ def _bad_field(exc: ValidationError, body: dict) -> BadRequest:
 
 async def check_body(kind: Kind, body: dict, *, max_tokens: int, max_prompt_tokens: int,
                      count_tokens: Callable[[str], Awaitable[int]],
-                     max_n: int | None = None, n_vocab: int | None = None) -> OpenAIRequest:
+                     max_n: int | None = None, n_vocab: int | None = None,
+                     max_prompts: int | None = None) -> OpenAIRequest:
     """The request to route, as its typed model: validated, caps applied, `max_tokens` set
     when absent; raises BadRequest naming the field."""
     for name in ENGINE_ONLY_FIELDS:
@@ -265,6 +266,11 @@ async def check_body(kind: Kind, body: dict, *, max_tokens: int, max_prompt_toke
                          "send 'stream': false", param="logprobs")
     if kind == "completion":
         check_ids(body.get("prompt"), n_vocab, "prompt")
+        listed = body.get("prompt")  # a list of token ids is one prompt
+        if max_prompts is not None and isinstance(listed, list) and len(listed) > max_prompts \
+                and not isinstance(listed[0], int):
+            raise BadRequest(f"a completion lists at most {max_prompts} prompts on this server "
+                             f"(--max-prompts), got {len(listed)}", param="prompt")
         if isinstance(n, int) and n > 1 and body.get("echo") is not True \
                 and any(p == "" for p in _listed(body.get("prompt"))):
             raise BadRequest("an empty prompt cannot be completed more than once ('n' > 1): "

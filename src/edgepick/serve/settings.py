@@ -49,6 +49,8 @@ class ServeSettings(BaseSettings):
                             "being scored (429 beyond)")
     echo_max_prompts: int = Field(8, ge=1, description="prompts one echo request may list "
                                   "(400 beyond)")
+    max_prompts: int = Field(8, ge=1, description="prompts one completion request may list "
+                             "(400 beyond): they run in turn within its deadline")
     mem_limit: int | None = Field(None, gt=0, description="engine RssAnon+VmSwap that "
                                   "triggers a drain and restart, e.g. 2GiB")
     mem_check: float = Field(0.1, gt=0, description="seconds between memory samples (a "
