@@ -1,13 +1,14 @@
-"""`edgepick bench -m A -m B --resident`: SmolLM2 and Gemma-3-270M resident in one worker, the
-pair's memory, each one's first token, and a request that waits for its model to swap in."""
+"""`edgepick bench -m A -m B --resident`: two models resident in one worker (the 2-block tiny
+SmolLM2, swapped, beside SmolLM2-135M), the pair's memory, each one's first token, and a
+request that waits for its model to swap in."""
 
 from __future__ import annotations
 
 import json
 
 
-def test_two_resident_models_and_a_swap(smollm2_q4_1, gemma3_q4_k_m, tmp_path, cli):
-    args = ["bench", "-m", smollm2_q4_1, "-m", gemma3_q4_k_m, "--resident", "--repeats", "6",
+def test_two_resident_models_and_a_swap(tiny_model, smollm2_q4_1, tmp_path, cli):
+    args = ["bench", "-m", tiny_model, "-m", smollm2_q4_1, "--resident", "--repeats", "6",
             "--prompt-lengths", "32", "--gen", "2", "--ctx", "256", "--store",
             str(tmp_path / "s.sqlite"), "--json"]
     r = cli(*args)
