@@ -123,12 +123,12 @@ def split(tasks: list[str]) -> tuple[list[int], list[int]]:
     return cal, held
 
 
-def calibrate(scores, conf, cal, cap: float, edge_only=frozenset()) -> list[float]:
-    """The thresholds with the best calibration-half quality whose cloud share is at most
-    `cap` (ties: more requests kept by the first tiers)."""
-    pts = [p for p in front(scores, conf, cal, edge_only) if p.shares[-1] <= cap + 1e-12]
+def calibrate(cal_front: list[TierPoint], cap: float) -> list[float]:
+    """The thresholds with the best calibration-half quality (`cal_front`, that half's front)
+    whose cloud share is at most `cap` (ties: more requests kept by the first tiers)."""
+    pts = [p for p in cal_front if p.shares[-1] <= cap + 1e-12]
     if not pts:  # nothing reaches the cap: send the least to the cloud
-        pts = front(scores, conf, cal, edge_only)[:1]
+        pts = cal_front[:1]
     return max(pts, key=lambda p: (p.quality, p.shares[0])).thresholds
 
 
@@ -154,7 +154,8 @@ def analyse(models: list[str], scores: list[list[float]], conf: list[list[float 
     private = {i for i, t in enumerate(tasks) if t in edge_only_tasks}
     cal, held = split(tasks)
     caps = sorted(set(shares) | ({target_share} if target_share is not None else set()))
-    comps = [judge(scores, conf, calibrate(scores, conf, cal, s, private), held, s, private,
+    cal_front = front(scores, conf, cal, private)  # the grid is walked once for every cap
+    comps = [judge(scores, conf, calibrate(cal_front, s), held, s, private,
                    resamples, seed) for s in caps]
     return TierResult(
         models=models, tier_only=[float(np.mean(s)) for s in scores],
