@@ -11,7 +11,9 @@ failure, and only when the answer proves it: a 400 with that code, whose quoted 
 a quoted cap equal to the one the schema declares. Any other 400 to valid data still fails.
 The same for the end of a conversation (`x-edgepick-last-message` on the chat request: not an
 assistant message with tool calls, nor a second assistant one, which the engine cannot
-continue): dropped only when the request ends so and the 400 names that last message.
+continue): dropped only when the request ends so and the 400 names that last message. And for an
+embedding input the model's tokenizer turns into no token (`x-edgepick-min-input-tokens`): dropped
+only when the 400 `empty_input` names a text input the request holds.
 
 Used by tests/serve/test_serve_contract.py, and by a CLI run with
 `SCHEMATHESIS_HOOKS=serve_fuzz_hooks` (PYTHONPATH=tests); docs/serve.md.
@@ -86,6 +88,33 @@ def refused_by_declared_last_message(failure, case, response) -> bool:
                                              and before.get("role") == "assistant")
 
 
+MIN_INPUT_TOKENS = "x-edgepick-min-input-tokens"
+
+
+def refused_empty_input(failure, case, response) -> bool:
+    """Is this ST202 the documented refusal of an embedding input that the model's tokenizer
+    turns into no token (`x-edgepick-min-input-tokens` on the request: JSON Schema cannot count
+    tokens)? Only when the 400 names a text input the request does hold."""
+    if getattr(failure, "code", None) != "ST202" or response.status_code != 400 \
+            or _model(case).get(MIN_INPUT_TOKENS) != 1:
+        return False
+    try:
+        err = json.loads(response.content)["error"]
+    except (ValueError, KeyError, TypeError):
+        return False
+    body = getattr(case, "body", None)
+    inputs = body.get("input") if isinstance(body, dict) else None
+    if not isinstance(err, dict) or err.get("code") != "empty_input":
+        return False
+    m = re.fullmatch(r"input(?:\[(\d+)\])?", str(err.get("param")))
+    if m is None:
+        return False
+    if m.group(1) is None:
+        return isinstance(inputs, str)
+    i = int(m.group(1))
+    return isinstance(inputs, list) and i < len(inputs) and isinstance(inputs[i], str)
+
+
 def _model(case) -> dict:
     body = case.operation.definition.raw.get("requestBody", {})
     ref = body.get("content", {}).get("application/json", {}).get("schema", {}).get("$ref", "")
@@ -96,7 +125,8 @@ def _model(case) -> dict:
 @schemathesis.hook
 def filter_failure(context, failure, case, response) -> bool:
     dropped = refused_over_declared_cap(failure, case, response) or \
-        refused_by_declared_last_message(failure, case, response)
+        refused_by_declared_last_message(failure, case, response) or \
+        refused_empty_input(failure, case, response)
     log = os.environ.get("EDGEPICK_FUZZ_DROPPED")  # a file listing what was dropped, if set
     if dropped and log:
         with open(log, "a", encoding="utf-8") as fh:

@@ -89,6 +89,13 @@ def test_embedding_refusals_are_openai_shaped(server):
     assert r.status_code == 400, r.text
     assert r.json()["error"]["code"] == "context_length_exceeded"
     assert r.json()["error"]["param"] == "input"
+    # a text the tokenizer empties (SmolLM2 drops "\x04" and adds no BOS): llama-server says
+    # only "Input content cannot be empty"; serve names the input (schemathesis seed 2202)
+    for given, param in (("\x04", "input"), (["hi", "\x04"], "input[1]")):
+        r = httpx.post(server.v1 + "/embeddings", json={"input": given}, timeout=30,
+                       headers={"Authorization": f"Bearer {KEY}"})
+        assert r.status_code == 400, r.text
+        assert (r.json()["error"]["code"], r.json()["error"]["param"]) == ("empty_input", param)
     r = httpx.post(server.v1 + "/embeddings", json={"input": "hi"}, timeout=30)
     assert r.status_code == 401 and r.json()["error"]["code"] == "invalid_api_key"
     ids = [m.id for m in client.models.list()]

@@ -14,7 +14,7 @@ from typing import Any
 
 from edgepick.serve.request_checks import ENGINE_ONLY_FIELDS, check_ids, validate
 from edgepick.serve.request_models import EmbeddingRequest
-from edgepick.serve.router_api import BadRequest
+from edgepick.serve.router_api import BadRequest, ServeError
 
 MAX_INPUTS = 2048  # OpenAI's own bound on the inputs of one request
 
@@ -36,6 +36,29 @@ def embedding_body(raw: dict, n_vocab: int | None = None) -> EmbeddingRequest:
     # the model is the server's; `dimensions` is checked against the answer; `user` is a label:
     # none is sent (a field set to None is not, serve/forwarded.py)
     return request.model_copy(update={"model": None, "dimensions": None, "user": None})
+
+
+async def empty_input(embedder, raw: dict, err: ServeError) -> ServeError:
+    """After the engine refused the request (400), the text input its tokenizer turns into no
+    token, named (`x-edgepick-min-input-tokens` in the schema), else the engine's own refusal.
+    Looked for only on that path: a request that embeds pays no extra tokenization."""
+    if err.status != 400:
+        return err
+    inputs = raw.get("input")
+    texts = [(None, inputs)] if isinstance(inputs, str) else \
+        [(i, x) for i, x in enumerate(inputs or []) if isinstance(x, str)]
+    for i, text in texts:
+        # as llama-server tokenizes an embedding input: special tokens added and parsed
+        try:
+            tokens = await embedder.tokenize(text, add_special=True, parse_special=True)
+        except ServeError:  # the engine went away meanwhile: its refusal stands
+            return err
+        if not tokens:
+            name = "input" if i is None else f"input[{i}]"
+            return BadRequest(f"'{name}' has no token for this model (its tokenizer drops every "
+                              "character of it): an embedding of nothing is refused",
+                              param=name, code="empty_input")
+    return err
 
 
 def width(item: dict[str, Any]) -> int:

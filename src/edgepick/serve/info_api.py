@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from edgepick.serve.answer_models import NOT_READY
-from edgepick.serve.embeddings import answer as embedding_answer, embedding_body
+from edgepick.serve.embeddings import answer as embedding_answer, embedding_body, empty_input
 from edgepick.serve.errors import (NotFound, NotImplementedHere, ServeError, UpstreamError,
                                    from_upstream)
 from edgepick.serve.generate import ENDPOINTS, refused
@@ -38,6 +38,8 @@ async def embed(state: ServeState, request: Request) -> Response:
             err = from_upstream(err)
             if err.code == "context_length_exceeded":  # an input over the engine's n_ctx
                 err.param = "input"
+            elif embedder is not None:
+                err = await empty_input(embedder, raw, err)
         return refused(state, "embedding", err)
     m.requests.labels(ENDPOINTS["embedding"], "200").inc()
     m.embedding_seconds.observe(time.monotonic() - t0)

@@ -236,7 +236,15 @@ EmbeddingInput = Union[Text, Annotated[list[Text], Field(min_length=1)], TokenId
                        Annotated[list[TokenIds], Field(min_length=1)]]
 
 
+# a text input the model's tokenizer turns into no token at all (only characters it drops, such
+# as "\x04" for SmolLM2) is an embedding of nothing too; JSON Schema cannot count tokens, so the
+# schema states the rule as a keyword of its own, and serve answers 400 `empty_input` naming it
+MIN_INPUT_TOKENS = "x-edgepick-min-input-tokens"
+
+
 class EmbeddingRequest(_Request):
+    model_config = ConfigDict(extra="allow",
+                              json_schema_extra=dict(**{MIN_INPUT_TOKENS: 1}, **_NO_ENGINE_FIELDS))
     input: EmbeddingInput
     model: StrictStr | None = None
     encoding_format: Literal["float", "base64"] | None = None
