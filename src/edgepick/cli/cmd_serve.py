@@ -25,11 +25,12 @@ SETTING_FLAGS: dict[str, str | None] = {
     "echo_max_tokens": None, "echo_queue": None, "echo_max_prompts": None, "max_prompts": None,
     "mem_limit": None,
     "mem_check": None, "restart_cooldown": None, "drain_timeout": None, "probe_timeout": None,
-    "hung_after": None, "max_restarts": None, "restart_window": None, "policy": None,
+    "hung_after": None, "max_restarts": None, "restart_window": None, "memory_budget": None,
+    "group_wait": None, "policy": None,
     "registry": None, "signals": None, "route_mode": "--mode", "cloud": None, "sample_rate": None,
     "sample_out": None, "log_dir": None,
 }
-SIZES = ("max_body", "mem_limit")
+SIZES = ("max_body", "mem_limit", "memory_budget")
 # runtime flags → RuntimeSettings fields (--batch sets both batch sizes)
 RUNTIME_FLAGS = {"ctx": "n_ctx", "threads": "threads", "kv_type": "kv_type", "batch": "n_batch"}
 
@@ -73,9 +74,11 @@ def _setting_params() -> list[inspect.Parameter]:
 
 def serve(
     deploy: Optional[Path] = typer.Argument(None, help="deploy.yaml written by `decide`"),
-    model: Optional[str] = typer.Option(None, "-m", "--model",
-                                        help="a GGUF file, a bundled name, or a registry "
-                                             "model (NAME or NAME@VERSION with --registry)"),
+    model: Optional[list[str]] = typer.Option(None, "-m", "--model",
+                                              help="a GGUF file, a bundled name, or a registry "
+                                                   "model (NAME or NAME@VERSION with "
+                                                   "--registry); repeat it to serve several "
+                                                   "models within --memory-budget"),
     config: Optional[Path] = typer.Option(None, help="YAML file of these settings "
                                           "(flags > EDGEPICK_SERVE_* env > file)"),
     ctx: Optional[int] = typer.Option(None, "--ctx", help="context per slot (runtime)",
@@ -107,16 +110,21 @@ def serve(
     if batch is not None:
         runtime["n_ubatch"] = batch
     reg = Registry(settings.registry) if settings.registry else None
-    if deploy is not None and model is not None:
+    models = model or []
+    if deploy is not None and models:
         raise EdgepickError("give a deploy.yaml or -m MODEL, not both")
     if deploy is not None:
         source = assemble.from_deploy(deploy, runtime)
-    elif reg is not None and (model is None or not Path(model).exists()):
-        source = assemble.from_registry(reg, model, runtime)
-    elif model is not None:
+    elif len(models) > 1:
         from edgepick.inputs import resolve_ref
 
-        source = assemble.from_model(resolve_ref(model), runtime)
+        source = assemble.from_models([resolve_ref(m) for m in models], runtime)
+    elif reg is not None and (not models or not Path(models[0]).exists()):
+        source = assemble.from_registry(reg, models[0] if models else None, runtime)
+    elif models:
+        from edgepick.inputs import resolve_ref
+
+        source = assemble.from_model(resolve_ref(models[0]), runtime)
     else:
         raise EdgepickError("nothing to serve: give a deploy.yaml, -m MODEL or --registry DIR")
     state = assemble.build_state(settings, source, registry=reg)

@@ -83,7 +83,8 @@ def add_cors(app: FastAPI, origins: list[str]) -> None:
                        allow_headers=["authorization", "content-type", "x-api-key", REQUEST_ID,
                                       TASK_HEADER],
                        expose_headers=[REQUEST_ID, "x-edgepick-route", "x-edgepick-route-reason",
-                                       "x-edgepick-model-version", "retry-after"],
+                                       "x-edgepick-model-version", "x-edgepick-model",
+                                       "retry-after"],
                        max_age=600)
 
 

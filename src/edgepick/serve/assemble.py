@@ -20,6 +20,7 @@ from edgepick.serve.engine import EngineSpec
 from edgepick.serve.policy_file import ServePolicy
 from edgepick.serve.router_api import Router
 from edgepick.serve.settings import ServeSettings
+from edgepick.serve.team import Member, TeamPool, check_budget
 from edgepick.store.identity import ref_identity
 
 log = logging.getLogger("edgepick.serve")
@@ -39,6 +40,7 @@ class Source:
     runtime: RuntimeSettings
     deploy: DeployConfig | None = None
     embeddings: EngineSpec | None = None  # deploy.yaml's embedding engine, when it has one
+    team: list[Member] | None = None  # several models (serve/team.py), the first the default
 
 
 def _deploy_file(deploy: str | Path, given: str, sha256: str | None, field: str) -> Path:
@@ -64,18 +66,35 @@ def _deploy_file(deploy: str | Path, given: str, sha256: str | None, field: str)
     return model
 
 
+def _runtime(path: str | Path, base: RuntimeSettings, runtime: dict,
+             field: str) -> RuntimeSettings:
+    rt = base.model_copy(update=runtime)
+    if rt.adapter is not None:  # the adapter the decision measured, pinned like the model
+        lora = _deploy_file(path, rt.adapter.path, rt.adapter.sha256, f"{field}.adapter.path")
+        rt = rt.model_copy(update={"adapter": rt.adapter.model_copy(update={"path": str(lora)})})
+    return rt
+
+
+def _team(path: str | Path, cfg: DeployConfig, runtime: dict) -> list[Member]:
+    """Every edge model of a team deploy.yaml, verified; the default (`model`) first."""
+    models = sorted(cfg.edge_models(), key=lambda m: m.name != cfg.model.name)
+    out = []
+    for m in models:
+        i = cfg.models.index(m)
+        file = _deploy_file(path, m.path, m.sha256, f"models[{i}].path")
+        rt = _runtime(path, m.runtime or cfg.runtime, runtime, f"models[{i}].runtime")
+        out.append(Member(EngineSpec(path=str(file), name=m.name, version=m.sha256[:12],
+                                     runtime=rt), m.pin, m.ttl, m.need_bytes))
+    return out
+
+
 def from_deploy(path: str | Path, runtime: dict) -> Source:
     cfg = DeployConfig.load(path)
-    if cfg.is_team:  # never its default model for every task: say so instead
-        raise InputError(path, f"a team of {len(cfg.edge_models())} edge models; this serve "
-                               "runs one model per deploy file (serving a team is not built "
-                               "yet): serve one member with -m FILE", field="models")
     model = _deploy_file(path, cfg.model.path, cfg.model.sha256, "model.path")
-    rt = cfg.runtime.model_copy(update=runtime)
-    if rt.adapter is not None:  # the adapter the decision measured, pinned like the model
-        lora = _deploy_file(path, rt.adapter.path, rt.adapter.sha256, "runtime.adapter.path")
-        rt = rt.model_copy(update={"adapter": rt.adapter.model_copy(update={"path": str(lora)})})
+    rt = _runtime(path, cfg.runtime, runtime, "runtime")
     source = Source(str(model), cfg.model.name, cfg.model.sha256[:12], rt, cfg)
+    if cfg.is_team:
+        source.team = _team(path, cfg, runtime)
     emb = cfg.embeddings
     if emb is not None:
         file = _deploy_file(path, emb.model, emb.sha256, "embeddings.model")
@@ -110,6 +129,19 @@ def from_model(ref: ModelRef, runtime: dict) -> Source:
                             "served")
     return Source(str(ref.path), ref.label, ref_identity(ref)[:12],
                   RuntimeSettings().model_copy(update=runtime))
+
+
+def from_models(refs: list[ModelRef], runtime: dict) -> Source:
+    """`serve -m A -m B`: several models without a deploy, none pinned, the first the default
+    (needs estimated from the files until each has loaded: serve/team.py)."""
+    sources = [from_model(ref, runtime) for ref in refs]
+    names = [s.name for s in sources]
+    if len(set(names)) < len(names):
+        raise EdgepickError(f"-m names the same model twice ({', '.join(names)})")
+    first = sources[0]
+    first.team = [Member(EngineSpec(path=s.path, name=s.name, version=s.version,
+                                    runtime=s.runtime)) for s in sources]
+    return first
 
 
 def load_router(policy: ServePolicy, deploy: DeployConfig | None,
@@ -156,6 +188,23 @@ def forced_routes_allowed(policy: ServePolicy) -> bool:
     return isinstance(policy.route, dict) and policy.route.get("allow_forced_route") is True
 
 
+def _team_pool(settings: ServeSettings, source: Source, pool_args: dict) -> TeamPool:
+    """The team's pool, its memory plan checked again against serve's budget (--memory-budget,
+    else deploy.yaml's memory.budget_bytes): a model that can never fit is refused here."""
+    from dataclasses import replace
+
+    members = [replace(m, spec=replace(m.spec, slots=settings.slots)) for m in source.team or []]
+    budget = settings.memory_budget
+    cfg = source.deploy
+    if cfg is not None:
+        cfg.check_memory(budget, source="deploy.yaml")
+        if budget is None and cfg.memory is not None:
+            budget = cfg.memory.budget_bytes
+    check_budget(members, budget)
+    return TeamPool(members, budget=budget, group_wait=settings.group_wait, deploy=cfg,
+                    pool_args=pool_args, embeddings=source.embeddings, queue=settings.queue)
+
+
 def build_state(settings: ServeSettings, source: Source, *, registry: Registry | None = None,
                 router: Router | None = None) -> ServeState:
     from edgepick.serve.control import RegistryControl
@@ -164,20 +213,31 @@ def build_state(settings: ServeSettings, source: Source, *, registry: Registry |
     from edgepick.serve.watchdog import MemoryWatchdog
 
     policy = ServePolicy.load(settings.policy)
-    spec = EngineSpec(path=source.path, name=source.name, version=source.version,
-                      runtime=source.runtime, slots=settings.slots)
-    pool = EdgePool(spec, queue=settings.queue, resources=policy.resources,
-                    drain_timeout_s=settings.drain_timeout,
-                    log_dir=str(settings.log_dir) if settings.log_dir else None,
-                    probe_timeout_s=settings.probe_timeout, hung_after_s=settings.hung_after,
-                    max_restarts=settings.max_restarts,
-                    restart_window_s=settings.restart_window, embeddings=source.embeddings,
-                    echo_limits=EchoLimits(settings.echo_max_prompt_tokens,
-                                           settings.echo_max_tokens, settings.echo_queue,
-                                           settings.echo_max_prompts))
-    background = [MemoryWatchdog(p, settings.mem_limit, settings.mem_check,
-                                 settings.restart_cooldown).run
-                  for p in (pool, pool.embedder) if p is not None]
+    pool_args = dict(resources=policy.resources, drain_timeout_s=settings.drain_timeout,
+                     log_dir=str(settings.log_dir) if settings.log_dir else None,
+                     probe_timeout_s=settings.probe_timeout, hung_after_s=settings.hung_after,
+                     max_restarts=settings.max_restarts,
+                     restart_window_s=settings.restart_window,
+                     echo_limits=EchoLimits(settings.echo_max_prompt_tokens,
+                                            settings.echo_max_tokens, settings.echo_queue,
+                                            settings.echo_max_prompts))
+    background = []
+    if source.team:
+        if registry is not None or policy.swap is not None:
+            raise EdgepickError("a team of models is served without --registry or a swap: "
+                                "policy (those switch one model's versions)")
+        pool = _team_pool(settings, source, pool_args)
+        engines = [*pool.pools.values(), pool.embedder]
+        background += pool.background()
+    else:
+        spec = EngineSpec(path=source.path, name=source.name, version=source.version,
+                          runtime=source.runtime, slots=settings.slots)
+        pool = EdgePool(spec, queue=settings.queue, embeddings=source.embeddings, **pool_args)
+        engines = [pool, pool.embedder]
+    # one watchdog per engine: a team's members each have their own, as one engine has
+    background += [MemoryWatchdog(p, settings.mem_limit, settings.mem_check,
+                                  settings.restart_cooldown).run
+                   for p in engines if p is not None]
     admin = None
     if registry is not None:
         admin = RegistryControl(registry, pool)

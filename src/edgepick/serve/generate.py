@@ -88,7 +88,8 @@ async def checked(state: ServeState, request: Request, kind: Kind, t0: float) ->
     rr = RouteRequest(kind, wire(typed), typed.stream is True, t0 + s.deadline,
                       {k.lower(): v for k, v in request.headers.items()},
                       request_id=request.state.request_id, sampling_locked=tuple(locked),
-                      include_usage=usage, request=typed)
+                      include_usage=usage, request=typed,
+                      model=raw["model"] if isinstance(raw.get("model"), str) else None)
     rr.task = state.router.task_of(rr)
     state.constraints.apply(rr)
     return rr
@@ -96,7 +97,7 @@ async def checked(state: ServeState, request: Request, kind: Kind, t0: float) ->
 
 async def routed_or_gone(state: ServeState, request: Request, rr: RouteRequest) -> Routed | None:
     """The router's answer, or None when the client left first (its work is cancelled)."""
-    edge = state.edge_only.restrict(rr, state.pool, state.test_headers)
+    edge = state.edge_only.restrict(rr, state.edge_for(rr), state.test_headers)
     task = asyncio.create_task(route(state, rr, edge))
     # one step lets a refusal (429, 503) finish before a disconnect watcher is set up: under
     # overload most requests end here, and they must end fast

@@ -49,7 +49,10 @@ async def embed(state: ServeState, request: Request) -> Response:
 
 
 def cards(state: ServeState) -> list[dict]:
-    """The chat model first (what clients take as the served one), then the embedding one."""
+    """The chat model first (what clients take as the served one), then the embedding one; a
+    team lists every member with its state (serve/team.py)."""
+    if hasattr(type(state.pool), "cards"):
+        return state.pool.cards()
     embedder = state.pool.embedder
     specs = [state.pool.spec] + ([embedder.spec] if embedder is not None else [])
     return [{"id": spec.name, "object": "model", "owned_by": "edgepick", "created": 0,

@@ -65,6 +65,7 @@ class RouteRequest:
     sampling_locked: tuple[str, ...] = ()  # fields deploy.yaml's sampling set over the client's
     include_usage: bool = False  # a stream's final chunk carries usage (stream_options)
     constraint: str | None = None  # deploy | client: whose constraint of its task it carries
+    model: str | None = None  # the `model` the client named (a team serves that member)
     # the checked request's typed model (serve/request_models.py), of which `body` is the dict
     # view, as the edge forwards it; None once `body` is replaced (then the pool checks the new
     # body into the model). A body is replaced, never changed in place.

@@ -58,7 +58,9 @@ def run_server(state: ServeState) -> None:
     state.on_start_failed = failed
     shown = f"[{host}]" if ":" in host else host
     spec = state.pool.spec
-    print(f"edgepick serve: http://{shown}:{port}/v1 ({spec.name}@{spec.version}, "
+    members = getattr(state.pool, "members", None)  # a team: every model, the default first
+    served = ", ".join(members) if members else f"{spec.name}@{spec.version}"
+    print(f"edgepick serve: http://{shown}:{port}/v1 ({served}, "
           f"{s.slots} slots, queue {s.queue}; /health, /metrics)", flush=True)
     try:
         server.run(sockets=[sock])

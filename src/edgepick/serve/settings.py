@@ -69,6 +69,13 @@ class ServeSettings(BaseSettings):
                               "and reports itself degraded")
     restart_window: float = Field(600.0, gt=0, description="seconds over which --max-restarts "
                                   "is counted")
+    # a team of models (several -m, or a team deploy.yaml): serve/team.py, serve/residency.py
+    memory_budget: int | None = Field(None, gt=0, description="bytes the team's resident "
+                                      "models may need together, e.g. 600M (default: "
+                                      "deploy.yaml's memory.budget_bytes, else none)")
+    group_wait: float = Field(1.0, ge=0, description="seconds a request for a model that is "
+                              "not loaded waits while the resident one still has work, so "
+                              "one swap serves a batch")
     policy: Path | None = Field(None, description="YAML policy: resources:, swap:, route:")
     registry: Path | None = Field(None, description="model registry directory")
     signals: Path | None = Field(None, description="signals file (battery, AC, temperature, "
@@ -83,7 +90,7 @@ class ServeSettings(BaseSettings):
     sample_out: Path | None = Field(None, description="eval JSONL file for sampled traffic")
     log_dir: Path | None = Field(None, description="where llama-server logs go")
 
-    @field_validator("max_body", "mem_limit", mode="before")
+    @field_validator("max_body", "mem_limit", "memory_budget", mode="before")
     @classmethod
     def _size(cls, v: Any) -> Any:
         return None if v is None else parse_size(v)

@@ -48,6 +48,12 @@ class ServeState:
         # x-edgepick-force-route / x-edgepick-mock-failure: tests only (route.allow_forced_route)
         self.test_headers = test_headers
 
+    def edge_for(self, rr: RouteRequest) -> Edge:
+        """The edge the router gets: the pool, or a team's member for this request's model or
+        task (serve/team.py)."""
+        edge_for = getattr(type(self.pool), "edge_for", None)
+        return edge_for(self.pool, rr) if edge_for is not None else self.pool
+
     @property
     def max_prompt_tokens(self) -> int:
         if self.settings.max_prompt_tokens:
