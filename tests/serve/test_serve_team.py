@@ -66,13 +66,13 @@ def test_team_routes_tasks_swaps_and_groups(smollm2_q4_1, gemma3_q4_k_m, tmp_pat
         assert states(s.url) == {"smol": "unloaded", "gemma": "loaded"}  # one fits at a time
 
         # alternating tasks: a swap each, never a 5xx
-        for task in ("chat", "math", "chat", "math"):
+        for task in ("chat", "math"):
             assert ask(s.url, task).status_code == 200
         loads = s.metric("edgepick_model_loads_total", cause="demand")
-        assert loads == 6 and s.metric("edgepick_model_unloads_total", reason="evicted") == 5
+        assert loads == 4 and s.metric("edgepick_model_unloads_total", reason="evicted") == 3
 
         # a burst of mixed tasks: grouped by model, fewer swaps than requests
-        tasks = ["chat", "math"] * 6
+        tasks = ["chat", "math"] * 4
         with ThreadPoolExecutor(len(tasks)) as pool:
             answers = list(pool.map(lambda t: ask(s.url, t), tasks))
         assert [a.status_code for a in answers] == [200] * len(tasks)
@@ -80,7 +80,7 @@ def test_team_routes_tasks_swaps_and_groups(smollm2_q4_1, gemma3_q4_k_m, tmp_pat
                    for a, t in zip(answers, tasks))
         swaps = s.metric("edgepick_model_loads_total", cause="demand") - loads
         assert 1 <= swaps <= 3 < len(tasks)
-        assert s.metric("edgepick_swap_waits_total") >= 6
+        assert s.metric("edgepick_swap_waits_total") >= 4 + 4  # 4 before, the chat ones now
         assert s.metric("edgepick_model_load_seconds_count") == loads + swaps
 
         # the official client picks a model by its name; the answer names it
@@ -127,11 +127,12 @@ def test_ad_hoc_models_without_a_deploy(smollm2_q4_1, gemma3_q4_k_m, tmp_path):
                 "--ctx", "512", "--slots", "1"], tmp_path) as s:
         names = list(states(s.url))
         assert len(names) == 2
-        for name in names + names[:1]:
-            r = ask(s.url, model=name)
-            assert r.status_code == 200 and r.headers["x-edgepick-model"] == name
-        assert ask(s.url).headers["x-edgepick-model"] == names[0]  # the first -m: the default
-        assert s.metric("edgepick_model_loads_total") == 3
+        r = ask(s.url, model=names[1])
+        assert r.status_code == 200 and r.headers["x-edgepick-model"] == names[1]
+        r = ask(s.url)  # no member named: the first -m, the default
+        assert r.status_code == 200 and r.headers["x-edgepick-model"] == names[0]
+        assert s.metric("edgepick_model_loads_total") == 2
+        assert states(s.url) == {names[0]: "loaded", names[1]: "unloaded"}
 
 
 def _decide_team_module():

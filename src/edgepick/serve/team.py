@@ -169,7 +169,9 @@ class TeamPool:
         return out
 
     async def count_tokens(self, text: str) -> int:
-        return await MemberEdge(self, self.default).count_tokens(text)
+        """By the most recently used resident model's tokenizer (the default one, loaded, when
+        none is): the prompt cap is checked before the request's member is chosen."""
+        return await MemberEdge(self, self.current.spec.name).count_tokens(text)
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
@@ -201,6 +203,7 @@ class TeamPool:
         pool = self.pools[name]
         await pool.aclose()
         pool.last_memory = 0
+        pool.scorer = None  # closed with the engine; an echo after the next load opens another
         self.metrics.active_model.labels(pool.spec.name, pool.spec.version).set(0)
 
     # -- choosing a member -------------------------------------------------------------------
