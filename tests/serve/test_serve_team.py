@@ -13,7 +13,8 @@ from pathlib import Path
 
 import httpx
 
-from edgepick.records.deploy import DeployConfig, DeployModel, TaskConstraint, TaskRoute
+from edgepick.records.deploy import (CloudEndpoint, DeployConfig, DeployModel, TaskConstraint,
+                                     TaskRoute)
 from edgepick.records.team import EdgeModel, MemoryPlan
 from edgepick.registry.store import sha256_of
 from serve_harness import serve, wait_until
@@ -23,7 +24,8 @@ TASK = "x-edgepick-task"
 
 
 def team_deploy(tmp_path: Path, smol: str, gemma: str, *, budget_mib: int = 400,
-                smol_pin: bool = False, gemma_ttl: int | None = None) -> Path:
+                smol_pin: bool = False, gemma_ttl: int | None = None,
+                cloud: str | None = None) -> Path:
     """smol serves `chat`, gemma `math` (held to a label set); needs 150 + 300 MiB, so a budget
     of 400 MiB holds one at a time."""
     s = EdgeModel(name="smol", path=smol, sha256=sha256_of(smol), need_bytes=150 * MIB,
@@ -36,6 +38,9 @@ def team_deploy(tmp_path: Path, smol: str, gemma: str, *, budget_mib: int = 400,
                        routes=[TaskRoute(task="chat", route="smol"),
                                TaskRoute(task="math", route="gemma")],
                        constraints={"math": TaskConstraint(labels=["yes", "no"])})
+    if cloud:  # `hard` goes to the cloud
+        cfg.routes.append(TaskRoute(task="hard", route="cloud"))
+        cfg.cloud = CloudEndpoint(url=cloud, model="cloud")
     cfg.runtime.n_ctx = 512
     return cfg.dump(tmp_path / "deploy.yaml")
 
@@ -83,31 +88,50 @@ def test_team_routes_tasks_swaps_and_groups(smollm2_q4_1, gemma3_q4_k_m, tmp_pat
         assert s.metric("edgepick_swap_waits_total") >= 4 + 4  # 4 before, the chat ones now
         assert s.metric("edgepick_model_load_seconds_count") == loads + swaps
 
-        # the official client picks a model by its name; the answer names it
+        # the official client picks a model by its name (over the task); the answer names it
         client = s.openai()
+        resident = next(n for n, st in states(s.url).items() if st == "loaded")
         raw = client.chat.completions.with_raw_response.create(
-            model="smol", max_tokens=4, messages=[{"role": "user", "content": "Hi"}])
-        assert raw.headers["x-edgepick-model"] == "smol" and raw.parse().model == "smol"
+            model=resident, max_tokens=4, messages=[{"role": "user", "content": "Hi"}],
+            extra_headers={TASK: "chat" if resident == "gemma" else "math"})
+        assert raw.headers["x-edgepick-model"] == resident and raw.parse().model == resident
         assert {m.id for m in client.models.list()} == {"smol", "gemma"}
-        stream = client.chat.completions.create(model="gemma", max_tokens=4, stream=True,
+        stream = client.chat.completions.create(model=resident, max_tokens=4, stream=True,
                                                 messages=[{"role": "user", "content": "Hi"}])
-        assert {c.model for c in stream} == {"gemma"}
-        assert states(s.url) == {"smol": "unloaded", "gemma": "loaded"}
+        assert {c.model for c in stream} == {resident}
+        other = ({"smol", "gemma"} - {resident}).pop()
+        assert states(s.url) == {resident: "loaded", other: "unloaded"}
 
 
-def test_pinned_loads_at_start_and_ttl_unloads(smollm2_q4_1, gemma3_q4_k_m, tmp_path):
-    path = team_deploy(tmp_path, smollm2_q4_1, gemma3_q4_k_m, budget_mib=600, smol_pin=True,
-                       gemma_ttl=1)
-    with serve([str(path), "--slots", "1"], tmp_path) as s:
-        assert states(s.url) == {"smol": "loaded", "gemma": "unloaded"}
-        assert s.metric("edgepick_model_loads_total", model="smol", cause="start") == 1
-        r = ask(s.url, "math")
-        assert r.status_code == 200 and r.headers["x-edgepick-model"] == "gemma"
-        assert states(s.url) == {"smol": "loaded", "gemma": "loaded"}  # both fit in 600 MiB
-        wait_until("gemma unloaded after its ttl",
-                   lambda: states(s.url)["gemma"] == "unloaded", timeout=15)
-        assert s.metric("edgepick_model_unloads_total", model="gemma", reason="idle") == 1
-        assert states(s.url)["smol"] == "loaded"  # pinned: never unloaded
+def _fake_cloud():
+    path = Path(__file__).parents[1] / "route" / "test_route_serve.py"
+    spec = importlib.util.spec_from_file_location("route_serve_cloud", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.fake_cloud()
+
+
+def test_pinned_loads_at_start_ttl_unloads_and_the_cloud_route(smollm2_q4_1, gemma3_q4_k_m,
+                                                               tmp_path):
+    with _fake_cloud() as cloud:
+        path = team_deploy(tmp_path, smollm2_q4_1, gemma3_q4_k_m, budget_mib=600,
+                           smol_pin=True, gemma_ttl=1, cloud=cloud.url)
+        policy = tmp_path / "policy.yaml"  # routes by task, never escalates on confidence
+        policy.write_text("route: {mode: by_task, escalate_low_confidence: false}\n")
+        with serve([str(path), "--slots", "1", "--policy", str(policy)], tmp_path) as s:
+            assert states(s.url) == {"smol": "loaded", "gemma": "unloaded"}
+            assert s.metric("edgepick_model_loads_total", model="smol", cause="start") == 1
+            r = ask(s.url, "hard")  # deploy.yaml routes it to the (stand-in) cloud
+            assert r.status_code == 200 and r.headers["x-edgepick-route"] == "cloud"
+            assert "x-edgepick-model" not in r.headers and cloud.calls == 1
+            r = ask(s.url, "math")
+            assert r.status_code == 200 and r.headers["x-edgepick-model"] == "gemma"
+            assert r.headers["x-edgepick-route"] == "edge"
+            assert states(s.url) == {"smol": "loaded", "gemma": "loaded"}  # both fit in 600M
+            wait_until("gemma unloaded after its ttl",
+                       lambda: states(s.url)["gemma"] == "unloaded", timeout=15)
+            assert s.metric("edgepick_model_unloads_total", model="gemma", reason="idle") == 1
+            assert states(s.url)["smol"] == "loaded"  # pinned: never unloaded
 
 
 def test_a_model_that_can_never_fit_is_refused_in_one_line(smollm2_q4_1, gemma3_q4_k_m,
