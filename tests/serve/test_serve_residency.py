@@ -133,3 +133,12 @@ def test_an_idle_model_unloads_after_its_ttl(monkeypatch):
         job.cancel()
         assert log.unloads == [("a", "idle")] and res.models["a"].state == "unloaded"
     asyncio.run(main())
+
+
+def test_a_swap_serves_its_whole_batch_even_when_the_next_swap_is_queued():
+    async def main():
+        res, log = residency({"a": 100, "b": 100}, 150, group_wait=0.0)
+        # both unloaded, both wanted at once, no group wait: each load serves all its waiters
+        await asyncio.gather(*[use(res, n, hold=0.02) for n in ["a", "b"] * 3])
+        assert sorted(log.loads) == ["a", "b"] and log.waits == 6
+    asyncio.run(main())

@@ -44,6 +44,9 @@ class Resident:
     inflight: int = 0
     waiting: int = 0
     draining: bool = False  # an eviction waits for its in-flight requests: no new ones
+    # requests that waited for the load that just ended: they enter even if another load has
+    # already begun to drain this model, so a swap always serves the batch it was made for
+    reserved: int = 0
     last_used: float = field(default_factory=time.monotonic)
     failures: int = 0  # loads that failed; a waiter that saw one more than at its arrival gives up
     error: str = ""
@@ -104,7 +107,7 @@ class Residency:
             m.waiting += 1
             failures = m.failures
             try:
-                while not (m.state == "loaded" and not m.draining):
+                while not (m.state == "loaded" and (not m.draining or m.reserved > 0)):
                     if m.failures > failures:
                         raise EngineUnavailable(f"model {name} failed to load: {m.error}",
                                                 retry_after=2)
@@ -124,8 +127,12 @@ class Residency:
                         await asyncio.wait_for(self.changed.wait(), max(wake - now, 0.01))
                     except asyncio.TimeoutError:
                         pass
-            finally:
+            except BaseException:
                 m.waiting -= 1
+                m.reserved = min(m.reserved, m.waiting)
+                raise
+            m.waiting -= 1
+            m.reserved = max(m.reserved - 1, 0)
             self._enter(m, waited=True)
 
     def _enter(self, m: Resident, waited: bool) -> None:
@@ -160,7 +167,7 @@ class Residency:
                     v.draining = True
             for v in victims:  # in-flight requests finish first (bounded by their deadlines)
                 async with self.changed:
-                    await self.changed.wait_for(lambda: v.inflight == 0)
+                    await self.changed.wait_for(lambda: v.inflight == 0 and v.reserved == 0)
                 await self._unload_one(v, "evicted")
             await self._set(m, "loading")
             t0 = time.monotonic()
@@ -176,7 +183,9 @@ class Residency:
             self.events.loaded(name, cause, m.last_used - t0)
             log.info("model %s loaded (%s) in %.2f s%s", name, cause, m.last_used - t0,
                      f", evicting {', '.join(v.name for v in victims)}" if victims else "")
-            await self._set(m, "loaded")
+            async with self.changed:
+                m.state, m.reserved = "loaded", m.waiting
+                self.changed.notify_all()
 
     async def _unload_one(self, m: Resident, reason: str) -> None:
         await self._set(m, "unloading")
