@@ -19,7 +19,10 @@ from edgepick.store import ResultStore
 
 
 def _sustain_and_report(cli, model: str, seconds: float, store_path: str, out) -> dict:
+    # one timed run of the prompt sweep beside the sustained run: the report's sustained
+    # section is drawn from the sustained run alone, and five repeats on SmolLM2 cost seconds
     proc = cli("bench", "--model", model, "--prompt-lengths", "64", "--gen", "32",
+               "--repeats", "1",
                "--sustain", f"{seconds:g}", "--threads", "1", "--quiet-wait", "0",
                "--store", store_path, "--json", timeout=seconds + 600)
     assert proc.returncode == 0, proc.stderr
