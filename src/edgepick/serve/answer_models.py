@@ -72,6 +72,11 @@ class ModelCard(_Open):
     created: int
     owned_by: str
     version: str | None = None
+    # a team's member (serve/team.py): loaded, unloaded, loading, unloading, or its engine's
+    # own restarting/unresponsive/failed; pinned; the need counted against the budget
+    state: str | None = None
+    pinned: bool | None = None
+    need_bytes: int | None = None
 
 
 class ModelList(_Closed):
