@@ -161,6 +161,30 @@ def test_ad_hoc_models_without_a_deploy(tiny_model, smollm2_q4_1, tmp_path):
         assert states(s.url) == {names[0]: "loaded", names[1]: "unloaded"}
 
 
+def test_each_member_is_supervised_on_its_own(tiny_model, smollm2_q4_1, tmp_path):
+    """A member's engine killed is restarted (counted under its name); the other's is untouched."""
+    import os
+    import signal
+
+    import psutil
+
+    with serve(["-m", tiny_model, "-m", smollm2_q4_1, "--ctx", "512", "--slots", "1"],
+               tmp_path) as s:
+        names = list(states(s.url))
+        for name in names:  # no budget: both load and stay
+            assert ask(s.url, model=name).status_code == 200
+        assert set(states(s.url).values()) == {"loaded"}
+        by_model = {name: next(pid for pid in s.engine_pids()
+                               if path in psutil.Process(pid).cmdline())
+                    for name, path in zip(names, (tiny_model, smollm2_q4_1))}
+        os.kill(by_model[names[1]], signal.SIGKILL)
+        wait_until("the killed member restarted", lambda: s.metric(
+            "edgepick_engine_restarts_total", reason=f"team:{names[1]}_crash") == 1, 60)
+        wait_until("it serves again", lambda: ask(s.url, model=names[1]).status_code == 200, 60)
+        assert by_model[names[0]] in s.engine_pids()  # the other engine never stopped
+        assert s.metric("edgepick_model_loads_total") == 2  # a restart is not a load
+
+
 def _decide_team_module():
     path = Path(__file__).parents[1] / "decide" / "test_decide_team.py"
     spec = importlib.util.spec_from_file_location("decide_team_rows", path)
