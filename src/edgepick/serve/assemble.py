@@ -230,6 +230,9 @@ def build_state(settings: ServeSettings, source: Source, *, registry: Registry |
         engines = [*pool.pools.values(), pool.embedder]
         background += pool.background()
     else:
+        if settings.memory_budget:  # said, not silently ignored
+            log.warning("--memory-budget applies to a team (several -m, or a team deploy.yaml); "
+                        "one model is served without it (--mem-limit bounds one engine)")
         spec = EngineSpec(path=source.path, name=source.name, version=source.version,
                           runtime=source.runtime, slots=settings.slots)
         pool = EdgePool(spec, queue=settings.queue, embeddings=source.embeddings, **pool_args)
