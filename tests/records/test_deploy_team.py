@@ -151,14 +151,28 @@ def test_pin_and_ttl_exclude_each_other(tmp_path):
         DeployConfig.load(write(tmp_path, data))
 
 
-def test_serve_refuses_a_team_file_in_one_line_rather_than_serve_its_default_model(tmp_path):
-    from edgepick.errors import InputError
+def test_serve_reads_every_member_of_a_team_file(tmp_path):
+    """serve runs a team (issue 38 item 2, tests/serve/test_serve_team.py): every member's file
+    is verified, the default model first, each with its own runtime, pin, ttl and need; a
+    member whose file is missing is refused naming it."""
+    from edgepick.registry.store import sha256_of
     from edgepick.serve.assemble import from_deploy
 
-    path = write(tmp_path, team())
-    try:
-        from_deploy(path, {})
-        raise AssertionError("serve accepted a team file")
-    except InputError as exc:
-        assert exc.field == "models" and "a team of 3 edge models" in str(exc)
-        assert "\n" not in str(exc)
+    data = team()
+    for i, m in enumerate(data["models"]):
+        f = tmp_path / f"{m['name']}.gguf"
+        f.write_bytes(b"GGUF" + bytes([i]) * 16)
+        m["path"], m["sha256"] = f.name, sha256_of(f)
+    data["model"] = {k: data["models"][0][k] for k in ("name", "path", "sha256")}
+    source = from_deploy(write(tmp_path, data), {"threads": 1})
+    members = source.team
+    assert [m.spec.name for m in members] == ["small", "medium", "tiny"]
+    assert [(m.pin, m.ttl, m.need) for m in members] == [
+        (True, None, 300 * MIB), (False, 120, 500 * MIB), (False, None, 200 * MIB)]
+    assert members[1].spec.runtime.n_ctx == 4096 and members[1].spec.runtime.threads == 1
+    assert members[0].spec.path == str(tmp_path / "small.gguf")
+    (tmp_path / "medium.gguf").unlink()
+    with pytest.raises(InputError) as exc:
+        from_deploy(write(tmp_path, data), {})
+    assert exc.value.field == "models[1].path" and "does not exist" in str(exc.value)
+    assert "\n" not in str(exc.value)
