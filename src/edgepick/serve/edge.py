@@ -222,7 +222,8 @@ class EdgePool(Supervised, EngineQueries):
             engine = await self._ready_engine(deadline)
             engine.begin()
             self.metrics.queue_wait.observe(wait_s)
-            headers = {"x-edgepick-model-version": f"{engine.spec.name}@{engine.spec.version}"}
+            headers = {"x-edgepick-model-version": f"{engine.spec.name}@{engine.spec.version}",
+                       "x-edgepick-model": engine.spec.name}  # as a team's answers say it
             if degraded:
                 headers["x-edgepick-degraded"] = degraded
                 self.metrics.degraded.inc()
