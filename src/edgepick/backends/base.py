@@ -87,6 +87,9 @@ class Generation(BaseModel):
     # the generated token ids as the engine chose them (in-process engines); their text may
     # tokenize back to other ids, so a caller that needs the ids reads them here
     token_ids: list[int] | None = None
+    # leading prompt tokens whose KV an engine's prefix cache reused instead of prefilling
+    # (llama-server's tokens_cached): prefill_s then covers only the rest
+    cached_tokens: int = 0
 
     @property
     def ttft_s(self) -> float | None:

@@ -92,6 +92,9 @@ class LlamaCppBackend(Backend):
     maturity_reason: ClassVar[str] = ("in-process llama.cpp: one pinned engine, the same code "
                                       "measured here and shipped")
     settings_model: ClassVar[type] = LlamaCppSettings
+    # generate_many prefills a prompt prefix shared by several prompts once (llama_cpp_prefix);
+    # False prefills every prompt whole (the side-by-side measurement switches it off)
+    reuse_prefixes: ClassVar[bool] = True
     # all passed to llama-cpp-python's Llama in load (type_k/type_v, flash_attn, n_batch,
     # n_ubatch, n_threads/n_threads_batch, use_mmap, swa_full, n_ctx, seed)
     honoured_settings: ClassVar[frozenset[str]] = frozenset({
@@ -130,6 +133,10 @@ class LlamaCppBackend(Backend):
         self._formatter = None
         self._multi_ctx = None
         self._step = None
+        self._prefix = None
+        self.width = 0  # sequences decoded together (load's n_seq); 0: one context, one sequence
+        # prompt tokens put through llama_decode (prefill only): what a prefix cache saves
+        self.prompt_tokens_decoded = 0
 
     # -- lifecycle -------------------------------------------------------------------------
     def load(self, candidate: Candidate, options: LoadOptions | None = None) -> float:
@@ -174,6 +181,7 @@ class LlamaCppBackend(Backend):
         if self._multi_ctx is not None:
             self._multi_ctx.close()  # before the model it belongs to
             self._multi_ctx = None
+        self._prefix = None
         if self._sampler is not None:
             llama_cpp.llama_sampler_free(self._sampler)
             self._sampler = None
@@ -220,10 +228,12 @@ class LlamaCppBackend(Backend):
         t0 = time.perf_counter()
         tokens = self._prompt_tokens(prompt, chat)
         max_tokens = self._budget(tokens, max_tokens)
+        self._forget_prefixes()  # llm.eval below clears every sequence
         llm.reset()
         vocab = llm._model.vocab
         ctx = llm._ctx.ctx
         llm.eval(tokens)
+        self.prompt_tokens_decoded += len(tokens)
         prefill_s = time.perf_counter() - t0
         step = self._stepper()
         chain = None
@@ -276,7 +286,9 @@ class LlamaCppBackend(Backend):
         shared_kv packs the groups into the one cache), each with its own budget and sampler."""
         import llama_cpp
 
-        if len(requests) < 2 or llama_cpp.llama_n_seq_max(self._require()._ctx.ctx) < 2 \
+        # one request alone still goes through the prefix cache: its prefix may be resident
+        if (len(requests) < 2 and self._prefix is None) or \
+                llama_cpp.llama_n_seq_max(self._require()._ctx.ctx) < 2 \
                 or any(r.constraint is not None for r in requests):  # grammars: one at a time
             return super().generate_many(requests)
         from edgepick.backends.llama_cpp_batched import generate_packed
@@ -327,6 +339,7 @@ class LlamaCppBackend(Backend):
             raise EdgepickError("this model was loaded without full logits; load with need_logits")
         if len(tokens) > llm.n_ctx():
             raise EdgepickError(f"{len(tokens)} tokens do not fit the context of {llm.n_ctx()}")
+        self._forget_prefixes()
         llm.reset()
         llm.eval(tokens)
         return np.array(llm.scores[: len(tokens)], dtype=np.float32, copy=True)
@@ -353,6 +366,7 @@ class LlamaCppBackend(Backend):
                     repeats: int) -> dict[int, float]:
         from edgepick.backends.llama_cpp_step import time_decode
 
+        self._forget_prefixes()
         return time_decode(self._require(), tokens, fills, n_tokens, repeats)
 
     def _stepper(self):
@@ -365,8 +379,21 @@ class LlamaCppBackend(Backend):
     # -- concurrent sequences (additive; see llama_cpp_batched.py) ------------------------------
     def _resize_for_sequences(self, n_seq: int, shared: bool = False) -> None:
         from edgepick.backends.llama_cpp_batched import multi_sequence_context
+        from edgepick.backends.llama_cpp_prefix import prefix_cache_for
 
-        self._multi_ctx = multi_sequence_context(self.llm, n_seq, shared)
+        self._prefix = prefix_cache_for(self.llm, n_seq, shared) if self.reuse_prefixes else None
+        # as many spare sequence ids as decoding slots: a full group leaves the last residents
+        self._multi_ctx = multi_sequence_context(self.llm, n_seq, shared,
+                                                 spare=n_seq if self._prefix else 0)
+        self.width = n_seq
+
+    def prefix_cache(self):
+        """The prompt-prefix cache of generate_many's groups (llama_cpp_prefix), or None."""
+        return self._prefix
+
+    def _forget_prefixes(self) -> None:
+        if self._prefix is not None:
+            self._prefix.forget()
 
     def generate_concurrent(self, prompts: list[list[int]], max_tokens: int, *,
                             ignore_eos: bool = False) -> list[Generation]:
@@ -374,6 +401,7 @@ class LlamaCppBackend(Backend):
         (continuous batching, as llama-server's parallel slots do). Needs load(n_seq >= len)."""
         from edgepick.backends.llama_cpp_batched import generate_batched
 
+        self._forget_prefixes()  # it clears the cache: bench measures prompts prefilled whole
         return generate_batched(self, prompts, max_tokens, ignore_eos=ignore_eos)
 
     def _require(self):

@@ -134,13 +134,16 @@ def _constraints(candidate: Candidate, items: list[EvalItem], missing: list, got
 def _generate_group(backend, reqs: list) -> list:
     """Each request's Generation, or the EdgepickError that stopped it: a group that fails is
     tried again one by one, so a bad item costs only its own output."""
-    from edgepick.backends.base import request_options
+    from edgepick.backends.base import CONCURRENT_SEQUENCES, request_options
 
-    if len(reqs) > 1:
+    # even one alone, on an engine that decodes groups: its prefix cache may hold the prompt's
+    # beginning (backends/llama_cpp_prefix.py)
+    if len(reqs) > 1 or backend.supports(CONCURRENT_SEQUENCES):
         try:
             return list(backend.generate_many(reqs))
-        except EdgepickError:
-            pass
+        except EdgepickError as exc:
+            if len(reqs) == 1:
+                return [exc]
     out = []
     for r in reqs:
         try:
