@@ -212,6 +212,12 @@ class DeployConfig(_Strict):
                 return r.route
         return self.default_route
 
+    def first_route(self, task: str | None) -> str:
+        """Where a task's request goes first: its cascade's first step (a cascade without tasks
+        takes every task without a route), else its route."""
+        cascade = self.cascade_for(task)
+        return cascade.steps[0].to if cascade is not None else self.route_for(task)
+
     def cascade_for(self, task: str | None) -> Cascade | None:
         """The task's own cascade, else one without tasks when the task has no route."""
         named = next((c for c in self.cascades if task in c.tasks), None)

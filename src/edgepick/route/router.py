@@ -55,6 +55,9 @@ def from_section(section: dict | None, deploy: DeployConfig | None = None):
     from edgepick.serve.router_api import EdgeOnlyRouter
 
     cloud_tasks = [r.task for r in (deploy.routes if deploy else []) if r.route == "cloud"]
+    if section is None and not cloud_tasks and deploy is not None and deploy.is_team \
+            and deploy.cascades:  # the team's cascades run, and nothing else escalates
+        section = {"mode": "by_task", "escalate_low_confidence": False}
     if section is None:
         if not cloud_tasks:
             return EdgeOnlyRouter()
@@ -93,6 +96,9 @@ class EdgeCloudRouter:
         self.latches = Latches()
         self.context = ContextFitter(policy.context_budget_share)
         self.classifier = _load_classifier(policy.task_classifier)
+        from edgepick.route.team_cascade import TeamCascade  # it reads this module's helpers
+
+        self.tiers = TeamCascade(self)  # a team deploy's cascades over its members
 
     # -- the Router protocol ---------------------------------------------------------------
     async def route(self, request: RouteRequest, edge) -> Routed:
@@ -109,7 +115,9 @@ class EdgeCloudRouter:
             plan.paths = [p for p in plan.paths if p != "edge"]
             if not plan.paths or self.cloud is None:
                 raise BadRequest(ctx.overflow)
-        routed = await self._run(plan, request, body, edge_body, edge)
+        steps = self.tiers.steps(request, task, edge, plan)
+        routed = await (self.tiers.run(request, body, edge_body, steps, plan) if steps
+                        else self._run(plan, request, body, edge_body, edge))
         if ctx and ctx.header and routed.route in ("edge", "edge-fallback"):
             routed.response.headers["x-edgepick-context"] = ctx.header
         return routed
@@ -178,7 +186,7 @@ class EdgeCloudRouter:
                 return Plan(["cloud", "edge"], "cloud_first", task=task, mock=mock)
             return Plan(["edge", "cloud"], why_off, True, task, mock)
         if pol.mode == "by_task":
-            route = self.deploy.route_for(task) if self.deploy else "edge"
+            route = self.deploy.first_route(task) if self.deploy else "edge"
             reason = f"task:{task or 'default'}"
             if route == "cloud" and online:
                 return Plan(["cloud", "edge"], reason, task=task, mock=mock)
@@ -231,11 +239,26 @@ class EdgeCloudRouter:
 
     async def _edge(self, request: RouteRequest, body: dict, edge,
                     plan: Plan) -> tuple[ServedResponse, str]:
-        judge = self._judging() and not (request.stream and
-                                         self.policy.stream_cascade == "decide_first")
-        if not judge:
-            resp = await edge.forward(request.kind, body, request.stream, request.deadline)
-            return (await _peeked(resp) if request.stream else resp), ""
+        if not (self._judging() and self.buffers(request)):
+            return await self.straight(request, body, edge), ""
+        pol = self.policy
+        judged = pol.mode == "cascade" or pol.escalate_low_confidence
+        return await self.judged(request, body, edge,
+                                 pol.confidence.threshold if judged else None)
+
+    def buffers(self, request: RouteRequest) -> bool:
+        """Is the edge answer judged before it goes out (a stream under `decide_first`: no)?"""
+        return not (request.stream and self.policy.stream_cascade == "decide_first")
+
+    async def straight(self, request: RouteRequest, body: dict, edge) -> ServedResponse:
+        """The edge's answer as the client asked for it, unjudged (a stream peeked)."""
+        resp = await edge.forward(request.kind, body, request.stream, request.deadline)
+        return await _peeked(resp) if request.stream else resp
+
+    async def judged(self, request: RouteRequest, body: dict, edge,
+                     threshold: float | None) -> tuple[ServedResponse, str]:
+        """The edge's whole answer and why it should be handed on ("": kept): the validator
+        failed, or its confidence is below `threshold` (None: confidence not judged)."""
         asked_body, asked = ask_logprobs(request.kind, body)
         resp = await edge.forward(request.kind, asked_body, False, request.deadline)
         data = resp.body or {}
@@ -245,11 +268,10 @@ class EdgeCloudRouter:
             ok, detail = pol.validator.check(answer_text(request.kind, data))
             if not ok:
                 why.append("format_invalid")
-        conf = None
-        if pol.mode == "cascade" or pol.escalate_low_confidence:
+        if threshold is not None:
             c = pol.confidence
             conf = confidence(answer_logprobs(data), c.method, c.k)
-            if conf is None or conf < c.threshold:
+            if conf is None or conf < threshold:
                 why.append("low_confidence")
             resp.headers["x-edgepick-confidence"] = "none" if conf is None else f"{conf:.4f}"
             self.context.observe_confidence(conf)

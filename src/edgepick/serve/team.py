@@ -20,7 +20,7 @@ from typing import Any
 
 from prometheus_client import Counter, Gauge, Histogram
 
-from edgepick.records.team import EdgeModel, memory_plan
+from edgepick.records.team import DEFAULT_EDGE, EdgeModel, memory_plan
 from edgepick.serve.edge import EdgePool
 from edgepick.serve.engine_process import EngineSpec
 from edgepick.serve.metrics import LATENCY_BUCKETS, ServeMetrics
@@ -209,13 +209,14 @@ class TeamPool:
     # -- choosing a member -------------------------------------------------------------------
     def member_for(self, model: str | None, task: str | None) -> str:
         """The member the client names (NAME or NAME@VERSION), else the task's route in
-        deploy.yaml (a member, or `edge`: the default), else the default member."""
+        deploy.yaml (its cascade's first step, a member or `edge`: the default), else the
+        default member."""
         if model:
             name = model if model in self.members else model.rsplit("@", 1)[0]
             if name in self.members:
                 return name
         if self.deploy is not None:
-            route = self.deploy.route_for(task)
+            route = self.deploy.first_route(task)
             if route in self.members:
                 return route
         return self.default
@@ -240,6 +241,12 @@ class MemberEdge:
     @property
     def ready(self) -> bool:
         return self.team.ready
+
+    def member(self, route: str) -> "MemberEdge | None":
+        """Another member's edge (a cascade's next step: route/team_cascade.py), by its name
+        or `edge` (the default one); None when the team has no such member."""
+        name = self.team.default if route == DEFAULT_EDGE else route
+        return MemberEdge(self.team, name) if name in self.team.members else None
 
     async def count_tokens(self, text: str) -> int:
         res = self.team.residency
