@@ -2,7 +2,8 @@
 [tiny, smol, cloud] (the 2-block SmolLM2, SmolLM2-135M, and a stand-in cloud: a llama-server on
 the tiny model). With thresholds 1.0 nothing is confident enough and a request ends at the
 cloud, two escalations counted; with 0.0 at step 1 the tiny model answers; an edge-only task and
-`network: offline` end at smol, and the response says why. A step naming an unknown member is
+`network: offline` end at smol (under a budget that holds one model, smol evicts tiny), and the
+response says why. A step naming an unknown member is
 refused when the file loads, in one line."""
 
 from __future__ import annotations
@@ -94,7 +95,8 @@ def test_three_tier_cascade_over_a_team(tiny_model, smollm2_q4_1, tmp_path):
 def test_offline_the_cascade_ends_at_the_last_edge_step(tiny_model, smollm2_q4_1, tmp_path):
     path = cascade_deploy(tmp_path, tiny_model, smollm2_q4_1, "http://127.0.0.1:9/v1",
                           offline=True)
-    with serve([str(path), "--slots", "1"], tmp_path) as s:
+    # 69 + 94 MiB files: a budget of 120M holds one model at a time, so smol evicts tiny
+    with serve([str(path), "--slots", "1", "--memory-budget", "120M"], tmp_path) as s:
         r, text = ask(s.url, "hard")
         assert r.status_code == 200 and text
         assert (r.headers["x-edgepick-model"], r.json()["model"]) == ("smol", "smol")
@@ -102,6 +104,8 @@ def test_offline_the_cascade_ends_at_the_last_edge_step(tiny_model, smollm2_q4_1
         assert r.headers["x-edgepick-route-reason"] == "tiny_low_confidence;offline"
         assert s.metric("edgepick_cascade_escalations_total", step="1/3") == 1
         assert s.metric("edgepick_cascade_answers_total", step="2/3", model="smol") == 1
+        assert s.metric("edgepick_model_loads_total", cause="demand") == 2
+        assert s.metric("edgepick_model_unloads_total", model="tiny", reason="evicted") == 1
 
 
 def test_a_step_naming_an_unknown_member_is_refused(tiny_model, smollm2_q4_1, tmp_path, cli):

@@ -5,8 +5,9 @@ Offline-safe by construction: every request has an ordered list of allowed paths
 slow or unreachable path hands over to the next, and the request fails only when every allowed
 path failed, with an error that names each path and why. Route labels (the `x-edgepick-route`
 header): `edge`, `cloud`, `edge-fallback` (the edge answered because the cloud could not or was
-offline) and `cloud-escalated` (the cloud answered because the edge failed, was overloaded, was
-unsure or broke the format).
+offline), `cloud-escalated` (the cloud answered because the edge failed, was overloaded, was
+unsure or broke the format) and `edge-escalated` (a team cascade's later edge step answered:
+route/team_cascade.py).
 """
 
 from __future__ import annotations

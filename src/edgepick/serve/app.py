@@ -84,7 +84,7 @@ def add_cors(app: FastAPI, origins: list[str]) -> None:
                                       TASK_HEADER],
                        expose_headers=[REQUEST_ID, "x-edgepick-route", "x-edgepick-route-reason",
                                        "x-edgepick-model-version", "x-edgepick-model",
-                                       "retry-after"],
+                                       "x-edgepick-cascade-step", "retry-after"],
                        max_age=600)
 
 
