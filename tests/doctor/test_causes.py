@@ -63,8 +63,10 @@ def test_prompts_beyond_n_ctx(doctor, write_deploy, smollm2_q4_1, tmp_path):
                       checks=["context_overflow"]).findings
 
 
-def test_cpu_hog_beside_the_measurement(doctor, smollm2_q4_1, hog):
-    f = _first(doctor(smollm2_q4_1, symptom="slow", checks=["host_load"]))
+def test_cpu_hog_beside_the_measurement(doctor, tiny_model, hog):
+    # the cause is the hogs, not the model: the 2-block cut decodes its window's tokens in
+    # moments even beside two busy processes, where SmolLM2's took seconds a token
+    f = _first(doctor(tiny_model, symptom="slow", checks=["host_load"]))
     assert f.cause == "host_load"
     hog_pids = {str(p.pid) for p in hog}
     assert hog_pids & set(f.fix.command.split())  # the fix names the hog to stop
