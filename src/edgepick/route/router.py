@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import importlib
 import logging
-from dataclasses import dataclass, field
 from typing import AsyncIterator, Callable
 
 from edgepick.backends import llama_server_client as lsc
 from edgepick.records.deploy import DeployConfig
-from edgepick.route.answers import (answer_logprobs, answer_text, ask_logprobs, replay_stream,
-                                    strip_logprobs)
+from edgepick.route.answers import answer_logprobs, answer_text, ask_logprobs, strip_logprobs
 from edgepick.route.cloud import CloudClient, CloudError
 from edgepick.route.confidence import confidence
+from edgepick.route.route_plan import (Plan, all_failed, as_client_wants, route_label,
+                                      short_reason, why_failed)
 from edgepick.route.route_policy import Latches, Rule, RoutePolicy
 from edgepick.route.serve_context import ContextFitter
 from edgepick.route.probes import DeviceSignals, NetworkProbe
@@ -31,19 +31,6 @@ from edgepick.serve.router_api import (BadRequest, EngineUnavailable, Routed, Ro
                                        ServedResponse, ServeError, declared_task)
 
 log = logging.getLogger("edgepick.route")
-
-
-class AllPathsFailed(ServeError):
-    code = "all_routes_failed"
-
-
-@dataclass
-class Plan:
-    paths: list[str]  # in the order to try
-    reason: str
-    first_is_fallback: bool = False  # the edge goes first only because the cloud is off
-    task: str | None = None
-    mock: set[str] = field(default_factory=set)
 
 
 def from_section(section: dict | None, deploy: DeployConfig | None = None):
@@ -213,8 +200,8 @@ class EdgeCloudRouter:
         for i, path in enumerate(plan.paths):
             if path == "cloud" and self.cloud is None:
                 continue
-            label = _label(path, i, plan)
-            reason = plan.reason if i == 0 else _why(failures)
+            label = route_label(path, i, plan)
+            reason = plan.reason if i == 0 else why_failed(failures)
             try:
                 if path == "cloud":
                     resp = await self._cloud(request, body, plan)
@@ -233,10 +220,10 @@ class EdgeCloudRouter:
                         cloud.headers["x-edgepick-confidence"] = resp.headers["x-edgepick-confidence"]
                     return Routed(cloud, "cloud-escalated", unsure)
                 except ServeError as exc:
-                    resp = await _as_client_wants(resp, request)
-                    return Routed(resp, label, f"{unsure};cloud_failed:{_short(exc)}")
-            return Routed(await _as_client_wants(resp, request), label, reason)
-        raise _all_failed(failures)
+                    resp = await as_client_wants(resp, request)
+                    return Routed(resp, label, f"{unsure};cloud_failed:{short_reason(exc)}")
+            return Routed(await as_client_wants(resp, request), label, reason)
+        raise all_failed(failures)
 
     async def _edge(self, request: RouteRequest, body: dict, edge,
                     plan: Plan) -> tuple[ServedResponse, str]:
@@ -292,43 +279,6 @@ class EdgeCloudRouter:
             raise
         self.probe.observe(True, self.probe.state.latency_ms)
         return resp
-
-
-def _label(path: str, i: int, plan: Plan) -> str:
-    if path == "edge":
-        return "edge-fallback" if i > 0 or plan.first_is_fallback else "edge"
-    return "cloud-escalated" if i > 0 else "cloud"
-
-
-def _short(exc: ServeError) -> str:
-    if isinstance(exc, CloudError):
-        return exc.why
-    return {"overloaded": "overloaded", "insufficient_resources": "resources",
-            "engine_unavailable": "unavailable", "deadline_exceeded": "deadline"}.get(
-        exc.label, f"http_{exc.status}")
-
-
-def _why(failures: list[tuple[str, ServeError]]) -> str:
-    return ";".join(f"{p}_{_short(e)}" for p, e in failures) or "fallback"
-
-
-def _all_failed(failures: list[tuple[str, ServeError]]) -> ServeError:
-    if not failures:
-        return EngineUnavailable("no path allowed for this request", retry_after=2)
-    detail = "; ".join(f"{p}: {e.message} ({e.status})" for p, e in failures)
-    edge_err = next((e for p, e in failures if p == "edge"), None)
-    status = edge_err.status if edge_err is not None else 502
-    retry = edge_err.retry_after if edge_err is not None else None
-    return AllPathsFailed(f"every allowed path failed — {detail}", status=status,
-                          retry_after=retry)
-
-
-async def _as_client_wants(resp: ServedResponse, request: RouteRequest) -> ServedResponse:
-    """A buffered (judged) edge answer replayed as a stream when the client asked for one."""
-    if request.stream and resp.chunks is None and resp.body is not None:
-        return ServedResponse(chunks=replay_stream(request.kind, resp.body), headers=resp.headers,
-                              queue_wait_s=resp.queue_wait_s)
-    return resp
 
 
 def _is_error_event(piece: bytes) -> bool:

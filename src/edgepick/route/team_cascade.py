@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from edgepick.records.team import CLOUD
-from edgepick.route.router import Plan, _all_failed, _as_client_wants, _short
+from edgepick.route.route_plan import Plan, all_failed, as_client_wants, short_reason
 from edgepick.serve.router_api import BadRequest, Routed, RouteRequest, ServeError
 
 STEP_HEADER = "x-edgepick-cascade-step"  # "2/3": the second of the cascade's three steps
@@ -120,19 +120,19 @@ class TeamCascade:
                 if isinstance(exc, BadRequest):
                     raise
                 failures.append((step.name, exc))
-                why = f"cloud_failed:{_short(exc)}" if step.edge is None else _short(exc)
+                why = f"cloud_failed:{short_reason(exc)}" if step.edge is None else short_reason(exc)
                 self._hand_on(step, why, handed)
                 continue
             if not unsure:
                 if last and why_not:  # it answers because the cloud step is left out
                     handed.append(why_not)
-                return self._answered(await _as_client_wants(resp, request), step, handed)
+                return self._answered(await as_client_wants(resp, request), step, handed)
             self._hand_on(step, unsure, handed)
             held = (resp, step)
         if held is not None:  # nothing after it answered: the latest edge answer goes out
             resp, step = held
-            return self._answered(await _as_client_wants(resp, request), step, handed)
-        raise _all_failed(failures)
+            return self._answered(await as_client_wants(resp, request), step, handed)
+        raise all_failed(failures)
 
     def _hand_on(self, step: Step, why: str, handed: list[str]) -> None:
         handed.append(why if why.startswith("cloud_failed") else f"{step.name}_{why}")
