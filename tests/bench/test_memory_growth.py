@@ -1,5 +1,7 @@
-"""Memory growth over the sustained run: a shim that leaks 1 MiB per 100 tokens is flagged, the
-real engine is not."""
+"""Memory growth over the sustained run: a shim that leaks 1 MiB per 100 tokens is flagged. The
+real engine, unflagged, is checked by the bench CLI's sustained run on SmolLM2
+(tests/bench/test_sustained_report.py::test_sustained_run_on_smollm2) and by doctor's healthy
+deploy (tests/doctor/test_doctor_output.py): a second run of it here cost half this test."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from edgepick.inputs import resolve_ref
 from leaky_engine import measure_sustain_leaky
 
 
-def _sustain(tiny_model: str, worker=None):
+def _sustain(tiny_model: str, worker):
     req = BenchRequest(models=[resolve_ref(tiny_model)], prompt_lengths=[16], gen_tokens=16,
                        warmup=1, repeats=1, threads=[1], sustain_s=4.0)
     cfg = [c for c in expand(req) if c.sweep == "sustain"][0]
@@ -20,13 +22,10 @@ def _sustain(tiny_model: str, worker=None):
     return res.sustain
 
 
-def test_leaking_engine_is_flagged_and_the_real_one_is_not(tiny_model):
+def test_leaking_engine_is_flagged(tiny_model):
     leaky = _sustain(tiny_model, measure_sustain_leaky)
     assert leaky.memory_growth_flagged
     assert 7 < leaky.memory_growth_mib_per_1k < 13  # 10 MiB per 1000 tokens leaked
-    real = _sustain(tiny_model)
-    assert real.memory_growth_mib_per_1k is not None
-    assert not real.memory_growth_flagged, real.memory_growth_mib_per_1k
 
 
 def test_memory_growth_slope_and_too_few_points():
