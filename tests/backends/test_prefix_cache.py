@@ -49,16 +49,17 @@ def prompts(smollm2_q4_1):
         b.unload()
 
 
-def _run(model: str, groups: list[list[list[int]]], reuse: bool, monkeypatch):
+def _run(model: str, groups: list[list[list[int]]], reuse: bool, monkeypatch, keep=False):
     from edgepick.backends import get_backend
     from edgepick.backends.base import GenRequest, LoadOptions
     from edgepick.backends.llama_cpp import LlamaCppBackend
     from edgepick.records.candidate import Candidate, RuntimeSettings
 
     monkeypatch.setattr(LlamaCppBackend, "reuse_prefixes", reuse)
+    monkeypatch.setattr(LlamaCppBackend, "keep_prefixes", keep)
     b = get_backend("llama_cpp")
     b.load(Candidate(model=model, settings=RuntimeSettings(threads=2, n_ctx=1024)),
-           LoadOptions(n_seq=2, shared_kv=True))
+           LoadOptions(n_seq=max(len(g) for g in groups), shared_kv=True))
     try:
         gens = [b.generate_many([GenRequest(prompt=p, max_tokens=12) for p in g])
                 for g in groups]
@@ -67,21 +68,24 @@ def _run(model: str, groups: list[list[list[int]]], reuse: bool, monkeypatch):
         b.unload()
 
 
+@pytest.mark.parametrize("keep", [False, True], ids=["in-group", "resident"])
 def test_a_shared_prefix_is_prefilled_once_with_the_same_greedy_outputs(smollm2_q4_1, prompts,
-                                                                        monkeypatch):
+                                                                        monkeypatch, keep):
     from edgepick.backends.llama_cpp_prefix import common_prefix
 
     a, b, c = prompts
     shared = common_prefix(a, b)
     assert shared > 100 and common_prefix(a, c) == shared  # the system turn
-    # two prompts decoded together, then a third in a later call on the same loaded model
-    groups = [[a, b], [c]]
-    cold, n_cold = _run(smollm2_q4_1, groups, False, monkeypatch)
-    warm, n_warm = _run(smollm2_q4_1, groups, True, monkeypatch)
-    assert n_cold == len(a) + len(b) + len(c)
-    assert n_warm == len(a) + (len(b) - shared) + (len(c) - shared)
-    # the group's two go in token order: whichever is first is prefilled whole
-    assert sorted(g.cached_tokens for g in warm[:2]) == [0, shared] and warm[2].cached_tokens == shared
-    assert [g.prompt_tokens for g in warm] == [len(a), len(b), len(c)]
+    # two prompts decoded together; kept resident, then a third in a later call on the same
+    # loaded model. (The three in one group flip a near-tie: docs/evaluate.md)
+    groups = [[a, b], [c]] if keep else [[a, b]]
+    cold, n_cold = _run(smollm2_q4_1, groups, False, monkeypatch, keep)
+    warm, n_warm = _run(smollm2_q4_1, groups, True, monkeypatch, keep)
+    mine = [a, b, c][:len(warm)]
+    assert n_cold == sum(len(p) for p in mine)
+    assert n_warm == len(a) + sum(len(p) - shared for p in mine[1:])
+    # a group goes in token order: whichever is first is prefilled whole
+    assert sorted(g.cached_tokens for g in warm) == [0] + [shared] * (len(mine) - 1)
+    assert [g.prompt_tokens for g in warm] == [len(p) for p in mine]
     # the copied KV is the KV prefilled: greedy outputs are the same tokens (docs/evaluate.md)
     assert [g.token_ids for g in warm] == [g.token_ids for g in cold]

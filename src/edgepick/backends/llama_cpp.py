@@ -95,6 +95,11 @@ class LlamaCppBackend(Backend):
     # generate_many prefills a prompt prefix shared by several prompts once (llama_cpp_prefix);
     # False prefills every prompt whole (the side-by-side measurement switches it off)
     reuse_prefixes: ClassVar[bool] = True
+    # and keeps each group's prompts resident for the next group, as llama-server's
+    # cache_prompt: off, because measured on SmolLM2 a look of 4 tool items decoded beside
+    # resident prompts took 55 s against 12 s without the cache (0.55 s a decode step against
+    # 0.06, on one core); the cause is not found (docs/evaluate.md)
+    keep_prefixes: ClassVar[bool] = False
     # all passed to llama-cpp-python's Llama in load (type_k/type_v, flash_attn, n_batch,
     # n_ubatch, n_threads/n_threads_batch, use_mmap, swa_full, n_ctx, seed)
     honoured_settings: ClassVar[frozenset[str]] = frozenset({
@@ -287,7 +292,7 @@ class LlamaCppBackend(Backend):
         import llama_cpp
 
         # one request alone still goes through the prefix cache: its prefix may be resident
-        if (len(requests) < 2 and self._prefix is None) or \
+        if (len(requests) < 2 and not (self._prefix and self.keep_prefixes)) or \
                 llama_cpp.llama_n_seq_max(self._require()._ctx.ctx) < 2 \
                 or any(r.constraint is not None for r in requests):  # grammars: one at a time
             return super().generate_many(requests)
@@ -383,8 +388,9 @@ class LlamaCppBackend(Backend):
 
         self._prefix = prefix_cache_for(self.llm, n_seq, shared) if self.reuse_prefixes else None
         # as many spare sequence ids as decoding slots: a full group leaves the last residents
+        keep = self._prefix is not None and self.keep_prefixes
         self._multi_ctx = multi_sequence_context(self.llm, n_seq, shared,
-                                                 spare=n_seq if self._prefix else 0)
+                                                 spare=n_seq if keep else 0)
         self.width = n_seq
 
     def prefix_cache(self):

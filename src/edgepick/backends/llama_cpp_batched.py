@@ -226,7 +226,7 @@ def generate_batched(backend, prompts: list[list[int]], max_tokens: int | list[i
         for chain in chains:
             if chain is not None:
                 llama_cpp.llama_sampler_free(chain)
-        if cache is not None and ok:
+        if cache is not None and ok and backend.keep_prefixes:
             cache.keep(mem, plan, prompts)
         else:
             if cache is not None:
