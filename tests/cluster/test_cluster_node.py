@@ -30,6 +30,15 @@ def _cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
                           text=True, timeout=timeout, env=ENV)
 
 
+def _ctrl_c_as_a_terminal_sends() -> None:
+    """The node gets SIGINT as Ctrl-C in a terminal does: not ignored nor blocked, whatever the
+    suite's process holds by then. A child inherits both, and in the whole suite SIGINT is
+    ignored by the time this test runs: the SIGINT below went unseen and the stop waited out its
+    60 s before killing (67 s against 10 s alone)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+
+
 def test_node_start_publishes_the_probed_profile_and_node_list_shows_it(tmp_path):
     port = free_port()
     log_path = tmp_path / "node.log"
@@ -39,7 +48,7 @@ def test_node_start_publishes_the_probed_profile_and_node_list_shows_it(tmp_path
         [sys.executable, "-m", "edgepick", "node", "start", "--head", "--block", "--device",
          "bench-box", "--port", str(port), "--node-ip-address", "127.0.0.1", "--num-cpus", "1",
          "--bandwidth-mib", "32"],
-        stdout=log, stderr=subprocess.STDOUT, env=ENV)
+        stdout=log, stderr=subprocess.STDOUT, env=ENV, preexec_fn=_ctrl_c_as_a_terminal_sends)
     try:
         deadline = time.monotonic() + 180
         while "is device" not in log_path.read_text():  # printed once the profile is published
