@@ -40,15 +40,22 @@ def declared_caps(case) -> dict[str, int]:
     return {k: v for k, v in _model(case).items() if k in CAPS and isinstance(v, int)}
 
 
-def refused_over_declared_cap(failure, case, response) -> bool:
-    """Is this ST202 the documented refusal of a prompt over a cap the schema declares?"""
+def _refusal(failure, response) -> dict | None:
+    """The OpenAI-shaped error of a 400 that schemathesis read as valid data refused (ST202),
+    else None."""
     if getattr(failure, "code", None) != "ST202" or response.status_code != 400:
-        return False
+        return None
     try:
         err = json.loads(response.content)["error"]
     except (ValueError, KeyError, TypeError):
-        return False
-    if not isinstance(err, dict) or err.get("code") != "context_length_exceeded":
+        return None
+    return err if isinstance(err, dict) else None
+
+
+def refused_over_declared_cap(failure, case, response) -> bool:
+    """Is this ST202 the documented refusal of a prompt over a cap the schema declares?"""
+    err = _refusal(failure, response)
+    if err is None or err.get("code") != "context_length_exceeded":
         return False
     for keyword, cap in declared_caps(case).items():
         m = CAPS[keyword].search(str(err.get("message", "")))
@@ -69,18 +76,14 @@ def refused_by_declared_last_message(failure, case, response) -> bool:
     keyword `x-edgepick-last-message` excludes (JSON Schema cannot name a list's last item)?
     Only when the request does end so: an assistant message with tool calls, or two assistant
     messages."""
-    if getattr(failure, "code", None) != "ST202" or response.status_code != 400:
-        return False
+    err = _refusal(failure, response)
     body = getattr(case, "body", None)
     messages = body.get("messages") if isinstance(body, dict) else None
-    if not isinstance(messages, list) or not messages or LAST_MESSAGE not in _model(case):
-        return False
-    try:
-        err = json.loads(response.content)["error"]
-    except (ValueError, KeyError, TypeError):
+    if err is None or not isinstance(messages, list) or not messages \
+            or LAST_MESSAGE not in _model(case):
         return False
     last = messages[-1]
-    if not isinstance(err, dict) or err.get("param") != f"messages[{len(messages) - 1}]" \
+    if err.get("param") != f"messages[{len(messages) - 1}]" \
             or not isinstance(last, dict) or last.get("role") != "assistant":
         return False
     before = messages[-2] if len(messages) > 1 else None
@@ -95,17 +98,11 @@ def refused_empty_input(failure, case, response) -> bool:
     """Is this ST202 the documented refusal of an embedding input that the model's tokenizer
     turns into no token (`x-edgepick-min-input-tokens` on the request: JSON Schema cannot count
     tokens)? Only when the 400 names a text input the request does hold."""
-    if getattr(failure, "code", None) != "ST202" or response.status_code != 400 \
-            or _model(case).get(MIN_INPUT_TOKENS) != 1:
-        return False
-    try:
-        err = json.loads(response.content)["error"]
-    except (ValueError, KeyError, TypeError):
+    err = _refusal(failure, response)
+    if err is None or err.get("code") != "empty_input" or _model(case).get(MIN_INPUT_TOKENS) != 1:
         return False
     body = getattr(case, "body", None)
     inputs = body.get("input") if isinstance(body, dict) else None
-    if not isinstance(err, dict) or err.get("code") != "empty_input":
-        return False
     m = re.fullmatch(r"input(?:\[(\d+)\])?", str(err.get("param")))
     if m is None:
         return False
