@@ -9,7 +9,7 @@ line naming the engine and the feature. Engines are found through the registry (
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import ClassVar, NoReturn
+from typing import Callable, ClassVar, NoReturn
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -300,11 +300,18 @@ class Backend(ABC):
         """Several requests submitted at the same instant; times are from that instant."""
         self._lacks(CONCURRENT_SEQUENCES)
 
-    def generate_many(self, requests: list[GenRequest]) -> list[Generation]:
-        """Each request's generation, in order. An engine with CONCURRENT_SEQUENCES decodes them
-        together, as many at a time as the model was loaded for; here, one after another."""
-        return [self.generate(r.prompt, r.max_tokens, chat=r.chat, **request_options(r))
-                for r in requests]
+    def generate_many(self, requests: list[GenRequest],
+                      done: Callable[[int, Generation], None] | None = None) -> list[Generation]:
+        """Each request's generation, in order; `done(i, generation)` hears each as it finishes,
+        so a caller can keep it before the rest are done. An engine with CONCURRENT_SEQUENCES
+        decodes them together, as many at a time as the model was loaded for; here, one after
+        another."""
+        out = []
+        for i, r in enumerate(requests):
+            out.append(self.generate(r.prompt, r.max_tokens, chat=r.chat, **request_options(r)))
+            if done is not None:
+                done(i, out[-1])
+        return out
 
     def embed(self, texts: list[str]) -> np.ndarray:
         self._lacks(EMBEDDINGS)

@@ -11,7 +11,7 @@ import codecs
 import os
 import time
 from contextlib import contextmanager
-from typing import ClassVar
+from typing import Callable, ClassVar
 
 import numpy as np
 
@@ -95,11 +95,6 @@ class LlamaCppBackend(Backend):
     # generate_many prefills a prompt prefix shared by several prompts once (llama_cpp_prefix);
     # False prefills every prompt whole (the side-by-side measurement switches it off)
     reuse_prefixes: ClassVar[bool] = True
-    # and keeps each group's prompts resident for the next group, as llama-server's
-    # cache_prompt: off, because measured on SmolLM2 a look of 4 tool items decoded beside
-    # resident prompts took 55 s against 12 s without the cache (0.55 s a decode step against
-    # 0.06, on one core); the cause is not found (docs/evaluate.md)
-    keep_prefixes: ClassVar[bool] = False
     # all passed to llama-cpp-python's Llama in load (type_k/type_v, flash_attn, n_batch,
     # n_ubatch, n_threads/n_threads_batch, use_mmap, swa_full, n_ctx, seed)
     honoured_settings: ClassVar[frozenset[str]] = frozenset({
@@ -138,7 +133,7 @@ class LlamaCppBackend(Backend):
         self._formatter = None
         self._multi_ctx = None
         self._step = None
-        self._prefix = None
+        self._share = False  # prompts of generate_many share prefixes (llama_cpp_prefix)
         self.width = 0  # sequences decoded together (load's n_seq); 0: one context, one sequence
         # prompt tokens put through llama_decode (prefill only): what a prefix cache saves
         self.prompt_tokens_decoded = 0
@@ -186,7 +181,7 @@ class LlamaCppBackend(Backend):
         if self._multi_ctx is not None:
             self._multi_ctx.close()  # before the model it belongs to
             self._multi_ctx = None
-        self._prefix = None
+        self._share = False
         if self._sampler is not None:
             llama_cpp.llama_sampler_free(self._sampler)
             self._sampler = None
@@ -233,7 +228,6 @@ class LlamaCppBackend(Backend):
         t0 = time.perf_counter()
         tokens = self._prompt_tokens(prompt, chat)
         max_tokens = self._budget(tokens, max_tokens)
-        self._forget_prefixes()  # llm.eval below clears every sequence
         llm.reset()
         vocab = llm._model.vocab
         ctx = llm._ctx.ctx
@@ -286,22 +280,23 @@ class LlamaCppBackend(Backend):
                     f"prompt of {len(tokens)} tokens does not fit the context of {n_ctx}")
         return max_tokens
 
-    def generate_many(self, requests: list[base.GenRequest]) -> list[Generation]:
-        """Decoded together, as many at a time as the model was loaded for (load with n_seq;
-        shared_kv packs the groups into the one cache), each with its own budget and sampler."""
+    def generate_many(self, requests: list[base.GenRequest],
+                      done: Callable[[int, Generation], None] | None = None) -> list[Generation]:
+        """Through as many slots as the model was loaded for (load with n_seq; shared_kv puts
+        them in the one cache), continuously, each with its own budget and sampler; `done`
+        hears each as it finishes (llama_cpp_stream)."""
         import llama_cpp
 
-        # one request alone still goes through the prefix cache: its prefix may be resident
-        if (len(requests) < 2 and not (self._prefix and self.keep_prefixes)) or \
+        if (len(requests) < 2 and not self._share) or \
                 llama_cpp.llama_n_seq_max(self._require()._ctx.ctx) < 2 \
                 or any(r.constraint is not None for r in requests):  # grammars: one at a time
-            return super().generate_many(requests)
-        from edgepick.backends.llama_cpp_batched import generate_packed
+            return super().generate_many(requests, done)
+        from edgepick.backends.llama_cpp_stream import generate_stream
 
         prompts = [self._prompt_tokens(r.prompt, r.chat) for r in requests]
         limits = [self._budget(p, r.max_tokens) for p, r in zip(prompts, requests)]
-        return generate_packed(self, prompts, limits,
-                               [base.sampling_or_greedy(r.sampling) for r in requests])
+        return generate_stream(self, prompts, limits,
+                               [base.sampling_or_greedy(r.sampling) for r in requests], done)
 
     def _decode(self, step, ctx, vocab, chain, t0: float, max_tokens: int, stop, logprobs: bool,
                 ignore_eos: bool):
@@ -344,7 +339,6 @@ class LlamaCppBackend(Backend):
             raise EdgepickError("this model was loaded without full logits; load with need_logits")
         if len(tokens) > llm.n_ctx():
             raise EdgepickError(f"{len(tokens)} tokens do not fit the context of {llm.n_ctx()}")
-        self._forget_prefixes()
         llm.reset()
         llm.eval(tokens)
         return np.array(llm.scores[: len(tokens)], dtype=np.float32, copy=True)
@@ -371,7 +365,6 @@ class LlamaCppBackend(Backend):
                     repeats: int) -> dict[int, float]:
         from edgepick.backends.llama_cpp_step import time_decode
 
-        self._forget_prefixes()
         return time_decode(self._require(), tokens, fills, n_tokens, repeats)
 
     def _stepper(self):
@@ -384,22 +377,15 @@ class LlamaCppBackend(Backend):
     # -- concurrent sequences (additive; see llama_cpp_batched.py) ------------------------------
     def _resize_for_sequences(self, n_seq: int, shared: bool = False) -> None:
         from edgepick.backends.llama_cpp_batched import multi_sequence_context
-        from edgepick.backends.llama_cpp_prefix import prefix_cache_for
+        from edgepick.backends.llama_cpp_prefix import can_share
 
-        self._prefix = prefix_cache_for(self.llm, n_seq, shared) if self.reuse_prefixes else None
-        # as many spare sequence ids as decoding slots: a full group leaves the last residents
-        keep = self._prefix is not None and self.keep_prefixes
-        self._multi_ctx = multi_sequence_context(self.llm, n_seq, shared,
-                                                 spare=n_seq if keep else 0)
+        self._share = self.reuse_prefixes and can_share(self.llm, n_seq, shared)
+        self._multi_ctx = multi_sequence_context(self.llm, n_seq, shared)
         self.width = n_seq
 
-    def prefix_cache(self):
-        """The prompt-prefix cache of generate_many's groups (llama_cpp_prefix), or None."""
-        return self._prefix
-
-    def _forget_prefixes(self) -> None:
-        if self._prefix is not None:
-            self._prefix.forget()
+    def shares_prefixes(self) -> bool:
+        """Whether generate_many's prompts share their common prefixes (llama_cpp_prefix)."""
+        return self._share
 
     def generate_concurrent(self, prompts: list[list[int]], max_tokens: int, *,
                             ignore_eos: bool = False) -> list[Generation]:
@@ -407,7 +393,6 @@ class LlamaCppBackend(Backend):
         (continuous batching, as llama-server's parallel slots do). Needs load(n_seq >= len)."""
         from edgepick.backends.llama_cpp_batched import generate_batched
 
-        self._forget_prefixes()  # it clears the cache: bench measures prompts prefilled whole
         return generate_batched(self, prompts, max_tokens, ignore_eos=ignore_eos)
 
     def _require(self):

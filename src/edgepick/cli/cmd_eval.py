@@ -120,9 +120,10 @@ def register(app: typer.Typer) -> None:
         threads: int = typer.Option(DEFAULTS.threads, "--threads", help="inference threads"),
         ctx: int = typer.Option(DEFAULTS.n_ctx, "--ctx", help="context size in tokens"),
         parallel: int = typer.Option(
-            4, "--parallel", min=1, max=64,
-            help="items an in-process engine decodes together, in its one KV cache of --ctx "
-                 "(1: one at a time; the stored outputs are the same records)"),
+            8, "--parallel", min=1, max=64,
+            help="decoding slots of an in-process engine, in its one KV cache of --ctx; each "
+                 "item takes the next free one (1: one at a time; the stored outputs are the "
+                 "same records)"),
         show_badcases: int = typer.Option(15, "--show-badcases", help="badcases printed per candidate"),
         json_out: bool = typer.Option(False, "--json", help="print JSON (per-item outcomes in --out only)"),
     ) -> None:

@@ -131,27 +131,33 @@ def _constraints(candidate: Candidate, items: list[EvalItem], missing: list, got
     return constraints, [(i, j) for i, j in missing if i not in refused]
 
 
-def _generate_group(backend, reqs: list) -> list:
-    """Each request's Generation, or the EdgepickError that stopped it: a group that fails is
-    tried again one by one, so a bad item costs only its own output."""
+def _generate_group(backend, reqs: list, keep) -> None:
+    """`keep(k, generation or the EdgepickError that stopped it)` for each request, as each
+    finishes: a group that fails is tried again one by one for what it had not finished, so a
+    bad item costs only its own output."""
     from edgepick.backends.base import CONCURRENT_SEQUENCES, request_options
 
-    # even one alone, on an engine that decodes groups: its prefix cache may hold the prompt's
-    # beginning (backends/llama_cpp_prefix.py)
-    if len(reqs) > 1 or backend.supports(CONCURRENT_SEQUENCES):
+    kept: set[int] = set()
+
+    def done(k: int, g) -> None:
+        kept.add(k)
+        keep(k, g)
+
+    if backend.supports(CONCURRENT_SEQUENCES):
         try:
-            return list(backend.generate_many(reqs))
+            backend.generate_many(reqs, done)
+            return
         except EdgepickError as exc:
             if len(reqs) == 1:
-                return [exc]
-    out = []
-    for r in reqs:
+                return keep(0, exc)
+    for k, r in enumerate(reqs):
+        if k in kept:
+            continue
         try:
-            out.append(backend.generate(r.prompt, r.max_tokens, chat=r.chat,
-                                        **request_options(r)))
+            g = backend.generate(r.prompt, r.max_tokens, chat=r.chat, **request_options(r))
         except EdgepickError as exc:
-            out.append(exc)
-    return out
+            g = exc
+        keep(k, g)
 
 
 def collect_outputs(candidate: Candidate, items: list[EvalItem], store: ResultStore,
@@ -196,43 +202,54 @@ def collect_outputs(candidate: Candidate, items: list[EvalItem], store: ResultSt
         width = max(1, min(parallel, len(missing))) if backend.supports(CONCURRENT_SEQUENCES) \
             else 1
         backend.load(candidate, LoadOptions(n_seq=width, shared_kv=True) if width > 1 else None)
+        left = {i: 0 for i, _ in missing}
+        for i, _ in missing:
+            left[i] += 1
+        timed = [0]
+
+        def keep(i: int, j: int, req, g) -> None:
+            nonlocal done
+            it = items[i]
+            if isinstance(g, EdgepickError):
+                # Not stored: a transient failure must be retried by the next run.
+                got[i][j] = {"text": "", "finish_reason": "error", "generated_tokens": 0,
+                             "error": str(g)}
+            else:
+                rec = {"text": g.text, "finish_reason": g.finish_reason,
+                       "generated_tokens": g.generated_tokens,
+                       "prompt_tokens": g.prompt_tokens, "item_id": it.id}
+                if sampling:
+                    rec["seed"] = seeds[j]
+                if prompter and it.tools:
+                    rec["tool_prompt"] = prompter.mode
+                speed = _free_twin(backend, req, g) \
+                    if req.constraint is not None and timed[0] < TIMED_ITEMS else None
+                if speed is not None:
+                    rec["decode"] = speed
+                    timed[0] += 1
+                store.put(OUTPUT_KIND, keys[i][j], rec, label=f"{candidate.name}:{it.id}")
+                got[i][j] = rec
+            left[i] -= 1
+            if not left[i]:
+                done += 1
+                tick(ProgressEvent(done, len(items), candidate.name))
+
         try:
-            last, timed = None, 0
-            for start in range(0, len(missing), width):
+            reqs = []
+            for i, j in missing:
+                it = items[i]
+                prompt, chat = (prompter.build(it.chat_messages(), it.tools)
+                                if prompter and it.tools else (it.chat_messages(), True))
+                reqs.append(_request(backend, prompt, budget(it, budgets), chat, sampling,
+                                     seeds[j], constraints.get(i)))
+            # with a deadline, a group of `width` at a time: none starts after it
+            step = width if deadline is not None else len(missing)
+            for start in range(0, len(missing), step):
                 if deadline is not None and now() >= deadline:
                     break
-                group = missing[start:start + width]
-                reqs = []
-                for i, j in group:
-                    it = items[i]
-                    prompt, chat = (prompter.build(it.chat_messages(), it.tools)
-                                    if prompter and it.tools else (it.chat_messages(), True))
-                    reqs.append(_request(backend, prompt, budget(it, budgets), chat, sampling,
-                                         seeds[j], constraints.get(i)))
-                for (i, j), req, g in zip(group, reqs, _generate_group(backend, reqs)):
-                    it = items[i]
-                    if isinstance(g, EdgepickError):
-                        # Not stored: a transient failure must be retried by the next run.
-                        got[i][j] = {"text": "", "finish_reason": "error", "generated_tokens": 0,
-                                     "error": str(g)}
-                    else:
-                        rec = {"text": g.text, "finish_reason": g.finish_reason,
-                               "generated_tokens": g.generated_tokens,
-                               "prompt_tokens": g.prompt_tokens, "item_id": it.id}
-                        if sampling:
-                            rec["seed"] = seeds[j]
-                        if prompter and it.tools:
-                            rec["tool_prompt"] = prompter.mode
-                        speed = _free_twin(backend, req, g) \
-                            if req.constraint is not None and timed < TIMED_ITEMS else None
-                        if speed is not None:
-                            rec["decode"], timed = speed, timed + 1
-                        store.put(OUTPUT_KIND, keys[i][j], rec, label=f"{candidate.name}:{it.id}")
-                        got[i][j] = rec
-                    if i != last:
-                        done += 1
-                        tick(ProgressEvent(done, len(items), candidate.name))
-                    last = i
+                pairs, group = missing[start:start + step], reqs[start:start + step]
+                _generate_group(backend, group,
+                                lambda k, g, pairs=pairs, group=group: keep(*pairs[k], group[k], g))
         finally:
             backend.unload()
     outputs: list[dict | None] = []

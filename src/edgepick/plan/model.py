@@ -105,9 +105,9 @@ class EvalSection(_Strict):
     sequential: bool = True
     max_items: int | None = Field(None, ge=1)
     look_items: int = Field(4, ge=1)
-    # items decoded together by an engine that can (seed 001 §6.2: batches of 4-8 offline), in
-    # the one KV cache the model is budgeted for; 1: one at a time
-    parallel: int = Field(4, ge=1, le=64)
+    # decoding slots of an engine that can decode sequences together (seed 001 §6.2: batches
+    # of 4-8 offline), in the one KV cache the model is budgeted for; 1: one at a time
+    parallel: int = Field(8, ge=1, le=64)
 
     @model_validator(mode="after")
     def _key_for_an_endpoint(self):
