@@ -1,13 +1,14 @@
 """Eval throughput against the engine's own server (issue 37), side by side in one run: the
 bundled SmolLM2 Q4_1 answers the demo set's items through `collect_outputs` (edgepick's eval,
-model load included) one at a time and 4 at a time, then llama-server with 4 parallel slots gets
-the same chat messages with each item's token count from the batched run (`ignore_eos`, so it
-makes exactly as many tokens), 4 requests in flight.
+model load included) one at a time and through 8 slots (eval's default `parallel`), then
+llama-server with 8 parallel slots gets the same chat messages with each item's token count from
+the batched run (`ignore_eos`, so it makes exactly as many tokens), 8 requests in flight.
 
 Printed: generations, tokens and tokens per second of each, and edgepick's ratio to the server.
 Target: batched eval at least 0.9x the server with the same number of slots.
 
-`--items N` (default 24) and `--threads N` (default 2) change the workload.
+`--items N` (default 24), `--threads N` (default 2) and `--slots N` (default 8) change the
+workload.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-SLOTS = 4
+SLOTS = 8
 
 
 def _edgepick(cand, items, parallel: int) -> tuple[list[dict], float]:
@@ -36,7 +37,7 @@ def _edgepick(cand, items, parallel: int) -> tuple[list[dict], float]:
     return out, dt
 
 
-def _server(model: str, items, tokens: list[int], threads: int) -> float:
+def _server(model: str, items, tokens: list[int], threads: int, slots: int) -> float:
     import httpx
 
     from edgepick.backends.llama_server_client import wait_healthy
@@ -45,7 +46,7 @@ def _server(model: str, items, tokens: list[int], threads: int) -> float:
 
     port = free_port()
     proc = start([tool_path("llama-server"), "-m", model, "--host", "127.0.0.1", "--port",
-                  str(port), "-c", str(2048 * SLOTS), "-np", str(SLOTS), "-t", str(threads)],
+                  str(port), "-c", str(2048 * slots), "-np", str(slots), "-t", str(threads)],
                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -57,7 +58,7 @@ def _server(model: str, items, tokens: list[int], threads: int) -> float:
                     "temperature": 0, "ignore_eos": True}).raise_for_status()
 
             t0 = time.perf_counter()
-            with ThreadPoolExecutor(SLOTS) as pool:
+            with ThreadPoolExecutor(slots) as pool:
                 list(pool.map(one, range(len(items))))
             return time.perf_counter() - t0
     finally:
@@ -68,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     n = int(argv[argv.index("--items") + 1]) if "--items" in argv else 24
     threads = int(argv[argv.index("--threads") + 1]) if "--threads" in argv else 2
+    slots = int(argv[argv.index("--slots") + 1]) if "--slots" in argv else SLOTS
     from edgepick.assets.bundled import smollm2_q4_1
     from edgepick.evaluate.eval_sets import bundled_set_path, spread
     from edgepick.evaluate.items import load_eval_set
@@ -78,12 +80,12 @@ def main(argv: list[str] | None = None) -> int:
     items = [it for it in items if not it.tools]
     cand = Candidate(ref=resolve_ref("smollm2"), settings=RuntimeSettings(threads=threads))
     rows = []
-    for parallel in (1, SLOTS):
+    for parallel in (1, slots):
         out, dt = _edgepick(cand, items, parallel)
         toks = [o["generated_tokens"] for o in out]
         rows.append((f"edgepick eval, parallel {parallel}", sum(toks), dt))
-    server_s = _server(str(smollm2_q4_1()), items, toks, threads)
-    rows.append((f"llama-server, {SLOTS} slots", sum(toks), server_s))
+    server_s = _server(str(smollm2_q4_1()), items, toks, threads, slots)
+    rows.append((f"llama-server, {slots} slots", sum(toks), server_s))
     for name, t, dt in rows:
         print(f"{name:<28} {len(items)} generations  {t:5d} tokens  {dt:6.1f} s  "
               f"{t / dt:6.1f} tok/s")
