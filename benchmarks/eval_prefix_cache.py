@@ -1,15 +1,14 @@
 """The prefix cache on eval's tool items (issue 37), side by side in one run: the default run's
 12 tool-call items (demo-tools, 200-1000 prompt tokens, most of them a toolbox shared with
-another item) through `collect_outputs` (model load included, 4 decoded together, the default
-budgets), with the llama_cpp engine's prefix cache off and on, alternating, a fresh store each.
+another item) through `collect_outputs` (model load included, 4 slots, the default budgets), with the llama_cpp engine's prefix cache off and on, alternating, a fresh store each.
 
 Wall and CPU time (the process's, every engine thread): on a shared host the CPU seconds move
 less than the wall. Two ways eval hands them over: as the sequential looks of `make run` (the cell's items in
 evaluate/looks.task_order, 4 a look, each look one call that loads the model) and as one fixed-N
 call of all 12. Printed: seconds of each run, the prompt tokens prefilled, the ratio on/off of the
 medians, and how many outputs are the same text. Target: with the cache at most 0.9x the time
-in looks (how `make run` evaluates); fixed N is shown beside it (in the set's order the items
-sharing a toolbox fall in different groups of 4, and nothing is kept between groups).
+in looks (how `make run` evaluates); fixed N is shown beside it (one call: its items go in
+token order, so those sharing a toolbox are in the cache together).
 
 `--rounds N` (default 2) off/on pairs; `--threads N` (default 2).
 """
