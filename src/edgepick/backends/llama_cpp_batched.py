@@ -70,13 +70,9 @@ class _Batch:
 
 
 def generate_batched(backend, prompts: list[list[int]], max_tokens: int | list[int], *,
-                     ignore_eos: bool = False,
-                     samplings: list[dict | None] | None = None) -> list[Generation]:
-    """`max_tokens` for all, or one each; `samplings`: each sequence's own sampler (its seed
-    among the settings), None for greedy. Sequence k holds prompt k."""
+                     ignore_eos: bool = False) -> list[Generation]:
+    """Greedy; `max_tokens` for all, or one each. Sequence k holds prompt k."""
     import llama_cpp
-
-    from edgepick.backends.llama_cpp_step import sampler_chain
 
     llm = backend._require()
     n = len(prompts)
@@ -95,11 +91,6 @@ def generate_batched(backend, prompts: list[list[int]], max_tokens: int | list[i
     limits = [min(m, per_seq - len(p)) for m, p in zip(budgets, prompts)]
     vocab = llm._model.vocab
     step = backend._stepper()  # greedy arg-max, as in single-sequence generate
-    chains = [None if s is None else sampler_chain(s, backend.candidate.settings.seed, llm.n_vocab())
-              for s in (samplings or [None] * n)]
-    for chain, p in zip(chains, prompts):
-        for t in p if chain is not None else ():  # the prompt counts for the repeat penalty
-            llama_cpp.llama_sampler_accept(chain, t)
     n_batch = max(llm.context_params.n_batch, n)
     batch = _Batch(n_batch, n)
     mem = llama_cpp.llama_get_memory(ctx)
@@ -115,8 +106,7 @@ def generate_batched(backend, prompts: list[list[int]], max_tokens: int | list[i
             raise EdgepickError(f"llama_decode failed with code {rc} (batch of {batch.b.n_tokens})")
 
     def take(k: int, idx: int, t0: float) -> None:
-        tok = step.argmax(ctx, idx) if chains[k] is None else \
-            int(llama_cpp.llama_sampler_sample(chains[k], ctx, idx))
+        tok = step.argmax(ctx, idx)
         now = time.perf_counter() - t0
         if not ignore_eos and llama_cpp.llama_vocab_is_eog(vocab, tok):
             done[k] = True
@@ -164,9 +154,6 @@ def generate_batched(backend, prompts: list[list[int]], max_tokens: int | list[i
                 take(k, idx, t0)
     finally:
         batch.free()
-        for chain in chains:
-            if chain is not None:
-                llama_cpp.llama_sampler_free(chain)
         llama_cpp.llama_memory_clear(mem, True)
         llm.n_tokens = 0  # the single-sequence bookkeeping no longer matches the memory
     gens = []
