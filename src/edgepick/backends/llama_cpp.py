@@ -10,7 +10,6 @@ from __future__ import annotations
 import codecs
 import os
 import time
-from contextlib import contextmanager
 from typing import Callable, ClassVar
 
 import numpy as np
@@ -31,31 +30,6 @@ FALLBACK_TEMPLATE = (
     "{% else %}Assistant: {{ m['content'] }}\n{% endif %}{% endfor %}"
     "{% if add_generation_prompt %}Assistant:{% endif %}"
 )
-
-
-@contextmanager
-def _without_amx_repack():
-    """Models load without ggml's extra buffer types where that crashes
-    (llama_tools.repack_unsafe)."""
-    import llama_cpp.llama_cpp as low
-
-    from edgepick.llama_tools import repack_unsafe
-
-    if not repack_unsafe():
-        yield
-        return
-    orig = low.llama_model_default_params
-
-    def params():
-        p = orig()
-        p.use_extra_bufts = False
-        return p
-
-    low.llama_model_default_params = params
-    try:
-        yield
-    finally:
-        low.llama_model_default_params = orig
 
 
 def engine_version() -> str:
@@ -154,7 +128,7 @@ class LlamaCppBackend(Backend):
         own = LlamaCppSettings.of(s)
         t0 = time.perf_counter()
         try:
-            with _without_amx_repack():
+            with support.without_amx_repack():
                 self.llm = llama_cpp.Llama(
                     model_path=path, n_ctx=s.n_ctx, n_batch=s.n_batch, n_ubatch=s.n_ubatch,
                     n_threads=s.threads, n_threads_batch=s.threads, seed=s.seed,

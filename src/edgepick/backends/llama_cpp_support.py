@@ -2,12 +2,14 @@
 
 The architectures come from llama.cpp's source (scripts/llama_archs.py writes
 data/llama_cpp_archs.json from the pinned sdist's src/llama-arch.cpp and convert_hf_to_gguf.py),
-never from a hand list.
+never from a hand list. `without_amx_repack` is the one part that touches the engine: the
+load-time switch for CPUs where its repacked weights crash, imported only when a model loads.
 """
 
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from importlib.resources import files
@@ -76,3 +78,28 @@ def architecture_of(spec) -> str | None:
         if hf_architecture(cls):
             return hf_architecture(cls)
     return spec.hf_architectures[0] if spec.hf_architectures else None
+
+
+@contextmanager
+def without_amx_repack():
+    """Models load without ggml's extra buffer types where that crashes
+    (llama_tools.repack_unsafe)."""
+    import llama_cpp.llama_cpp as low
+
+    from edgepick.llama_tools import repack_unsafe
+
+    if not repack_unsafe():
+        yield
+        return
+    orig = low.llama_model_default_params
+
+    def params():
+        p = orig()
+        p.use_extra_bufts = False
+        return p
+
+    low.llama_model_default_params = params
+    try:
+        yield
+    finally:
+        low.llama_model_default_params = orig

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 
 from edgepick.clock import now
 from edgepick.errors import EdgepickError
@@ -202,13 +203,11 @@ def collect_outputs(candidate: Candidate, items: list[EvalItem], store: ResultSt
         width = max(1, min(parallel, len(missing))) if backend.supports(CONCURRENT_SEQUENCES) \
             else 1
         backend.load(candidate, LoadOptions(n_seq=width, shared_kv=True) if width > 1 else None)
-        left = {i: 0 for i, _ in missing}
-        for i, _ in missing:
-            left[i] += 1
-        timed = [0]
+        left = Counter(i for i, _ in missing)  # an item is done when all its samples are
+        timed = 0
 
         def keep(i: int, j: int, req, g) -> None:
-            nonlocal done
+            nonlocal done, timed
             it = items[i]
             if isinstance(g, EdgepickError):
                 # Not stored: a transient failure must be retried by the next run.
@@ -223,10 +222,9 @@ def collect_outputs(candidate: Candidate, items: list[EvalItem], store: ResultSt
                 if prompter and it.tools:
                     rec["tool_prompt"] = prompter.mode
                 speed = _free_twin(backend, req, g) \
-                    if req.constraint is not None and timed[0] < TIMED_ITEMS else None
+                    if req.constraint is not None and timed < TIMED_ITEMS else None
                 if speed is not None:
-                    rec["decode"] = speed
-                    timed[0] += 1
+                    rec["decode"], timed = speed, timed + 1
                 store.put(OUTPUT_KIND, keys[i][j], rec, label=f"{candidate.name}:{it.id}")
                 got[i][j] = rec
             left[i] -= 1
