@@ -36,10 +36,8 @@ def quantized(src, ftype: str):
         set_verbose(False)
         params = llama_cpp.llama_model_quantize_default_params()
         params.ftype, params.nthread = int(gguf.LlamaFileType[f"MOSTLY_{ftype}"]), 2
-        tmp = dst.with_name(dst.name + ".tmp")
-        if llama_cpp.llama_model_quantize(str(src).encode(), str(tmp).encode(), params) != 0:
+        if llama_cpp.llama_model_quantize(str(src).encode(), str(dst).encode(), params) != 0:
             raise RuntimeError(f"{src}: quantizing to {ftype} failed")
-        tmp.replace(dst)
 
     return bundled.derived(f"memory-need-{src.stem}.{ftype}.gguf", build)
 

@@ -67,9 +67,7 @@ def smollm2_q8_0() -> Path:
 
         params = llama_cpp.llama_model_quantize_default_params()
         params.ftype, params.nthread = llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0, 2
-        tmp = dst.with_name(dst.name + ".tmp")
         assert llama_cpp.llama_model_quantize(str(bundled.smollm2_f16()).encode(),
-                                              str(tmp).encode(), params) == 0
-        tmp.replace(dst)
+                                              str(dst).encode(), params) == 0
 
     return bundled.derived("SmolLM2-135M-Instruct.Q8_0.gguf", build)

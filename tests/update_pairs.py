@@ -3,7 +3,8 @@ quantizer and `gguf`: Q4_0 → the mixed-precision recipe build (pure Q4_0, the 
 blocks at Q8_0, as `quantize --recipe` builds); Q8_0 → Q8_0 with the output matrix at F16
 (SmolLM2 ties output.weight to token_embd.weight, so that is the tensor); a chat-template-only
 change; a "fine-tune" that perturbs every weight of two blocks. Shared by tests/update and
-benchmarks/update_size.py; files are built once per folder and reused."""
+benchmarks/update_size.py; files are built once per folder and reused, once however many of
+pytest's workers ask at once (edgepick.assets.bundled.build_once)."""
 
 from __future__ import annotations
 
@@ -16,24 +17,25 @@ TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content']
 
 
 def _quant(src: str, dst: Path, ftype: str, overrides=(), pure: bool = False) -> Path:
+    from edgepick.assets.bundled import locked
     from edgepick.quantize.ladder import build
     from edgepick.records.quantize import TensorOverride
 
-    if not dst.exists():
-        build(src, dst, ftype, pure=pure,
-              overrides=[TensorOverride(pattern=p, type=t) for p, t in overrides])
+    with locked(dst):  # build writes dst atomically, through a part file of a fixed name
+        if not dst.exists():
+            build(src, dst, ftype, pure=pure,
+                  overrides=[TensorOverride(pattern=p, type=t) for p, t in overrides])
     return dst
 
 
 def _template(src: Path, dst: Path) -> Path:
     import gguf
 
+    from edgepick.assets.bundled import build_once
     from edgepick.models.gguf_rewrite import rewrite_gguf
 
-    if not dst.exists():
-        rewrite_gguf(src, dst, kv_overrides={
-            "tokenizer.chat_template": (TEMPLATE, gguf.GGUFValueType.STRING)})
-    return dst
+    return build_once(dst, lambda part: rewrite_gguf(src, part, kv_overrides={
+        "tokenizer.chat_template": (TEMPLATE, gguf.GGUFValueType.STRING)}))
 
 
 def _finetune(src: Path, dst: Path, blocks=("blk.0.", "blk.1.")) -> Path:
@@ -41,6 +43,7 @@ def _finetune(src: Path, dst: Path, blocks=("blk.0.", "blk.1.")) -> Path:
     import gguf
     from gguf.quants import dequantize, quantize
 
+    from edgepick.assets.bundled import build_once
     from edgepick.models.gguf_rewrite import rewrite_gguf
 
     rng = np.random.default_rng(0)
@@ -56,9 +59,7 @@ def _finetune(src: Path, dst: Path, blocks=("blk.0.", "blk.1.")) -> Path:
             return x.astype(np.float16), t.tensor_type
         return quantize(x, t.tensor_type), t.tensor_type
 
-    if not dst.exists():
-        rewrite_gguf(src, dst, transform=nudge)
-    return dst
+    return build_once(dst, lambda part: rewrite_gguf(src, part, transform=nudge))
 
 
 def build_pairs(src: str, folder: Path, last_block: int = 29) -> list[tuple[str, Path, Path]]:

