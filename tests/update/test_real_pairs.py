@@ -43,7 +43,7 @@ def test_update_cli_diff_apply_manifest(cli, pairs, tmp_path):
     pkg = tmp_path / "u.epd"
     out = cli("update", "diff", str(old), str(new), "-o", str(pkg))
     assert out.returncode == 0, out.stderr
-    assert "referenced from the base" in out.stdout
+    assert "referenced from the base" in " ".join(out.stdout.split())  # rich wraps at the path
     again = cli("update", "diff", str(old), str(new), "-o", str(pkg))
     assert again.returncode == 2 and "--force" in again.stderr
     out = cli("update", "apply", str(old), str(pkg), "-o", str(tmp_path / "new.gguf"))
