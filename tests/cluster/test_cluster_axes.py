@@ -46,3 +46,30 @@ def test_fleet_jobs_are_the_local_runs_candidates(tmp_path):
     fid = fidelity_jobs(work)  # each against its own file at the f16-KV baseline
     assert sorted(j.candidate.split(" ctx=")[0] for j in fid) == sorted(names)
     assert len({k for j in fid for k in j.keys}) == 8
+
+
+def test_the_reference_job_decodes_as_many_items_together_as_the_local_stage(tmp_path,
+                                                                             monkeypatch):
+    """The fleet's reference job is the local eval's reference call: the same items, budgets,
+    sampling and `parallel` (it once dropped `parallel`, so the farm decoded one at a time)."""
+    import json
+
+    import edgepick.evaluate.outputs as outputs
+    from edgepick.cluster import entries
+    from edgepick.cluster.planjobs import reference_job
+    from edgepick.evaluate.stage import EvalRequest
+    from edgepick.inputs import resolve_ref
+    from edgepick.records.candidate import Candidate, RuntimeSettings
+
+    data = tmp_path / "set.jsonl"
+    data.write_text("".join(json.dumps({"id": f"r{i}", "task": "yes_no", "prompt": f"q{i}",
+                                        "reference": "yes"}) + "\n" for i in range(5)))
+    ref = Candidate(ref=resolve_ref("tiny"), settings=RuntimeSettings(threads=1))
+    req = EvalRequest(data=str(data), reference=ref, candidates=[ref], parallel=3,
+                      sampling={"temperature": 0.7}, samples=2)
+    job = reference_job(req, ())
+    seen = {}
+    monkeypatch.setattr(outputs, "collect_outputs",
+                        lambda cand, items, store, budgets, **kw: seen.update(kw, n=len(items)))
+    entries.outputs(job.request, store=None)
+    assert seen == {"sampling": {"temperature": 0.7}, "samples": 2, "parallel": 3, "n": 5}

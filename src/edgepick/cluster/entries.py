@@ -56,6 +56,7 @@ class OutputsJobRequest:
     budgets: dict[str, int]
     sampling: dict | None = None
     samples: int = 1
+    parallel: int = 1  # items decoded together, as the local eval stage decodes the reference's
 
 
 @dataclass
@@ -109,7 +110,7 @@ def outputs(req: OutputsJobRequest, store) -> None:
     from edgepick.evaluate.outputs import collect_outputs
 
     collect_outputs(req.candidate, req.items, store, req.budgets, sampling=req.sampling,
-                    samples=req.samples)
+                    samples=req.samples, parallel=req.parallel)
 
 
 def evaluate(req: EvalJobRequest, store) -> None:

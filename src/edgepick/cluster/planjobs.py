@@ -99,7 +99,8 @@ def reference_job(req, scopes: tuple) -> Job:
     endpoint = ref.ref.is_endpoint
     return Job(id=f"eval/reference/{ref.name}", kind="eval", device=None if endpoint else "local",
                candidate=f"{ref.name} (reference)", entry=ENTRY + "outputs",
-               request=OutputsJobRequest(ref, items, budgets, req.sampling, req.samples),
+               request=OutputsJobRequest(ref, items, budgets, req.sampling, req.samples,
+                                         req.parallel),
                keys=tuple(keys), scopes=scopes, cpus=1 if endpoint else ref.settings.threads,
                pin_local=not endpoint)
 
