@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import ClassVar
+from typing import Callable, ClassVar
 
 from edgepick.backends import base
 from edgepick.backends import llama_server_client as lsc
@@ -43,6 +43,7 @@ class OpenAIHttpBackend(Backend):
         self.timeout_s = timeout_s
         self._client = None
         self._props: dict | None = None
+        self.width = 1  # requests in flight at once in generate_many (load's n_seq)
 
     # -- lifecycle -------------------------------------------------------------------------
     def load(self, candidate: Candidate, options: LoadOptions | None = None) -> float:
@@ -56,6 +57,7 @@ class OpenAIHttpBackend(Backend):
             raise EdgepickError(f"{candidate.ref.spec}: the openai_http backend needs an "
                                 "endpoint, http://host:port/v1#model-name")
         self.base, self.model = candidate.ref.url, candidate.ref.served_name
+        self.width = options.n_seq if options is not None else 1
         self.root = lsc.root_of(self.base)
         # httpx verifies https against certifi's CAs, or SSL_CERT_FILE / SSL_CERT_DIR when set
         self._client = httpx.Client(timeout=httpx.Timeout(self.timeout_s, connect=10.0),
@@ -142,6 +144,37 @@ class OpenAIHttpBackend(Backend):
                 body["logprobs"] = 1
             path = "/completions"
         return self._stream(path, body, as_chat, logprobs)
+
+    def generate_many(self, requests: list[base.GenRequest],
+                      done: Callable[[int, Generation], None] | None = None) -> list[Generation]:
+        """As many requests in flight at once as load's n_seq, and no more than the server's
+        slots when it says how many it has (llama-server's /props): more would only queue there.
+        `done` hears each in the caller's thread as it arrives. A request that fails does not
+        stop the others; the first failure is raised once all have answered, and the caller
+        retries only the requests `done` has not heard."""
+        from concurrent.futures import ThreadPoolExecutor, as_completed
+
+        slots = (self.server_settings() or {}).get("total_slots")
+        width = min(self.width, len(requests), slots if isinstance(slots, int) and slots > 0
+                    else self.width)
+        if width < 2:
+            return super().generate_many(requests, done)
+        out: list = [None] * len(requests)
+        failure: EdgepickError | None = None
+        with ThreadPoolExecutor(width, thread_name_prefix="edgepick-http") as pool:
+            pending = {pool.submit(self.generate, r.prompt, r.max_tokens, chat=r.chat,
+                                   **base.request_options(r)): i for i, r in enumerate(requests)}
+            for fut in as_completed(pending):
+                try:
+                    out[pending[fut]] = fut.result()
+                except EdgepickError as exc:
+                    failure = failure or exc
+                    continue
+                if done is not None:
+                    done(pending[fut], out[pending[fut]])
+        if failure is not None:
+            raise failure
+        return out
 
     def generate_concurrent(self, prompts: list, max_tokens: int, *,
                             ignore_eos: bool = False) -> list[Generation]:
