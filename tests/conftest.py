@@ -15,6 +15,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cli_runner import run_cli, run_process  # noqa: E402 - found through the line above
 
 
+def pytest_configure(config):
+    # xdist's grouping modes schedule by node id, and the 13 schemathesis cases of
+    # tests/serve/test_serve_contract.py share one: all but one would not run, without a word
+    dist = getattr(config.option, "dist", "no")
+    if dist in ("loadscope", "loadfile", "loadgroup"):
+        raise pytest.UsageError(f"--dist {dist} would skip test cases that share a node id; "
+                                "use xdist's default (load), as `make test` does "
+                                "(docs/development.md)")
+
+
 @pytest.fixture(scope="session")
 def tiny_model() -> str:
     """SmolLM2 cut to 2 blocks, F16: loads and runs in milliseconds."""
