@@ -4,6 +4,7 @@ backend read streams through it): whole events however the bytes were cut on the
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -66,3 +67,32 @@ def test_the_splitter_fed_piece_by_piece_gives_each_piece_its_whole_events():
     assert events.feed(WIRE[:10]) == []
     assert events.feed(WIRE[10:]) == EVENTS
     assert events.rest() == []
+
+
+def test_a_relay_cut_mid_event_drops_the_half_event_and_ends_with_one_whole_error():
+    """An engine killed while writing an event (serve's memory-limit restart): the client gets
+    the events that were whole, then the closing error as an event of its own, never the half
+    event run on into it."""
+    import httpx
+
+    async def source():
+        yield b'data: {"a": 1}\n\ndata: {"choices":[{'
+        raise httpx.RemoteProtocolError("peer closed connection")
+
+    async def collect():
+        return [p async for p in lsc.relay(source(), time.monotonic() + 60,
+                                           lambda exc: b'data: {"error": {"code": "x"}}\n\n')]
+
+    out = asyncio.run(collect())
+    assert out == [b'data: {"a": 1}\n\n', b'data: {"error": {"code": "x"}}\n\n']
+    events = [e for p in out for e in lsc.SseSplitter().feed(p)]
+    assert all(isinstance(lsc.event_json(e), dict) for e in events)
+
+
+def test_a_relay_that_ends_cleanly_passes_every_byte_on():
+    async def collect(pieces):
+        return b"".join([p async for p in lsc.relay(_pieces(pieces), time.monotonic() + 60,
+                                                    lambda exc: b"never")])
+
+    for cut in range(1, len(WIRE)):
+        assert asyncio.run(collect([WIRE[:cut], WIRE[cut:]])) == b"".join(EVENTS), cut

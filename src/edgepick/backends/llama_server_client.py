@@ -249,19 +249,26 @@ def _loop_time(deadline: float) -> float:
 
 async def relay(source: AsyncIterator[bytes], deadline: float,
                 on_error: Callable[[BaseException], bytes]) -> AsyncIterator[bytes]:
-    """`source`'s pieces until it ends, the deadline (time.monotonic) passes or the connection
-    is lost; then the one closing event `on_error(exc)` gives (a TimeoutError or an
-    httpx.HTTPError). The deadline guards each read only, never the consumer's own awaits
-    between pieces."""
+    """`source`'s whole SSE events, each piece's together, until it ends, the deadline
+    (time.monotonic) passes or the connection is lost; then the one closing event
+    `on_error(exc)` gives (a TimeoutError or an httpx.HTTPError). An event the lost connection
+    cut off is dropped: sent, the closing event would run on from its unfinished line and the
+    client would read one broken event. The deadline guards each read only, never the
+    consumer's own awaits between pieces."""
     it = source.__aiter__()
     at = _loop_time(deadline)
+    events = SseSplitter()
     while True:
         try:
             async with asyncio.timeout_at(at):
                 piece = await it.__anext__()
         except StopAsyncIteration:
+            for ev in events.rest():
+                yield ev
             return
         except (TimeoutError, httpx.HTTPError) as exc:
             yield on_error(exc)
             return
-        yield piece
+        whole = b"".join(events.feed(piece))
+        if whole:
+            yield whole
