@@ -34,7 +34,7 @@ run: setup
 
 # Two pytest workers (pytest-xdist): in one process the suite kept 2 cores 105% busy, since
 # most tests wait on one Python (the CLI, a server starting, SQLite) and only the engine's
-# steps use both cores; on this 2-core host two workers took 10 min 10 s from an empty model
+# steps use both cores; on this 2-core host two workers took 9 min 40 s from an empty model
 # cache, one process 12 min 57 s with the cache built (docs/development.md). TEST_WORKERS=0 runs
 # it in one process.
 TEST_WORKERS ?= 2
