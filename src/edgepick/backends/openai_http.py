@@ -58,6 +58,7 @@ class OpenAIHttpBackend(Backend):
                                 "endpoint, http://host:port/v1#model-name")
         self.base, self.model = candidate.ref.url, candidate.ref.served_name
         self.width = options.n_seq if options is not None else 1
+        self._props = None  # the server's own settings (its slots): read again for this one
         self.root = lsc.root_of(self.base)
         # httpx verifies https against certifi's CAs, or SSL_CERT_FILE / SSL_CERT_DIR when set
         self._client = httpx.Client(timeout=httpx.Timeout(self.timeout_s, connect=10.0),
