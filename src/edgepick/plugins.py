@@ -7,8 +7,9 @@ A kind is an entry point group. Any installed package adds one with a line in it
 
 and edgepick's own register the same way. Nothing is imported until a name is asked for, so
 `import edgepick` and `edgepick --help` import no plugin (lm-evaluation-harness's lazy
-`"module:Class"` registry; simonw/llm's start-up lesson, STYLE.md); a misspelt name gets a "did
-you mean". Tests and notebooks add one at run time with `register`.
+`"module:Class"` registry; simonw/llm's lesson that start-up time goes to importing plugins
+nobody asked for); a misspelt name gets a "did you mean". Tests and notebooks add one at run
+time with `register`.
 """
 
 from __future__ import annotations

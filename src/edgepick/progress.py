@@ -2,7 +2,7 @@
 
 Stage entry points take `progress: Tick` and call it with a `ProgressEvent`; inner loops (a
 quantize tool's tensors, a conversion's blocks, a fidelity pass's chunks) report the same event,
-so one display adapter serves them all (issue 23: one callback type instead of three).
+so one display adapter serves them all (one callback type instead of three).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The Wilson score interval: the 95% interval every rate a decision gates on carries (SPEC §8).
+"""The Wilson score interval: the 95% interval every rate a decision gates on carries
+(docs/decide.md).
 
 It lives in the base layer because a record (`records.evaluation.Rate`) computes its own
 interval; the evaluate stage's other interval maths build on it (evaluate/intervals.py).

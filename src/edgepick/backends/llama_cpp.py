@@ -41,7 +41,7 @@ def engine_version() -> str:
 def whole_chars(data: bytes) -> str:
     """UTF-8 text of whole characters only. A byte-level token can end inside a multi-byte
     character (one Chinese character is often two tokens); when generation stops there, the
-    partial bytes are dropped instead of decoded as U+FFFD (issue 15)."""
+    partial bytes are dropped instead of decoded as U+FFFD."""
     return codecs.getincrementaldecoder("utf-8")(errors="replace").decode(data, final=False)
 
 

@@ -1,1 +1,1 @@
-"""Bench: speed, memory and robustness measured on the target (SPEC §6)."""
+"""Bench: speed, memory and robustness measured on the target (docs/bench.md)."""

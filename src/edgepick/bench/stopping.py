@@ -1,4 +1,4 @@
-"""When a configuration's repetitions stop (issue 27 point 3; docs/bench.md, "When repetitions
+"""When a configuration's repetitions stop (docs/bench.md, "When repetitions
 stop"): between the minimum (seed 000 §3.4: five or more) and the plan's maximum, after each
 repetition every limit the point is gated on is judged on the median's interval
 (bench/median_ci.py) exactly as decide judges it (evaluate.intervals.verdict); once none is

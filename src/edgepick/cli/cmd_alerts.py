@@ -1,5 +1,5 @@
 """`edgepick alerts DEPLOY.yaml --out rules.yaml`: Prometheus alerting rules from the deploy's
-gates (issue 29), for the operator's own Prometheus; check them with `promtool check rules`."""
+gates, for the operator's own Prometheus; check them with `promtool check rules`."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`edgepick doctor TARGET [--symptom S] [--reference REF] [--prompts FILE] [--json]`: from a
-symptom to its cause, measured, with the fix (issue 36; docs/doctor.md)."""
+symptom to its cause, measured, with the fix (docs/doctor.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`edgepick monitor URL [--against DEPLOY.yaml] [--window 5m] [--check]`: live figures of a
-running server over a recent window (seed 000 §7.4; issue 25 item 8; issue 29)."""
+running server over a recent window (seed 000 §7.4)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`edgepick reselect DEPLOY.yaml --plan PLAN --traffic traffic.jsonl`: the next selection round
-on sampled production traffic (seed 000 §7.4, issue 29); the new deploy.yaml lands beside the
+on sampled production traffic (seed 000 §7.4); the new deploy.yaml lands beside the
 deployed one, never over it."""
 
 from __future__ import annotations

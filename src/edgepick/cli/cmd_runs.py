@@ -1,4 +1,4 @@
-"""`edgepick runs`: every invocation recorded in a results store, newest last (SPEC §8)."""
+"""`edgepick runs`: every invocation recorded in a results store, newest last (docs/decide.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`edgepick serve`: the chosen configuration as a local OpenAI-compatible service (SPEC §10).
+"""`edgepick serve`: the chosen configuration as a local OpenAI-compatible service (docs/serve.md).
 
 The settings flags are made from one table (`SETTING_FLAGS`) and `ServeSettings`' own fields: a
 flag's type, help text and validation are the setting's, so a setting gets its flag by one line

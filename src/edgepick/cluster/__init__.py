@@ -1,4 +1,4 @@
-"""Run a plan's measurements on a device farm: jobs, executors (local, Ray), nodes (SPEC §12).
+"""Run a plan's measurements on a device farm: jobs, executors (local, Ray), nodes (docs/scale.md).
 
 Measure on the target device, never trust a spec sheet (seed 000 §3.4, seed 003): each bench, eval
 and fidelity job runs on the machine that is that device, and its rows come back to the driver,

@@ -1,7 +1,7 @@
 """The driver's side of a job: skip what is stored, seed what is half done, write what comes back.
 
 A job whose rows are all stored (and ok) under every scope it writes is not sent again, so a
-re-run measures nothing twice (SPEC §2). Each result is written under its device scope in one
+re-run measures nothing twice. Each result is written under its device scope in one
 uninterruptible step, with a `cluster_job` row saying where it ran, how long it took and, for a
 failure, why.
 """

@@ -1,4 +1,5 @@
-"""Executors run jobs and hand their results back; the driver alone writes its store (SPEC §12).
+"""Executors run jobs and hand their results back; the driver alone writes its store
+(docs/scale.md).
 
 `local` runs each job here, one after the other (each bench configuration still gets its own
 worker process, as in a plain `edgepick run`); `ray` sends each job to a node carrying its device

@@ -1,7 +1,8 @@
 """`edgepick run PLAN --executor ray`: fit per device on the driver, every measurement a job on its
 device, then per device the decision and the report, and the fleet's view on top.
 
-Measure on the device, collect in one place (seed 000 §3.4; SPEC §12). The driver alone writes the
+Measure on the device, collect in one place (seed 000 §3.4; docs/scale.md).
+The driver alone writes the
 store, each device's rows under a run of its own; builds are made on the driver, at paths every
 node reads (a shared folder, docs/scale.md).
 """

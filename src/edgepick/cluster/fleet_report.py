@@ -1,5 +1,5 @@
 """The report's device dimension: one candidate across devices side by side, a recommendation per
-device, and the one configuration that serves the whole fleet when there is one (SPEC §12;
+device, and the one configuration that serves the whole fleet when there is one (docs/scale.md;
 seed 000 §3.4: the target device decides, so every device gets its own verdict).
 """
 

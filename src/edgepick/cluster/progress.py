@@ -1,5 +1,5 @@
-"""A live table with one row per device: jobs queued, running, done, failed, and already stored
-(issue 19 §6). It goes to the CLI's shared console and, like every edgepick table, reads at the
+"""A live table with one row per device: jobs queued, running, done, failed, and already stored.
+It goes to the CLI's shared console and, like every edgepick table, reads at the
 terminal's width (at 80 columns, long device tags turn it into one block per device)."""
 
 from __future__ import annotations

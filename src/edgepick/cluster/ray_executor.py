@@ -1,4 +1,4 @@
-"""The Ray executor: each job a Ray task on a node that carries its device tag (SPEC §12).
+"""The Ray executor: each job a Ray task on a node that carries its device tag (docs/scale.md).
 
 A task asks for `{"device:<tag>": 1}` (one job per device at a time, so measurements never share a
 machine), the CPUs its threads use and the memory the fit stage predicts. Ray retries a task whose

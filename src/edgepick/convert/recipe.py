@@ -79,7 +79,7 @@ class ConvertRecord(BaseModel):
         return sum(b for n, b in self.files.items() if n.startswith("model.onnx"))
 
 
-# Found on this machine with onnxruntime-genai 0.18.0's builder on SmolLM2-135M (issue 20).
+# Found on this machine with onnxruntime-genai 0.18.0's builder on SmolLM2-135M.
 KNOWN_PITFALLS = {
     "builder-gguf-type": "the official builder's `-i file.gguf` reads only F16/F32 GGUF files",
     "int4_block_size": "the builder's old `int4_block_size` option is silently ignored; "

@@ -1,1 +1,1 @@
-"""Decide: weigh the measurements for a scenario (SPEC §8, seed 000 §3.2 and §7)."""
+"""Decide: weigh the measurements for a scenario (docs/decide.md, seed 000 §3.2 and §7)."""

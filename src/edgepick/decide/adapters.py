@@ -194,7 +194,7 @@ def bench_adapter(payload: BenchResult | dict, get: Get) -> None:
         return
     from edgepick.decide.power_figures import read_bench_energy
 
-    read_bench_energy(r, s)  # energy, throttling, memory growth, contention (issue 28)
+    read_bench_energy(r, s)  # energy, throttling, memory growth, contention
     m = r.metrics
     peak = r.metric("peak_rss_bytes", "max")
     if peak is not None:

@@ -1,6 +1,6 @@
 """decide(summaries, scenario, budget) -> Decision: a pure function over stored measurements.
 
-Status (SPEC §8): proven when every hard constraint passes with its whole 95% interval;
+Status (docs/decide.md): proven when every hard constraint passes with its whole 95% interval;
 provisional when none fails but some are undetermined or unmeasured (each named); hybrid when no
 candidate clears every task but one clears some and the cloud serves the rest, passing their
 gates itself and lowering their badcases (decide/hybrid.py); team when no candidate clears every

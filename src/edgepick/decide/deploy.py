@@ -104,7 +104,7 @@ def _settings(s: CandidateSummary) -> RuntimeSettings:
 def _constraints(s: CandidateSummary, settings: RuntimeSettings) -> dict[str, TaskConstraint]:
     """Per task, the schema or label set its eval items shared, when the chosen candidate was
     measured decoding under them (constrain: grammar): serve then holds that task's requests to
-    the same constraint (issue 34 item 5). A free candidate's deploy has none."""
+    the same constraint. A free candidate's deploy has none."""
     if settings.constrain != "grammar":
         return {}
     from pydantic import ValidationError

@@ -46,7 +46,7 @@ def engineering_facts(s: CandidateSummary) -> dict[str, float | None]:
         "format_support": format_support(s.quant),
         # Each tensor that fell back to another type is a place the build differs from the recipe.
         "no_fallbacks": max(0.5, 1.0 - 0.05 * len(s.fallbacks)),
-        # Requantizing an already quantized file compounds error (SPEC §5).
+        # Requantizing an already quantized file compounds error (docs/quantize.md).
         "source_quality": None if s.requantized is None else (0.6 if s.requantized else 1.0),
     }
     return facts

@@ -1,5 +1,5 @@
 """Every hard constraint as a gate: the measured value, its 95% interval, the limit and a verdict
-(SPEC §8; seed 004 §2.3 judged with the rate's interval, not its point estimate).
+(docs/decide.md; seed 004 §2.3 judged with the rate's interval, not its point estimate).
 
 pass = the whole interval on the good side of the limit, fail = the whole interval on the bad
 side, undetermined = the limit inside the interval (with the number of items that would most

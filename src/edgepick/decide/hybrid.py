@@ -1,5 +1,5 @@
 """A hybrid edge/cloud plan when no single candidate clears every task (seed 000 §6.3-6.4, seed
-001 §6.3: route by task type), and only when it is a solution (issue 26).
+001 §6.3: route by task type), and only when it is a solution.
 
 Per task type: the edge when none of its task gates fails and every observed value is on the
 good side of its limit (an undetermined task on the edge is named in the explanation).

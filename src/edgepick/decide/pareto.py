@@ -1,4 +1,5 @@
-"""The Pareto front over quality × decode speed × memory (SPEC §8), among the candidates that
+"""The Pareto front over quality × decode speed × memory (docs/decide.md), among the
+candidates that
 survive the hard constraints, with the same quality figure the score uses (task accuracy
 weighted by the scenario's task weights)."""
 

@@ -1,5 +1,5 @@
 """Energy, heat and host load from bench payloads into the summary, and the two rules decide
-applies to them (issue 28; docs/metrics.md):
+applies to them (docs/metrics.md):
 
 - a speed gate that fails on a *contended* measurement (other work used more than the bench's
   share of the CPUs) is *undetermined*, naming the load, never *fail*: the neighbours, not the

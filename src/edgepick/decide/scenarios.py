@@ -112,7 +112,7 @@ class EfficiencyWeights(_Strict):
     ttft_p50_ms: float = Field(0.3, ge=0)
     peak_memory: float = Field(0.2, ge=0)
     prefill_tps: float = Field(0.1, ge=0)
-    # J per generated token, idle subtracted (issue 28): where nobody's power was measured the
+    # J per generated token, idle subtracted: where nobody's power was measured the
     # metric drops out of the layer, so the other weights decide as before
     energy_per_token: float = Field(0.2, ge=0)
 
@@ -188,7 +188,7 @@ class Scenario(_Strict):
     # Share of requests per task type in production (normalised); empty: the eval set's mix.
     # A hybrid plan's cloud share and expected badcases are computed under it.
     task_mix: dict[str, float] = Field(default_factory=dict)
-    # The product (issue 26; docs/decide.md "The product"): every field optional, absent keeps
+    # The product (docs/decide.md "The product"): every field optional, absent keeps
     # the decision as it was.
     context_tokens: ContextTokens | None = None  # bench and gate at these prompt lengths
     context_from: str | None = None  # prompts.jsonl whose lengths give context_tokens

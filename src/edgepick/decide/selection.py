@@ -4,7 +4,7 @@ By default the candidates are those of the latest run that measured any, and eac
 figures comes from the latest run that measured it (so `fit`, `bench`, `eval` and `fidelity` run
 one by one combine, and a re-run replaces, never mixes with, an earlier one). Named runs are
 combined on purpose, and rows for one candidate measured under different settings in two of
-them are an error naming both runs (SPEC §8; seed 000 §3.4: compare only what was measured
+them are an error naming both runs (docs/decide.md; seed 000 §3.4: compare only what was measured
 with the same quantization, context, batch and threads).
 """
 

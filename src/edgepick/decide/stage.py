@@ -112,7 +112,7 @@ def _report(req: DecideRequest, decision, summaries, store) -> list[Path]:
     paths = write_report(summaries, decision, req.report, lang=req.lang, device=req.device)
     from edgepick.report import savings_section, settings_section
 
-    # a model measured under several runtime settings: seed 004 §5.4's table (issue 34)
+    # a model measured under several runtime settings: seed 004 §5.4's table
     settings_section.append_to_report(req.report, summaries, decision, LANGS[req.lang])
     from edgepick.report import constraint_section
 
@@ -120,7 +120,7 @@ def _report(req: DecideRequest, decision, summaries, store) -> list[Path]:
     constraint_section.append_to_report(req.report, summaries, LANGS[req.lang])
 
     seq = savings_section.latest_sequential(store, [s.candidate for s in summaries])
-    if seq is not None:  # the run evaluated in looks: what it saved (issue 27)
+    if seq is not None:  # the run evaluated in looks: what it saved
         savings_section.append_to_report(req.report, seq, LANGS[req.lang])
     routed = latest_route_eval(store)  # `edgepick route eval` into this store: its section
     if routed is not None:
@@ -128,6 +128,6 @@ def _report(req: DecideRequest, decision, summaries, store) -> list[Path]:
     from edgepick.report import doctor_section
 
     found = doctor_section.latest_doctor(store, [s.model for s in summaries])
-    if found is not None:  # `edgepick doctor` on one of these files: its causes (issue 36)
+    if found is not None:  # `edgepick doctor` on one of these files: its causes
         doctor_section.append_to_report(req.report, found, LANGS[req.lang])
     return paths

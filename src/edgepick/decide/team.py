@@ -1,4 +1,4 @@
-"""A team of edge models when no single candidate clears every task (issue 38 item 4; seed 001
+"""A team of edge models when no single candidate clears every task (seed 001
 §6.3: a light model for simple queries, a medium one for routine work, preloaded or swapped).
 
 Mirrors the hybrid plan (decide/hybrid.py) with several edge models instead of edge + cloud:

@@ -69,7 +69,7 @@ def gate_phrase(g, lang: str) -> str:
     if g.verdict == "unmeasured":
         return t("unmeasured", lang, m=m)
     n = t("settle", lang, k=g.items_to_settle) if g.items_to_settle else t("nosettle", lang)
-    if g.contended_share is not None:  # a speed gate failed on a busy host (issue 28)
+    if g.contended_share is not None:  # a speed gate failed on a busy host
         n = t("contended", lang, share=whole_pct(g.contended_share))
     limit = gate_text(Gate(metric=g.metric, value=g.limit))
     return t("undetermined", lang, m=m, v=gate_text(g), l=limit, n=n)

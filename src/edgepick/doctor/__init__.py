@@ -1,1 +1,1 @@
-"""`edgepick doctor`: from a symptom to its cause, measured, with the fix (issue 36)."""
+"""`edgepick doctor`: from a symptom to its cause, measured, with the fix."""

@@ -59,7 +59,7 @@ class Ctx:
                  changes: dict | None = None) -> dict:
         """The stored figures of `check` for this file, settings (with `changes`: what a fix
         sets, so that the run after the fix finds them) and `parts`, else measured and stored
-        (issue 36: a figure already measured is not measured again)."""
+        (a figure already measured is not measured again)."""
         key = self.key(check, *parts, changes=changes)
         held = self.store.get(FIGURE_KIND, key) if self.store is not None else None
         if held is not None:

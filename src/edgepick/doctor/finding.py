@@ -1,6 +1,6 @@
 """What doctor reports: a finding names one cause from a fixed vocabulary, the figures measured
 in this run that show it (each with the command that reproduces it), the change that removes it
-and how clearly the differential separated it (issue 36)."""
+and how clearly the differential separated it."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """doctor's entry point: the checks of the symptom's plan (or the quick health checks), most
 likely first, within a time budget, stopping once an axis explains the symptom; findings ranked
-and stored so a report of this model can show them (issue 36)."""
+and stored so a report of this model can show them."""
 
 from __future__ import annotations
 

@@ -1,1 +1,1 @@
-"""Evaluate: task quality on the user's data, the gap to the reference, and fidelity (SPEC §7)."""
+"""Evaluate: task quality on the user's data, the gap to the reference, and fidelity."""

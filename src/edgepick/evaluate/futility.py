@@ -1,4 +1,4 @@
-"""Stopping for futility (issue 27): a candidate whose part in the decision is already fixed
+"""Stopping for futility: a candidate whose part in the decision is already fixed
 needs no more items, whatever the remaining items would show.
 
 decide (decide/decision.py, decide/hybrid.py) gives a candidate three ways to matter: as the

@@ -1,4 +1,4 @@
-"""95% intervals and sample-size estimates for the figures a decision gates on (SPEC §8,
+"""95% intervals and sample-size estimates for the figures a decision gates on (docs/decide.md,
 seed 004 §2.3: a 5% limit judged on 30 items cannot tell 2% from 20%).
 
 Proportions (unacceptable rate, badcase rate, format rates) get a Wilson score interval; mean

@@ -1,4 +1,4 @@
-"""Eval sets: JSONL, one item a line (SPEC §7), validated line by line.
+"""Eval sets: JSONL, one item a line (docs/evaluate.md), validated line by line.
 
 A bad line never stops the run: every problem is collected with its file, line and field, and
 the good items are returned alongside so they still get evaluated.

@@ -1,4 +1,4 @@
-"""Sequential evaluation (issue 27): the items go in looks, and after each look every quality
+"""Sequential evaluation: the items go in looks, and after each look every quality
 gate is re-judged with an anytime-valid confidence sequence (evaluate/anytime.py); what is
 settled stops.
 

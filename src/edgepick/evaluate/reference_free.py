@@ -1,5 +1,5 @@
-"""Items without a reference (sampled traffic served without a cloud: `reference: null`, issue
-29 item 1). They count toward the figures that need no reference: the unacceptable rate (all
+"""Items without a reference (sampled traffic served without a cloud: `reference: null`).
+They count toward the figures that need no reference: the unacceptable rate (all
 its reasons but critical_wrong), format compliance and output length. Scores, the gap to the
 reference and badcases per 1000 need the reference's answer, so they leave these items out
 and the result says so."""

@@ -1,1 +1,1 @@
-"""Fit: what can run at all on the target, before anything runs (SPEC §4)."""
+"""Fit: what can run at all on the target, before anything runs (docs/fit.md)."""

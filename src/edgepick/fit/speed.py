@@ -156,7 +156,7 @@ def bound_bandwidth_gbps(device: DeviceProfile) -> float:
 
 # Predicted ÷ measured decode speed on a shape no constant was fitted on (benchmarks/fit_heldout.py:
 # a 768-wide, 12-layer Llama with 4 KV heads at Q5_K_M, Q6_K and Q4_K_M, ctx 2048 and 8192, in
-# two opposite-order passes; issue 2's notes). Over the fitted shapes the target is ±20%
+# two opposite-order passes). Over the fitted shapes the target is ±20%
 # (benchmarks/fit_accuracy.py). The seeds' bare efficiency has no validation: no band.
 HELDOUT_RATIOS = {"engine probe": (0.83, 1.03), "AVX2 constants": (0.92, 1.10)}
 

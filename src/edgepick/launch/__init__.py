@@ -1,4 +1,4 @@
-"""Launchers: run a piece of work in its own process and watch it from outside (STYLE.md:
+"""Launchers: run a piece of work in its own process and watch it from outside (after
 optimum-benchmark's launchers). Bench, the engine probe, the server and the test servers share
 these: `start` / `AsyncChild` (die with edgepick, no inherited descriptors), `run_child` (a
 short one to its end, bounded in time), `spawn_context`, `stop`. Every child process edgepick

@@ -1,4 +1,4 @@
-"""Prometheus alerting rules from a deploy.yaml's gates (issue 29 item 4), for an operator's own
+"""Prometheus alerting rules from a deploy.yaml's gates, for an operator's own
 Prometheus and Alertmanager: TTFT P50/P99 and decode speed P5 through `histogram_quantile` over
 `rate(...[window])`, engine memory, the sampled unacceptable and format-error rates (only once
 enough outputs were sampled in the window to say anything), 5xx and rejection rates, an engine

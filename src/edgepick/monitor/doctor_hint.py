@@ -1,4 +1,4 @@
-"""Which `edgepick doctor` command to run when a live figure degrades (issue 36): each figure
+"""Which `edgepick doctor` command to run when a live figure degrades: each figure
 monitor checks maps to the symptom it shows, and so to the checks that find its cause."""
 
 from __future__ import annotations

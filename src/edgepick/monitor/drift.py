@@ -1,4 +1,4 @@
-"""Does the evaluation still represent the traffic? (issue 29 item 4). The live window's
+"""Does the evaluation still represent the traffic? The live window's
 unacceptable rate, task mix and prompt lengths set against what the decision assumed: its
 intervals (deploy.yaml gates and per-task routes) and its scenario's context distribution.
 A finding is drift only when the live interval clears the decided one, never on a point value.

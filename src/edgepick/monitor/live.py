@@ -2,7 +2,7 @@
 the decision was based on (deploy.yaml's baseline) — seed 000 §7.4: badcase, user-feedback and
 format-error rates; TTFT P99, decode speed P5, peak memory; availability, OOM count, crash rate.
 
-By default over the last five minutes (issue 25 item 8): every counter and histogram bucket is
+By default over the last five minutes: every counter and histogram bucket is
 taken as its change since the server's own snapshot of that time (`/metrics/history`), and the
 quantiles come from the changed buckets as Prometheus' `histogram_quantile(q, rate(...[5m]))`
 does (monitor/window.py). Gauges (memory now, the peak since start) are read as they are.

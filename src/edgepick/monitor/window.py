@@ -1,7 +1,7 @@
 """Figures over a recent window, as Prometheus computes them: the change of each counter and
 histogram bucket between a scrape taken `window` ago and now, and `histogram_quantile` over the
 changed buckets (`histogram_quantile(q, rate(x_bucket[window]))`: rate's per-second scaling
-cancels in a quantile, so the increase gives the same value). Issue 25 item 8: a few slow
+cancels in a quantile, so the increase gives the same value). A window, not the server's whole life: a few slow
 requests at start-up must not hold the P99 for the rest of the run."""
 
 from __future__ import annotations

@@ -1,1 +1,1 @@
-"""Plans: one YAML file naming the device, candidates, eval set, scenario and sweeps (SPEC §2)."""
+"""Plans: one YAML file naming the device, candidates, eval set, scenario and sweeps."""

@@ -1,5 +1,5 @@
 """The prompt lengths and answer length the plan's bench measures: the plan's own, plus the
-scenario's context percentiles and output length (issue 26; seed 000 §7.1: know the P50/P95/P99
+scenario's context percentiles and output length (seed 000 §7.1: know the P50/P95/P99
 of your context lengths), so the decision gates each figure at the product's length."""
 
 from __future__ import annotations

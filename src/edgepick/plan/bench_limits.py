@@ -1,5 +1,5 @@
-"""The scenario's limits on bench medians, by the prompt length decide reads each at (issue 27
-point 3): the bench repeats a gated point until each is settled (bench/stopping.py).
+"""The scenario's limits on bench medians, by the prompt length decide reads each at:
+the bench repeats a gated point until each is settled (bench/stopping.py).
 
 A gate counts when decide judges it on a median's order-statistic interval (data/gates.yaml
 `interval: order`): TTFT P50, decode speed, and end-to-end P50/P95 when the scenario gives the

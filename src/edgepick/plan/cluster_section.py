@@ -1,4 +1,5 @@
-"""The plan's `cluster:` section (the plan owns it; cluster/ reads it) and the checks of its `devices:` list (SPEC §12)."""
+"""The plan's `cluster:` section (the plan owns it; cluster/ reads it) and the checks of its `devices:` list
+(docs/scale.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`context_from: prompts.jsonl` (issue 26; seed 000 §7.1: know the P50/P95/P99 of your context
+"""`context_from: prompts.jsonl` (seed 000 §7.1: know the P50/P95/P99 of your context
 lengths): the product's own prompts, counted with each candidate's own tokenizer through the
 Backend contract, give that candidate's context percentiles, as `context_tokens` would."""
 

@@ -58,7 +58,7 @@ class BenchSection(_Strict):
     warmup: int = Field(1, ge=0)
     repeats: int = Field(5, ge=1)  # with a scenario limit on a median: the minimum
     # A point the scenario gates on (TTFT P50, decode speed, end to end) repeats until each
-    # limit is settled, at most this often (docs/bench.md "When repetitions stop"; issue 27).
+    # limit is settled, at most this often (docs/bench.md "When repetitions stop").
     # Unset: 20, or `repeats` itself when a plan asks fewer than five (a smoke run: no interval
     # of the median settles anything before five, so more repetitions would only cost time).
     max_repeats: int | None = Field(None, ge=1)
@@ -99,7 +99,7 @@ class EvalSection(_Strict):
     reference_api_key_env: str | None = None
     limit: int | None = Field(None, ge=1)  # per set without its own: spread over tasks; none = all
     max_tokens: dict[str, int] = Field(default_factory=dict)  # per-task generation budgets
-    # Looks that stop each candidate once its gates are settled (docs/evaluate.md, issue 27);
+    # Looks that stop each candidate once its gates are settled (docs/evaluate.md);
     # false: every model on every item (fixed N). `max_items` caps the items per model over
     # all sets; `look_items` is how many items each open (candidate, task) cell gets per look.
     sequential: bool = True

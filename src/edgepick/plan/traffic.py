@@ -1,4 +1,4 @@
-"""Re-selection on sampled traffic (issue 29 item 5, seed 000 §7.4: production traffic is the
+"""Re-selection on sampled traffic (seed 000 §7.4: production traffic is the
 input of the next selection round). `edgepick run PLAN --traffic traffic.jsonl` and
 `edgepick reselect DEPLOY.yaml --plan PLAN --traffic …` run the plan's candidates on the
 sampled items, alone or mixed with the plan's own sets at a stated weight, into a folder of

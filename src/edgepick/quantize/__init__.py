@@ -1,2 +1,2 @@
-"""Quantize stage (SPEC §5): the ladder, importance matrices, per-unit sensitivity and
+"""Quantize stage (docs/quantize.md): the ladder, importance matrices, per-unit sensitivity and
 mixed-precision recipes, all built by llama.cpp's own `llama-quantize` / `llama-imatrix`."""

@@ -1,4 +1,5 @@
-"""Typed records that flow between pipeline stages (SPEC §2). All are JSON-serialisable."""
+"""Typed records that flow between pipeline stages (docs/architecture.md).
+All are JSON-serialisable."""
 
 from edgepick.records.candidate import Candidate, RuntimeSettings
 from edgepick.records.device import DeviceProfile

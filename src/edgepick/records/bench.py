@@ -1,4 +1,4 @@
-"""The record one bench configuration produces (SPEC §6; definitions in docs/metrics.md)."""
+"""The record one bench configuration produces (docs/bench.md; definitions in docs/metrics.md)."""
 
 from __future__ import annotations
 

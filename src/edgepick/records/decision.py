@@ -63,7 +63,7 @@ class CurvePoint(BaseModel):
 
 class LengthPoint(BaseModel):
     """The bench at one prompt length (concurrency 1): what the gates at a product's context
-    percentile read (issue 26; seed 000 §7.1)."""
+    percentile read (seed 000 §7.1)."""
 
     prompt_tokens: int
     gen_tokens: int | None = None
@@ -113,7 +113,7 @@ class CandidateSummary(BaseModel):
     by_length: dict[int, LengthPoint] = Field(default_factory=dict)  # prompt tokens -> bench
     sustained_curve: list[CurvePoint] = Field(default_factory=list)  # seconds -> tok/s
     decay: float | None = None  # fraction lost from the first to the last sustained window
-    # energy, heat and host load (bench, issue 28; docs/metrics.md): None = unmeasured, never 0
+    # energy, heat and host load (bench; docs/metrics.md): None = unmeasured, never 0
     power_w: float | None = None  # mean over the timed runs, idle included
     idle_power_w: float | None = None
     prefill_energy_per_token_j: float | None = None
@@ -286,14 +286,14 @@ class Decision(BaseModel):
     recommendation: str | None
     status: Status = "none"  # proven | provisional | hybrid | none
     hybrid: HybridPlan | None = None
-    team: TeamPlan | None = None  # status team: several edge models (issue 38)
+    team: TeamPlan | None = None  # status team: several edge models
     team_refused: TeamPlan | None = None  # the smallest team serving every task, over budget
     runner_up: str | None = None
     closest: str | None = None  # when nothing survives: the candidate nearest to passing
     pareto: list[str] = Field(default_factory=list)
     explanation: Explanation = Field(default_factory=Explanation)
     normalisation: str = ""
-    # status none because some task types have no side that serves them (issue 26)
+    # status none because some task types have no side that serves them
     unserved: list[UnservedTask] = Field(default_factory=list)
     # the decision in words, every language (decide/wording.py); report renders only this
     texts: DecisionTexts | None = None

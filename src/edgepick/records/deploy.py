@@ -85,7 +85,7 @@ class Sampling(_Strict):
 
 
 class TaskConstraint(_Strict):
-    """What serve holds one task's answers to (issue 34 item 5, seed 000 §2.3): a JSON schema
+    """What serve holds one task's answers to (seed 000 §2.3): a JSON schema
     (extraction, tool arguments) or a label set (classification), exactly one. Checked on load
     by the same safety check every grammar passes (edgepick/constraints.py)."""
 
@@ -154,7 +154,7 @@ class DeployConfig(_Strict):
     gates: list[Gate] = Field(default_factory=list)
     baseline: Baseline = Field(default_factory=Baseline)
     notes: list[str] = Field(default_factory=list)
-    # The product's own constraints (issue 26): what the edge must serve alone and how.
+    # The product's own constraints: what the edge must serve alone and how.
     sampling: Sampling | None = None  # absent: greedy / the client's own sampling
     lock_sampling: bool = False  # true: serve replaces a client's sampling with `sampling`
     edge_only_tasks: list[str] = Field(default_factory=list)  # never routed to the cloud (privacy)

@@ -1,4 +1,4 @@
-"""Task-quality results: per-item outcomes, the gap to the reference, badcases (SPEC §7).
+"""Task-quality results: per-item outcomes, the gap to the reference, badcases (docs/evaluate.md).
 
 `EvalResult` is what `edgepick eval` stores under kind "eval" and what decide/report read.
 Gaps are `reference − candidate`, so a positive gap means the candidate is worse.
@@ -70,7 +70,7 @@ class ItemOutcome(BaseModel):
     reused: bool = False  # True when the raw output came from the store (no inference this run)
     samples: list[SampleOutcome] = Field(default_factory=list)  # only when sampled k > 1 times
     shares: dict[str, float] = Field(default_factory=dict)  # per-item rates over the samples
-    # No reference (sampled traffic, issue 29): score/correct/badcase mean nothing; the item
+    # No reference (sampled traffic): score/correct/badcase mean nothing; the item
     # counts for the unacceptable rate, format compliance and length only.
     reference_free: bool = False
     # a constrained item timed (evaluate/outputs.TIMED_ITEMS): its decode under the grammar

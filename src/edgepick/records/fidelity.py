@@ -1,4 +1,5 @@
-"""Fidelity of a candidate to its reference model, and the greedy consistency test (SPEC §7).
+"""Fidelity of a candidate to its reference model, and the greedy consistency test
+(docs/fidelity.md).
 
 Field definitions follow llama.cpp's `llama-perplexity --kl-divergence` (docs/fidelity.md).
 """

@@ -1,4 +1,4 @@
-"""A team of edge models in one `deploy.yaml` (schema 2, issue 38; seed 001 §6.3: a light model
+"""A team of edge models in one `deploy.yaml` (schema 2; seed 001 §6.3: a light model
 for simple queries, a medium one for routine work, preloaded or swapped; seed 003 §5.2/§6.1: a
 small model takes what it can and hands the rest on).
 

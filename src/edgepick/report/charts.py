@@ -91,7 +91,7 @@ def curve_chart(rows: list[dict], x: str, y: str, xlabel: str, ylabel: str,
 
 
 def timeline_data(summaries: list[CandidateSummary]) -> list[dict]:
-    """The sustained runs' timelines (bench, issue 28): speed, hottest sensor, power, memory."""
+    """The sustained runs' timelines (bench): speed, hottest sensor, power, memory."""
     return [{"candidate": s.candidate, "t_s": p.get("t_s"), "decode_tps": p.get("decode_tps"),
              "temperature_c": p.get("temperature_c"), "power_w": p.get("power_w"),
              "anon_swap_mib": None if p.get("anon_swap_bytes") is None

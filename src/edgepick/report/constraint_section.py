@@ -1,4 +1,4 @@
-"""The report's constrained-output table (issue 34 item 5; seed 000 §2.3: a structured answer
+"""The report's constrained-output table (seed 000 §2.3: a structured answer
 breaks on one wrong token): for each model measured with `constrain: grammar`, its candidates
 free and constrained side by side, with format errors and unacceptable answers (each with its
 95% interval) and the grammar's cost in speed: decode tokens/s under the grammar against the

@@ -1,4 +1,4 @@
-"""The report's doctor section (issue 36): the causes `edgepick doctor` found for the deployed
+"""The report's doctor section: the causes `edgepick doctor` found for the deployed
 model, ranked, each with its evidence and fix, in English or Chinese. Read from the results
 store (kind "doctor") when a run's report is written, or added to the report beside a
 deploy.yaml when doctor runs against it; a newer section replaces the older one."""

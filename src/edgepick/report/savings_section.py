@@ -1,4 +1,4 @@
-"""The report's sequential-evaluation section (issue 27 item 5): generations used against fixed
+"""The report's sequential-evaluation section: generations used against fixed
 N, the time saved, and per candidate its items and generations against fixed N, why it stopped
 and each gate's verdict with the look at which it settled; candidates not evaluated at all
 (they fail a gate no routing avoids) are named. The figures are evaluate/savings.py's, read from

@@ -1,4 +1,4 @@
-"""The report's runtime-settings table (issue 34 item 4; seed 004 §5.4's table of configurations
+"""The report's runtime-settings table (seed 004 §5.4's table of configurations
 with first-token time, per-token latency and peak memory, here with fidelity too): for each model
 a plan measured under several runtime settings (plan/runtime_axes.py), one row per configuration
 with its figures and what the decision made of it. The figures are the summaries' own."""

@@ -55,7 +55,7 @@ def template_table(summaries: list[CandidateSummary], texts: DecisionTexts,
                                            nm))
     add("output_p50_p95", lambda s: _lengths(s, nm))
     add("decay", lambda s: pct(s.decay, nm))
-    # energy and heat (issue 28): a figure nobody could measure says so, never 0
+    # energy and heat: a figure nobody could measure says so, never 0
     add("avg_power", lambda s: nm if s.power_w is None else f"{s.power_w:.2f} W" + (
         "" if s.idle_power_w is None else f" (idle {s.idle_power_w:.2f} W)"))
     add("energy_token", lambda s: nm if s.energy_per_token_j is None else

@@ -49,7 +49,7 @@ class RouteEvalRequest(BaseModel):
     resamples: int = BOOTSTRAP_RESAMPLES
     seed: int = BOOTSTRAP_SEED
     # task types that never leave the device (deploy.yaml `edge_only_tasks`): never escalated,
-    # so the cloud share a cascade can reach is that of the other items (issue 26 item 5)
+    # so the cloud share a cascade can reach is that of the other items
     edge_only_tasks: list[str] = Field(default_factory=list)
     # further edge models after `edge`, in the cascade's order (small → medium → … → cloud):
     # the N-tier analysis of route/tiers.py, beside the edge → cloud one

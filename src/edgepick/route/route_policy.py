@@ -68,7 +68,7 @@ class RoutePolicy(_Strict):
     mode: Mode = "edge_first"
     cloud: Cloud | None = None
     confidence: ConfidenceSettings = Field(default_factory=ConfidenceSettings)
-    # edge_first escalates an unsure edge too (issue 17); off, edge_first streams at once and
+    # edge_first escalates an unsure edge too; off, edge_first streams at once and
     # escalates only on errors, overload and the validator.
     escalate_low_confidence: bool = True
     validator: FormatValidator | None = None

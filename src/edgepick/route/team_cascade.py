@@ -1,4 +1,4 @@
-"""A team's cascade at serve time (issue 38 item 3): a task whose deploy.yaml cascade names
+"""A team's cascade at serve time: a task whose deploy.yaml cascade names
 several steps (e.g. small → medium → cloud) goes to the first step's model; below that step's
 threshold its answer is handed to the next step, and so on; the last step answers whatever
 reaches it ([seed 001 §6.3]: the light model answers when it is confident and hands over when it

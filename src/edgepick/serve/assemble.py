@@ -1,5 +1,5 @@
 """Putting a server together from what the user gave: a deploy.yaml, a model, or a registry name;
-the settings; the policy. Everything is checked before the engine starts (SPEC §10)."""
+the settings; the policy. Everything is checked before the engine starts (docs/serve.md)."""
 
 from __future__ import annotations
 

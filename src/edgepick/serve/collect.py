@@ -1,4 +1,4 @@
-"""A non-streaming answer read from the engine as a stream (issue 35 item 6).
+"""A non-streaming answer read from the engine as a stream.
 
 Why: the pinned llama-server notices that a non-streaming client left only when its HTTP thread
 waited a whole second for a result and got none (tools/server/server-queue.cpp

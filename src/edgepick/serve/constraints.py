@@ -1,6 +1,6 @@
 """Constraints a request hands the engine's grammar engine (`response_format` JSON schemas,
 llama-server's `json_schema` and `grammar`, tools' `parameters`), checked before forwarding:
-satisfiable, and small enough to compile (issue 35 item 1). The check itself is
+satisfiable, and small enough to compile. The check itself is
 edgepick/constraints.py's, shared with evaluate and deploy.yaml; here it is found in a request
 body and its refusal becomes a 400 naming the field (docs/serve.md, "Constrained output")."""
 

@@ -264,8 +264,8 @@ class EdgePool(Supervised, EngineQueries):
         """Release a request's slots once the engine has let go of it, not when its client left
         or its deadline passed: the engine ends the task at its next token write (the request
         streams from it, serve/collect.py) and frees the slot at its next loop turn. Until then
-        the slot is busy, and a request admitted into it would wait inside the engine unseen
-        (issue 35 item 6). Bounded by ENGINE_NOTICE_S; the engine's own counters (its
+        the slot is busy, and a request admitted into it would wait inside the engine unseen.
+        Bounded by ENGINE_NOTICE_S; the engine's own counters (its
         /metrics) say when it is done."""
 
         async def hold() -> None:

@@ -108,7 +108,7 @@ class UpstreamError(ServeError):
 
 
 # llama-server answers some malformed requests with 500 (an exception while reading the JSON):
-# those are the client's fault, and the client gets a 400 (issue 25)
+# those are the client's fault, and the client gets a 400
 _CLIENT_FAULT_MARKERS = ("[json.exception.", "missing", "invalid", "unsupported", "must be",
                          "expected", "not supported", "cannot be", "too large to process")
 _TYPE_OF_STATUS = {400: "invalid_request_error", 401: "invalid_request_error",

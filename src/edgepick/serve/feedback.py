@@ -1,4 +1,4 @@
-"""The loop's endpoints (issue 29): `POST /v1/feedback {request_id, rating: up|down, reason?}`
+"""The loop's endpoints: `POST /v1/feedback {request_id, rating: up|down, reason?}`
 from users, and `GET /metrics/history?ago=SECONDS` for `edgepick monitor --window`.
 
 Feedback is counted once per request id (`edgepick_feedback_total{rating}`); the user-feedback

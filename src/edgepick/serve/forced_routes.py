@@ -1,4 +1,4 @@
-"""The test-only headers, read by serve for every router (issue 23 item 4), and only when the
+"""The test-only headers, read by serve for every router, and only when the
 policy's `route.allow_forced_route` is true: `x-edgepick-force-route: edge|cloud` allows only
 that path, `x-edgepick-mock-failure: edge,cloud` makes those paths fail on purpose. Serve fails
 the edge itself; a router fails its own other paths when `RouteRequest.failing` names them."""

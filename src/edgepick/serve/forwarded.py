@@ -77,7 +77,7 @@ def _tool_without_nulls(tool: Any) -> Any:
 
 def apply_sampling(request: BaseModel, sampling: dict,
                    locked: bool) -> tuple[BaseModel, list[str]]:
-    """deploy.yaml's `sampling` as the request's defaults (issue 26 item 3); with
+    """deploy.yaml's `sampling` as the request's defaults; with
     `lock_sampling` they replace what the client sent. Returns the request and the fields the
     lock overrode (for the `x-edgepick-sampling` header)."""
     if not sampling:

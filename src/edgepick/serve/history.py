@@ -1,6 +1,6 @@
 """Past scrapes of the server's own /metrics, so `edgepick monitor --window 5m` can take the
 change of every counter and bucket over the last five minutes from one call, without a
-Prometheus server (issue 25 item 8). A snapshot is taken at start (all zeros) and every
+Prometheus server. A snapshot is taken at start (all zeros) and every
 `every_s`; they are kept compressed for `keep_s`. `GET /metrics/history?ago=300` answers the
 newest snapshot at least 300 s old (the start one when the server is younger) and says its age
 in `x-edgepick-snapshot-age-seconds`."""

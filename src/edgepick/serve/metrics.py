@@ -73,7 +73,7 @@ class ServeMetrics:
         self.active_model = Gauge("edgepick_active_model", "1 for the model version serving",
                                   ["name", "version"], registry=r)
         self.ready = _ReadyGauge("edgepick_ready", "1 when an engine is ready", registry=r)
-        # the loop's figures (issue 29, seed 000 §7.4): availability, exits/OOM, peak memory,
+        # the loop's figures (seed 000 §7.4): availability, exits/OOM, peak memory,
         # per-task sampled verdicts, user feedback, cloud references for sampled items
         self.ready_clock = self.ready.clock = ReadyClock()
         self.engine_fate = EngineFate()

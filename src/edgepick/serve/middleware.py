@@ -1,6 +1,6 @@
 """The ASGI layer in front of every endpoint: a request id on every answer and log line, and
-bounded headers (issue 25); protocol upgrades refused, and a bug answered as a 500 in OpenAI's
-shape with its request id (issue 35 item 4: Starlette's own 500 comes from outside every
+bounded headers; protocol upgrades refused, and a bug answered as a 500 in OpenAI's
+shape with its request id (Starlette's own 500 comes from outside every
 middleware, without one). Pure ASGI, not Starlette's BaseHTTPMiddleware, so streams and client
 disconnects pass through untouched."""
 

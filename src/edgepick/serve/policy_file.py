@@ -1,5 +1,5 @@
 """The serve policy file (`--policy`): `resources:` (the check before admission), `swap:` (hot
-swap by device signals, seed 000 §4.3) and `route:` (issue 17's router; read by it, not here).
+swap by device signals, seed 000 §4.3) and `route:` (the router's section; read by it, not here).
 The sections this module owns are validated strictly; other sections are left to their owners."""
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ class ServePolicy(BaseModel):
     model_config = ConfigDict(extra="forbid")
     resources: ResourcePolicy = Field(default_factory=ResourcePolicy)
     swap: SwapPolicy | None = None
-    route: Any = None  # issue 17's section, validated by the router
+    route: Any = None  # the router's section, validated by the router
     extra: dict[str, Any] = Field(default_factory=dict)
 
     @classmethod

@@ -1,5 +1,5 @@
 """The HTTP/1.1 server under the app: uvicorn's httptools protocol (the C parser serve pins),
-with its own refusals replaced (issue 35 item 4).
+with its own refusals replaced.
 
 uvicorn answers a request its parser rejects (a bad Content-Length, `Transfer-Encoding:
 identity`, a lowercase method, an HTTP/2 preface, NUL bytes) itself, below the app, with
@@ -43,7 +43,7 @@ def refusal_bytes(err: ServeError, request_id: str) -> bytes:
 
 class EdgepickHttpProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol with a header timeout (slowloris) and every refusal below
-    the app in OpenAI's shape, with a request id (issue 35 item 4)."""
+    the app in OpenAI's shape, with a request id."""
 
     header_timeout: float = 10.0
     _header_timer: asyncio.TimerHandle | None = None

@@ -1,4 +1,4 @@
-"""Cloud references for sampled traffic (issue 29): a sampled request is answered once more by
+"""Cloud references for sampled traffic: a sampled request is answered once more by
 the cloud, off the request's path, and that answer becomes the item's reference, so the sample
 is a complete eval item for the next selection round.
 

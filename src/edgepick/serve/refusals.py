@@ -1,5 +1,5 @@
 """Every refusal the app gives, in OpenAI's error shape (serve/errors.py): serve's own, the
-framework's (404, 405, validation), and CORS preflights refused (issue 35 item 4). Bodies are
+framework's (404, 405, validation), and CORS preflights refused. Bodies are
 ASCII JSON, so a message quoting a lone surrogate (a JSON key `"\\ud800"`) still renders."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Which team models are resident, within a memory budget (issue 38 item 2; seed 001 §6.3:
+"""Which team models are resident, within a memory budget (seed 001 §6.3:
 reloading on every switch is too slow, so swaps are few and batched).
 
 A request for a model that is loaded enters at once. One that is not waits for a load; a load

@@ -1,6 +1,5 @@
 """Opt-in traffic sampling: a share of live requests is judged (unacceptable, format error) and,
-when asked, written as eval JSONL so the next selection runs on real traffic (seed 000 §7.4,
-issue 29).
+when asked, written as eval JSONL so the next selection runs on real traffic (seed 000 §7.4).
 
 What can be judged without a reference is judged at once: empty output, repetition loop, wrong
 language, and the form (JSON; cut by max_tokens before a parseable answer) when the client asked
@@ -50,7 +49,7 @@ class RedactRule(BaseModel):
 
 
 class ReferencePolicy(BaseModel):
-    """Caps on the cloud answers asked for sampled items (issue 29: within a rate and cost)."""
+    """Caps on the cloud answers asked for sampled items (within a rate and cost)."""
 
     model_config = ConfigDict(extra="forbid")
     enabled: bool = True  # with a cloud configured; false: items keep reference null

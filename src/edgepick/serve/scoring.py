@@ -3,7 +3,7 @@ and perplexity tasks): llama-server ignores `echo`, so the served model file is 
 process by an engine that declares full logits (the Backend contract's LOGITS: llama.cpp through
 llama-cpp-python), one request at a time in a worker thread.
 
-Scoring is bounded (issue 35 item 5): in length (prompt tokens and continuation, EchoLimits), in
+Scoring is bounded: in length (prompt tokens and continuation, EchoLimits), in
 time (the work checks its deadline between steps and stops there, or when its client leaves),
 and in concurrency, by its own admission (one scoring at a time, `queue` more waiting, 429
 beyond, at once) before it takes a place and a slot in the generation admission too; a wait for

@@ -1,6 +1,6 @@
 """The engine pool's supervision (serve/edge.py's EdgePool inherits it): a child that dies is
 restarted, a child that stops answering is marked not ready and, past `hung_after_s`, restarted,
-and restarts are budgeted (seed 000 §5.3; issue 35 item 2).
+and restarts are budgeted (seed 000 §5.3).
 
 Liveness reads llama-server's two threads apart. Its HTTP thread answers `/health` by itself,
 so a `/health` answer only says the process lives. Its `/metrics` is a task the main loop must
@@ -33,7 +33,7 @@ class Supervised:
 
     def _refuse_unless_ready(self) -> None:
         """A new request to an engine that is not serving is answered 503 at once (loading,
-        restarting, unresponsive, failed), never queued behind it (issue 35 item 3)."""
+        restarting, unresponsive, failed), never queued behind it."""
         if not self.ready:
             raise self._unavailable()
 

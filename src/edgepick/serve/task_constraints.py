@@ -1,4 +1,4 @@
-"""deploy.yaml's per-task constraint applied to a request (issue 34 item 5; seed 000 §2.3: a
+"""deploy.yaml's per-task constraint applied to a request (seed 000 §2.3: a
 structured answer breaks on one wrong token): a request of a task the deploy holds to a JSON
 schema goes to the engine with that schema as OpenAI's `response_format`, one held to a label set
 with llama-server's `grammar`, so the answer is decoded as the chosen candidate was measured

@@ -1,4 +1,4 @@
-"""A team of edge models behind one server (issue 38 item 2): one supervised engine per resident
+"""A team of edge models behind one server: one supervised engine per resident
 model, each an `EdgePool` (serve/edge.py) with its own admission, liveness, restarts and memory
 watchdog, loaded and unloaded within the memory budget by serve/residency.py.
 

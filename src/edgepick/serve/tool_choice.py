@@ -1,5 +1,5 @@
-"""`tool_choice: "required"` (or a named function) enforced where the engine ignores it (issue 35
-item 8): the pinned llama-server answers plain text for a chat template without tool calls
+"""`tool_choice: "required"` (or a named function) enforced where the engine ignores it:
+the pinned llama-server answers plain text for a chat template without tool calls
 (SmolLM2's), saying nothing. Such a request is generated under a tool-call grammar instead — a
 JSON schema `{"name": <one of the tools>, "arguments": <its parameters>}` with the tools listed
 in a system message — and the JSON it writes is returned as the `tool_calls` the client asked

@@ -7,7 +7,7 @@ after it loads and before any request, is over the limit is not started (serve e
 figure), and the pool's restart budget (EdgePool.max_restarts within restart_window_s) stops
 restarts that do not bring memory back under the limit, reporting the server degraded.
 
-The watchdog always wins (issue 35 item 2): it samples every `every_s` (0.1 s by default: a leak
+The watchdog always wins: it samples every `every_s` (0.1 s by default: a leak
 of 300 MB/s moves 30 MB between two samples) whatever the engine's state (a wedged engine is
 not ready, and is still watched); a drain lasts only while memory stays under the hard ceiling
 (limit + HARD_MARGIN), and the stop is SIGTERM then SIGKILL after a short grace, at once past

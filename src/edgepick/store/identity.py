@@ -1,6 +1,6 @@
 """Content identity of a model (a file's SHA-256, cached per size and mtime, or a URL) and the
 content key a candidate's rows are stored under. Hashing reads files, so it lives here with the
-store rather than in the records, which hold data only (issue 23 item 1). The keys are those the
+store rather than in the records, which hold data only. The keys are those the
 records' own methods made before the move, byte for byte: stored rows are found by them
 (tests/store/test_identity.py)."""
 

@@ -1,6 +1,6 @@
 """The results store's schema: named migrations, each applied once, in order (as simonw/llm
 does). The store's schema version is the number applied; `PRAGMA application_id` marks the file
-as an edgepick store. SPEC §8: decisions work on one run, so every row belongs to a run.
+as an edgepick store. docs/decide.md: decisions work on one run, so every row belongs to a run.
 """
 
 from __future__ import annotations

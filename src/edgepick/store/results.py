@@ -1,5 +1,5 @@
 """SQLite results store. One row per measured thing, keyed by (kind, content key), and every row
-linked to the runs that produced or reused it (SPEC §2 and §8).
+linked to the runs that produced or reused it (docs/architecture.md).
 
 Each write is its own committed transaction, so killing the process loses nothing already stored,
 and WAL mode lets worker processes and the parent share the file.

@@ -1,5 +1,5 @@
 """The fastest runtime settings whose fidelity and gates still pass, without the whole grid
-(issue 34 item 8; seed 000 §4.4 and seed 001 §4.3: threads and batch sizes are tuned per device;
+(seed 000 §4.4 and seed 001 §4.3: threads and batch sizes are tuned per device;
 seed 004 §5.2: the KV cache is the memory to save).
 
 1. **Never run** what cannot run or fit: a combination llama.cpp refuses (the engine's

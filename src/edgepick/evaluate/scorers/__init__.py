@@ -1,4 +1,4 @@
-"""Scorers, one module each, registered by the task types they score (SPEC §7, seed 004 §2.3).
+"""Scorers, one module each, registered by the task types they score (seed 004 §2.3).
 
 The shape every scorer returns, so the pipeline, the unacceptable rule and the decision can treat
 all tasks alike (a new task, e.g. `tool_call`, adds one module here and nothing else):

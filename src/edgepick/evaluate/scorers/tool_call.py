@@ -1,4 +1,4 @@
-"""Tool calls (seed 004 §4.1, SPEC §7): the right tool with the right arguments, or no call.
+"""Tool calls (seed 004 §4.1): the right tool with the right arguments, or no call.
 
 An item offers `tools` (OpenAI function schemas) and expects either one call
 `{"name", "arguments"}` or the string "none". The reply is read by `edgepick.agent.calls`
