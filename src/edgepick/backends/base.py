@@ -90,6 +90,9 @@ class Generation(BaseModel):
     # leading prompt tokens whose KV an engine's prefix cache reused instead of prefilling
     # (llama-server's tokens_cached): prefill_s then covers only the rest
     cached_tokens: int = 0
+    # what a server measured itself (llama-server's `timings`: predicted_n, predicted_ms, and
+    # draft_n / draft_n_accepted when it speculated); None when it says nothing
+    engine_timings: dict | None = None
 
     @property
     def ttft_s(self) -> float | None:

@@ -248,7 +248,8 @@ class OpenAIHttpBackend(Backend):
         prefill_s = timings["prompt_ms"] / 1e3 if "prompt_ms" in timings else None
         g = Generation(text="".join(pieces), prompt_tokens=n_prompt or 0, generated_tokens=n_gen,
                        token_times=times, prefill_s=prefill_s, finish_reason=finish,
-                       token_logprobs=lps if logprobs else None)
+                       token_logprobs=lps if logprobs else None,
+                       engine_timings=timings or None)
         return g, t0
 
     def _http(self):

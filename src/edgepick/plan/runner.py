@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                            TimeElapsedColumn)
 
+from edgepick.errors import EdgepickError
 from edgepick.plan.loader import LoadedPlan
 from edgepick.plan.stages import STAGES, RunCandidate, RunState
 from edgepick.progress import ProgressEvent
@@ -106,13 +107,13 @@ def settings_candidates(lp: LoadedPlan, models: list[RunCandidate]) -> list[RunC
     from edgepick.plan.runtime_axes import check_grid, combinations, unhonoured
 
     axes = lp.plan.runtime_axes
-    combos = combinations(lp.plan.runtime, axes)
-    if len(combos) == 1:
+    combos = [with_draft(lp, rt) for rt in combinations(lp.plan.runtime, axes)]
+    if len(combos) == 1 and combos[0].speculative is None:
         return models
     check_grid(axes, len(models), lp.yes)
     out = []
     for m in models:
-        why = unhonoured(m.ref.backend, axes)
+        why = unhonoured(m.ref.backend, axes, lp.plan.runtime)
         if why:
             raise EdgepickError(f"{lp.path}: {m.name}: {why}")
         for rt in combos:
@@ -120,12 +121,50 @@ def settings_candidates(lp: LoadedPlan, models: list[RunCandidate]) -> list[RunC
             if m.settings is not None and m.settings.adapter is not None:
                 rt = rt.model_copy(update={"adapter": m.settings.adapter,
                                            "variant": f"{rt.variant},{m.settings.variant}"})
-            c.name, c.settings = f"{m.name}@{rt.variant}", rt
-            problem = backend_class(m.ref.backend).settings_problem(rt)
+            if rt.variant is not None:
+                c.name = f"{m.name}@{rt.variant}"
+            c.settings = rt
+            problem = backend_class(m.ref.backend).settings_problem(rt) \
+                or draft_problem(m.ref, rt)
             if problem and not c.skipped:
-                c.skipped = f"cannot run with {rt.variant}: {problem}"
+                c.skipped = f"cannot run with {rt.variant or 'these settings'}: {problem}"
             out.append(c)
     return out
+
+
+def with_draft(lp: LoadedPlan, rt):
+    """`rt` with its draft model's path resolved against the plan and its content hashed (the
+    draft's content, not its path, enters stored keys); `rt` itself without a draft."""
+    from edgepick.store.identity import file_sha256
+
+    spec = rt.speculative
+    if spec is None or not spec.model:
+        return rt
+    path = lp.resolve(spec.model)
+    if not os.path.isfile(path):  # a bundled name (smollm2) or a model the plan resolves
+        try:
+            path = lp.ref(spec.model).path or path
+        except EdgepickError:
+            pass
+    sha = file_sha256(path) if os.path.isfile(path) else None
+    return rt.model_copy(update={"speculative": spec.model_copy(
+        update={"model": path, "sha256": sha})})
+
+
+def draft_problem(ref, rt) -> str | None:
+    """Why `rt`'s draft model cannot speculate for the model `ref`, in one line naming both
+    files; None without a draft or when the two share a vocabulary."""
+    from edgepick.models.draft_vocab import draft_mismatch
+
+    spec = rt.speculative
+    if spec is None or not spec.model or ref.is_endpoint:
+        return None
+    if not os.path.isfile(spec.model):
+        return f"draft {spec.model}: no such file"
+    try:
+        return draft_mismatch(ref.path, spec.model)
+    except EdgepickError as exc:
+        return str(exc)
 
 
 def _available(module: str) -> bool:

@@ -16,15 +16,17 @@ from __future__ import annotations
 import itertools
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from edgepick.errors import EdgepickError
 from edgepick.records.candidate import RuntimeSettings
+from edgepick.records.speculative import Speculation, parse_speculative
 
 # field -> (short name in a candidate's name, how a value is written there); the order is the
 # order of the name's parts
 AXES: dict[str, str] = {"kv_type": "kv", "flash_attn": "fa", "threads": "t", "n_batch": "b",
-                        "n_ubatch": "ub", "mmap": "mmap", "constrain": "constrain"}
+                        "n_ubatch": "ub", "mmap": "mmap", "constrain": "constrain",
+                        "speculative": "spec"}
 DEFAULT_MAX_COMBINATIONS = 16
 # A stated rough figure when the store has nothing better: one small model (SmolLM2-135M) through
 # a short plan's bench, eval and fidelity on two cores (make run: about 3 minutes per candidate).
@@ -43,8 +45,15 @@ class RuntimeAxes(BaseModel):
     n_ubatch: list[int] | None = Field(None, min_length=1)
     mmap: list[bool] | None = Field(None, min_length=1)
     constrain: list[Literal["none", "grammar"]] | None = Field(None, min_length=1)
+    # `none` or a kind of speculative decoding (records/speculative.py), each a candidate
+    speculative: list[Speculation | None] | None = Field(None, min_length=1)
     # the largest grid this plan accepts without `run --yes`
     max_combinations: int = Field(DEFAULT_MAX_COMBINATIONS, ge=1)
+
+    @field_validator("speculative", mode="before")
+    @classmethod
+    def _speculative(cls, v: Any) -> Any:
+        return [parse_speculative(x) for x in v] if isinstance(v, list) else v
 
     def lists(self) -> dict[str, list]:
         """field -> its values, for the fields listed with more than one value, in AXES order."""
@@ -84,6 +93,10 @@ def split_runtime(data: Any) -> Any:
 def tag(settings: dict, fields: list[str]) -> str:
     """The readable, stable name of one combination: `kv=q8_0,fa=on,t=2`."""
     def word(v: Any) -> str:
+        if isinstance(v, Speculation):
+            return v.tag()
+        if v is None:  # the speculative axis's plain decoding
+            return "none"
         return ("on" if v else "off") if isinstance(v, bool) else str(v)
 
     return ",".join(f"{AXES[f]}={word(settings[f])}" for f in fields)
@@ -116,20 +129,33 @@ def check_grid(axes: RuntimeAxes | None, n_models: int, yes: bool) -> None:
             f"runtime.max_combinations in the plan, or run with --yes")
 
 
-def unhonoured(backend: str, axes: RuntimeAxes | None) -> str | None:
-    """One line when the engine `backend` does not apply a setting the plan varies; None when
-    it applies them all (the engine declares them: Backend.honoured_settings)."""
-    if axes is None or not axes.lists():
-        return None
-    from edgepick.backends.registry import backend_class
+# settings that change what runs even when the plan gives them once (not only as an axis)
+SET_ONCE = ("speculative",)
 
+
+def unhonoured(backend: str, axes: RuntimeAxes | None,
+               base: RuntimeSettings | None = None) -> str | None:
+    """One line when the engine `backend` does not apply a setting the plan varies (or sets, for
+    SET_ONCE); None when it applies them all (the engine declares them:
+    Backend.honoured_settings). The line names the engines that do apply them."""
+    from edgepick.backends.registry import backend_class, backend_names
+
+    varied = list(axes.lists()) if axes is not None else []
+    varied += [f for f in SET_ONCE if base is not None and getattr(base, f) is not None
+               and f not in varied]
+    if not varied:
+        return None
     cls = backend_class(backend)
-    missing = [f for f in axes.lists() if f not in cls.honoured_settings]
+    missing = [f for f in varied if f not in cls.honoured_settings]
     if not missing:
         return None
+    others = [n for n in backend_names() if n != backend
+              and set(missing) <= backend_class(n).honoured_settings]
+    where = (f"; the {' or '.join(others)} engine does (give the model `backend: "
+             f"{others[0]}`)") if others else ""
     return (f"runtime: the {backend} engine does not apply {', '.join(missing)} (it applies "
             f"{', '.join(sorted(cls.honoured_settings)) or 'none of the runtime settings'}); "
-            "varying it would measure a difference it never made")
+            f"varying it would measure a difference it never made{where}")
 
 
 def statement(n_candidates: int, n_combos: int, seconds: float | None, source: str) -> str:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import (BaseModel, ConfigDict, Field, computed_field, model_serializer,
-                      model_validator)
+from pydantic import (BaseModel, ConfigDict, Field, computed_field, field_validator,
+                      model_serializer, model_validator)
 
 from edgepick.records.model_ref import ModelRef
+from edgepick.records.speculative import Speculation, parse_speculative
 
 
 class AdapterSetting(BaseModel):
@@ -63,6 +64,14 @@ class RuntimeSettings(BaseModel):
     # "grammar": an eval item with a schema or a label set is decoded under a grammar that only
     # admits a valid answer (seed 000 §2.3; engines that honour "constrain"); "none": free
     constrain: Literal["none", "grammar"] = "none"
+    # speculative decoding (records/speculative.py; engines that honour "speculative"); None:
+    # plain decoding, left out of stored keys and payloads
+    speculative: Speculation | None = None
+
+    @field_validator("speculative", mode="before")
+    @classmethod
+    def _speculative(cls, v: Any) -> Any:
+        return parse_speculative(v)
 
     @model_validator(mode="before")
     @classmethod
@@ -89,7 +98,7 @@ class RuntimeSettings(BaseModel):
         data = handler(self)
         if not data.get("engine"):
             data.pop("engine", None)
-        for optional in ("variant", "adapter"):
+        for optional in ("variant", "adapter", "speculative"):
             if data.get(optional) is None:
                 data.pop(optional, None)
         if data.get("constrain") == "none":
@@ -100,6 +109,8 @@ class RuntimeSettings(BaseModel):
         data = self.model_dump()
         if self.adapter is not None:  # the adapter's content, not where it lies
             data["adapter"] = {"sha256": self.adapter.sha256, "scale": self.adapter.scale}
+        if self.speculative is not None:  # the draft's content, not where it lies
+            data["speculative"] = self.speculative.key_dict()
         return data
 
 

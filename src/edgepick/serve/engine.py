@@ -62,6 +62,8 @@ def llama_server_command(spec: EngineSpec, exe: str, port: int) -> list[str]:
         cmd += ["--embeddings", "--pooling", spec.pooling, "--kv-unified"]
     if rt.adapter is not None:  # the LoRA the decision measured, at its scale (common/arg.cpp)
         cmd += ["--lora-scaled", f"{rt.adapter.path}:{rt.adapter.scale:g}"]
+    if rt.speculative is not None:  # the kind the decision measured (records/speculative.py)
+        cmd += rt.speculative.server_flags()
     if rt.swa_full:
         cmd.append("--swa-full")
     if not rt.mmap:
