@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from edgepick.models.synthetic import synthetic_llama
+from edgepick.assets.synthetic import synthetic_llama
 from edgepick.assets import bundled
 from edgepick.bench.measure import measure_point
 from edgepick.launch import run_isolated

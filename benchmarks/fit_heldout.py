@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from edgepick.models.synthetic import synthetic_llama
+from edgepick.assets.synthetic import synthetic_llama
 from benchmarks.fit_accuracy import PASSES, check
 from edgepick.assets import bundled
 from edgepick.devices.probe import probe

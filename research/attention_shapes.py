@@ -18,7 +18,7 @@ import sys
 from benchmarks.fit_accuracy import PASSES, check
 from edgepick.assets import bundled
 from edgepick.devices.probe import probe
-from edgepick.models.synthetic import synthetic_llama
+from edgepick.assets.synthetic import synthetic_llama
 from research.fit_rows import saver
 
 CTX = 8192

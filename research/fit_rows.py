@@ -40,7 +40,7 @@ def main(argv: list[str]) -> int:
         files, contexts = fit_accuracy.candidates(), fit_accuracy.CONTEXTS
     elif which == "fit_heldout":
         from benchmarks import fit_heldout
-        from edgepick.models.synthetic import synthetic_llama
+        from edgepick.assets.synthetic import synthetic_llama
         from edgepick.quantize.ladder import build_ladder
 
         src = synthetic_llama(n_embd=768, n_ff=2048, n_layers=12, n_head=12, n_head_kv=4)

@@ -10,7 +10,7 @@ import pytest
 
 from edgepick.agent import Agent, ToolSet
 from edgepick.agent.model import BackendModel
-from edgepick.agent.prompting import JSON_CALL_RULES, ToolPrompter
+from edgepick.toolcall.prompting import JSON_CALL_RULES, ToolPrompter
 from edgepick.records.candidate import Candidate, RuntimeSettings
 from edgepick.inputs import resolve_ref
 from llama_server import llama_server

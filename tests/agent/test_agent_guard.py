@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from edgepick.agent.builtins import BUILTINS
-from edgepick.agent.guard import Guard
+from edgepick.toolcall.guard import Guard
 
 TOOLS = {n: b.parameters for n, b in BUILTINS.items()}
 
@@ -54,7 +54,7 @@ def test_plain_text_is_an_answer():
      {"value": 1, "from_unit": "km", "to_unit": "mile"}, "case"),
 ])
 def test_harmless_slips_are_repaired_and_logged(reply, want, kind, caplog):
-    with caplog.at_level(logging.INFO, logger="edgepick.agent.guard"):
+    with caplog.at_level(logging.INFO, logger="edgepick.toolcall.guard"):
         v = check(reply)
     assert v.status == "call", v.error
     assert v.arguments == want and kind in kinds(v)

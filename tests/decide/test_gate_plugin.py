@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from edgepick.decide import gate_spec
+from edgepick import gate_spec
 
 PLUGIN = '''
-from edgepick.decide.gate_spec import GateSpec
+from edgepick.gate_spec import GateSpec
 from edgepick.records.decision import Figure
 
 # The producer: a reply that refused carries details["refused"] (the package's scorer sets it).

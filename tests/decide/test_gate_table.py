@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from edgepick.decide.decision import decide
-from edgepick.decide.gate_spec import GateSpec, gate_table, register_gate, unregister_gate
+from edgepick.gate_spec import GateSpec, gate_table, register_gate, unregister_gate
 from edgepick.decide.scenarios import Constraints, Scenario, load_scenario
 from edgepick.errors import InputError
 from edgepick.evaluate.intervals import wilson
@@ -102,10 +102,10 @@ def test_a_gate_from_an_installed_packages_entry_point(tmp_path, monkeypatch):
     one plugin registry; nothing under src/ names it."""
     import sys
 
-    from edgepick.decide import gate_spec
+    from edgepick import gate_spec
 
     (tmp_path / "my_gates.py").write_text(
-        "from edgepick.decide.gate_spec import GateSpec\n"
+        "from edgepick.gate_spec import GateSpec\n"
         "GATE = GateSpec(name='citation_rate_min', metric='citation_rate', direction='min',\n"
         "                format='{:.0%}', label={'en': 'citation rate', 'zh': '引用率'})\n",
         encoding="utf-8")

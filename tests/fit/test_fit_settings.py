@@ -88,7 +88,7 @@ def test_repacked_weights_are_the_repack_buffer_llama_cpp_logs():
 def test_a_wide_dense_ffn_and_a_moe_with_many_used_experts():
     """Where the feed-forward, not the logits, sets the buffer: a dense FFN 128× the width,
     and eight used experts of 4096 (the used experts' width, not one expert's)."""
-    from edgepick.models.synthetic import synthetic_llama
+    from edgepick.assets.synthetic import synthetic_llama
     from synthetic_moe import synthetic_qwen3moe
 
     check(synthetic_llama(256, 32768, 1, 4, 2), [{"n_ctx": 1000}, {"n_ctx": 2048, "n_ubatch": 384}])
@@ -112,7 +112,7 @@ def test_tied_embedding_at_a_repacked_type_is_held_twice():
     """llama.cpp keeps token_embd for the lookups and repacks a copy for the LM head: its
     CPU_REPACK buffer holds the embedding (a Q4_0 tied synthetic shape)."""
     from edgepick.devices.probe import cpu_features
-    from edgepick.models.synthetic import quantized_pure, synthetic_llama
+    from edgepick.assets.synthetic import quantized_pure, synthetic_llama
 
     path = quantized_pure(synthetic_llama(256, 768, 2, 4, 2), "Q4_0")
     spec = gguf_spec(path)

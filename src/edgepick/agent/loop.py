@@ -10,11 +10,11 @@ from typing import Callable, Literal
 
 from pydantic import BaseModel, Field
 
-from edgepick.agent.calls import tool_schemas
-from edgepick.agent.guard import Guard
+from edgepick.toolcall.calls import tool_schemas
+from edgepick.toolcall.guard import Guard
 from edgepick.agent.memory import Memory
 from edgepick.agent.model import AgentModel
-from edgepick.agent.prompting import json_call_messages
+from edgepick.toolcall.prompting import json_call_messages
 from edgepick.agent.tools import ToolResult, ToolSet
 
 DEFAULT_SYSTEM = "You are a helpful assistant running on this device. Use a tool only when needed."

@@ -8,7 +8,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
-from edgepick.agent.prompting import ToolPrompter
+from edgepick.toolcall.prompting import ToolPrompter
 from edgepick.records.candidate import Candidate
 
 

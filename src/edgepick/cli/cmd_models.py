@@ -126,7 +126,8 @@ def activate(ref: str = typer.Argument(..., help="NAME@VERSION"), registry: Regi
              server: ServerOpt = None, api_key: ApiKeyOpt = None) -> None:
     """Verify the SHA-256, start the version, and switch to it once healthy; the old version
     stays on disk. A checksum mismatch is refused and the active version stays."""
-    from edgepick.registry.activation import activate as do_activate, check_engine
+    from edgepick.registry.activation import activate as do_activate
+    from edgepick.serve.engine_check import check_engine
     from edgepick.registry.store import Registry, split_versioned_ref
 
     name, version = split_versioned_ref(ref)
@@ -146,7 +147,8 @@ def activate(ref: str = typer.Argument(..., help="NAME@VERSION"), registry: Regi
 def rollback(name: str = typer.Argument(..., help="NAME"), registry: RegistryOpt = None,
              server: ServerOpt = None, api_key: ApiKeyOpt = None) -> None:
     """Go back to the version that was active before."""
-    from edgepick.registry.activation import check_engine, rollback as do_rollback
+    from edgepick.registry.activation import rollback as do_rollback
+    from edgepick.serve.engine_check import check_engine
     from edgepick.registry.store import Registry
 
     if server:
@@ -194,9 +196,10 @@ def update(name: str = typer.Argument(..., help="NAME of the model in the regist
     from edgepick.evaluate.eval_sets import bundled_set_path
     from edgepick.records.deploy import DeployConfig
     from edgepick.records.update import UpdatePolicy
-    from edgepick.registry.activation import activate as do_activate, check_engine
+    from edgepick.registry.activation import activate as do_activate
+    from edgepick.serve.engine_check import check_engine
     from edgepick.registry.store import Registry
-    from edgepick.update.install import install
+    from edgepick.registry.install import install
 
     cfg = DeployConfig.load(deploy) if deploy else None
     policy = (cfg.update if cfg else None) or UpdatePolicy()

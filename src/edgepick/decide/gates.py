@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from edgepick.decide.gate_spec import GateSpec, gate_of, gate_table
+from edgepick.gate_spec import GateSpec, gate_of, gate_table
 from edgepick.decide.scenarios import Scenario
 from edgepick.evaluate.intervals import (Z95, items_to_settle_mean, items_to_settle_rate, verdict,
                                          wilson)

@@ -53,7 +53,7 @@ def read_bench_energy(r: BenchResult, s: CandidateSummary) -> None:
 def contended_speed(gate: Gate, s: CandidateSummary) -> Gate:
     """A speed gate (the table's `contended: true`: TTFT, decode, end-to-end latency, decay)
     failing on a contended measurement is undetermined, with the load named."""
-    from edgepick.decide.gate_spec import gate_of
+    from edgepick.gate_spec import gate_of
 
     spec = gate_of(gate.metric)
     if gate.verdict == "fail" and spec is not None and spec.contended \

@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
                       create_model, model_validator)
 
-from edgepick.decide.gate_spec import aliases, builtin_gates, gate_table
+from edgepick.gate_spec import aliases, builtin_gates, gate_table
 from edgepick.errors import EdgepickError, InputError, input_error
 from edgepick.units import parse_size
 from edgepick.yaml_input import read_yaml_mapping
@@ -30,7 +30,7 @@ class _Strict(BaseModel):
 class _ConstraintsBase(BaseModel):
     """Hard limits; a candidate breaking one is eliminated. None = no limit.
 
-    The fields are the gate table's (decide/gate_spec.py, data/gates.yaml): one per gate, named
+    The fields are the gate table's (gate_spec.py, data/gates.yaml): one per gate, named
     as the gate. A gate registered after import is accepted too, read with `limit(name)`.
     """
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from edgepick.decide.engineering import engineering_facts
-from edgepick.decide.gate_spec import gate_of
+from edgepick.gate_spec import gate_of
 from edgepick.decide.gates import candidate_gates, gate_text, measured_memory
 from edgepick.decide.scenarios import LAYERS, Scenario
 from edgepick.decide.texts import gate_label, violation_text

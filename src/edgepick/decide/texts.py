@@ -15,7 +15,7 @@ def t(key: str, lang: str = "en", **kw: object) -> str:
 
 def label(key: str, lang: str = "en") -> str:
     """A gate's own label (the gate table), else the catalog's `labels`."""
-    from edgepick.decide.gate_spec import gate_table
+    from edgepick.gate_spec import gate_table
 
     g = gate_table().get(key)
     return g.text(lang) if g else say("labels", key, lang)
@@ -34,7 +34,7 @@ def advice(task: str, lang: str = "en") -> str:
 
 
 def constraint_advice(constraint: str, lang: str = "en") -> str:
-    from edgepick.decide.gate_spec import gate_table
+    from edgepick.gate_spec import gate_table
 
     g = gate_table().get(constraint)
     e = (g.advice if g else None) or entry("constraint_advice", constraint)

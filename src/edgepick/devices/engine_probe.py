@@ -3,7 +3,7 @@
 The decode-time constants of fit/speed.py were fitted on one AVX2 CPU. On another CPU, or on a
 shared host in a slower phase, the kernels' compute per byte and the attention cost move by tens
 of percent while a bandwidth probe does not see it (docs/fit.md). So the probe decodes six
-synthetic models (models/synthetic.py) through llama-cpp-python in a worker process:
+synthetic models (assets/synthetic.py) through llama-cpp-python in a worker process:
 
 - a 1024-wide, 8-layer model at F16 and quantized --pure to Q4_K, Q4_0 and Q8_0 (352, 95, 100
   and 187 MB: past any L3 cache), after a few cached tokens: the streaming rate, and the compute
@@ -55,7 +55,7 @@ RIDGE = 0.3
 
 
 def probe_files() -> list[tuple[Path, tuple[int, ...]]]:
-    from edgepick.models.synthetic import quantized_pure, synthetic_llama
+    from edgepick.assets.synthetic import quantized_pure, synthetic_llama
 
     weights = synthetic_llama(*WEIGHT_SHAPE)
     return [(weights, (SHORT_FILL,)),

@@ -160,9 +160,9 @@ TYPE_REPAIRS = {"number_as_string", "boolean_as_string", "whole_number"}
 
 
 def tool_schema(ctx):
-    from edgepick.agent.calls import tool_schemas
-    from edgepick.agent.guard import Guard
-    from edgepick.agent.prompting import json_call_messages
+    from edgepick.toolcall.calls import tool_schemas
+    from edgepick.toolcall.guard import Guard
+    from edgepick.toolcall.prompting import json_call_messages
 
     items = [p for p in ctx.prompts if p.tools]
     if not items:

@@ -82,7 +82,7 @@ class EvalItem(BaseModel):
         re-scores without re-running inference."""
         seen: dict = {"messages": self.chat_messages()}
         if self.tools is not None:  # how tools are shown is part of the input
-            from edgepick.agent.prompting import FORMAT_VERSION
+            from edgepick.toolcall.prompting import FORMAT_VERSION
 
             seen.update(tools=self.tools, tool_format=FORMAT_VERSION)
         blob = json.dumps(seen, sort_keys=True, ensure_ascii=False)

@@ -191,7 +191,7 @@ def collect_outputs(candidate: Candidate, items: list[EvalItem], store: ResultSt
         backend = get_backend(candidate.backend)
         prompter = None
         if any(items[i].tools for i, _ in missing):  # seed 004 §4.1: tools in the model's format
-            from edgepick.agent.prompting import ToolPrompter
+            from edgepick.toolcall.prompting import ToolPrompter
 
             prompter = ToolPrompter.for_model(candidate.model, candidate.backend)
         if candidate.settings.constrain == "grammar" and not backend.supports(GRAMMAR):

@@ -21,8 +21,8 @@ from edgepick.records.evaluation import ItemOutcome
 
 def eval_metrics() -> frozenset[str]:
     """The metrics sequential looks judge: the gate table's `sequential` gates and every gate
-    with its own per-item producer (decide/gate_spec.py), a plugin's included."""
-    from edgepick.decide.gate_spec import gate_table
+    with its own per-item producer (gate_spec.py), a plugin's included."""
+    from edgepick.gate_spec import gate_table
 
     return frozenset(g.metric for g in gate_table().values() if g.in_looks)
 
@@ -76,7 +76,7 @@ def values(metric: str, cand: list[ItemOutcome], ref: list[ItemOutcome] | None
 
 def _plugin_values(metric: str, cand: list[ItemOutcome], ref: list[ItemOutcome] | None
                    ) -> np.ndarray | None:
-    from edgepick.decide.gate_spec import gate_of
+    from edgepick.gate_spec import gate_of
 
     spec = gate_of(metric)
     if spec is None or spec.item_values is None:

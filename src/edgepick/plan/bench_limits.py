@@ -19,7 +19,7 @@ def bench_limits(scenario, lengths: list[int]) -> dict[int, list]:
     gates under (plan/context_from.gated_scenario), so each limit lands on the length decide
     reads it at: the context percentile, else the shortest prompt."""
     from edgepick.bench.stopping import Limit
-    from edgepick.decide.gate_spec import gate_table
+    from edgepick.gate_spec import gate_table
     from edgepick.decide.gates import context_length, limits
 
     if not lengths:

@@ -1,4 +1,4 @@
-"""What the plan's eval stage takes from the scenario and the gate table (decide/gate_spec.py):
+"""What the plan's eval stage takes from the scenario and the gate table (gate_spec.py):
 the quality gates the sequential looks stop on, the deployment's sampling, and the candidates
 that a measured speed or memory failure already rules out, so they are not evaluated at all."""
 
@@ -13,7 +13,7 @@ def eval_gates(scenario) -> list:
     gate under task weights is a weighted mix of per-task intervals the looks do not model: it
     is left out, and the candidate's cells stay open while it could matter (never stop early
     on it)."""
-    from edgepick.decide.gate_spec import gate_table
+    from edgepick.gate_spec import gate_table
     from edgepick.decide.gates import limits
     from edgepick.evaluate.seq_gates import EvalGate
 
@@ -45,7 +45,7 @@ def unroutable_failures(st, active, scenario) -> dict[str, str]:
     run's measurements (decide/gates.ruled_out_before_eval, the rule the decision states): settled
     fails only; an undetermined one (a speed gate failing on a contended measurement among
     them) or an unmeasured one keeps it in."""
-    from edgepick.decide.gate_spec import gate_of
+    from edgepick.gate_spec import gate_of
     from edgepick.decide.gates import candidate_gates, ruled_out_before_eval
     from edgepick.decide.selection import select
     from edgepick.decide.summary import build_summaries

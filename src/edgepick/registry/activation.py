@@ -47,15 +47,3 @@ async def rollback(registry: Registry, name: str,
     registry.pop_history(name, current)
     registry.record(name, "rollback", target, f"from {current}" + (f": {reason}" if reason else ""))
     return current, target
-
-
-async def check_engine(path: str, name: str, version: str) -> None:
-    """Start a llama-server on the file, wait until healthy, stop it: the CLI's proof that the
-    version loads when no server is running."""
-    from edgepick.serve.engine import Engine, EngineSpec
-
-    engine = Engine(EngineSpec(path=path, name=name, version=version, slots=1))
-    try:
-        await engine.start()
-    finally:
-        await engine.stop()

@@ -1,7 +1,7 @@
 """Tool calls (seed 004 §4.1): the right tool with the right arguments, or no call.
 
 An item offers `tools` (OpenAI function schemas) and expects either one call
-`{"name", "arguments"}` or the string "none". The reply is read by `edgepick.agent.calls`
+`{"name", "arguments"}` or the string "none". The reply is read by `edgepick.toolcall.calls`
 (strict JSON, text around it allowed). Per item:
 - the action is the tool named, or "none" for a plain-text reply;
 - a call is schema-valid when it parses, names an offered tool and its arguments validate
@@ -26,8 +26,8 @@ import json
 import numbers
 from typing import Any, ClassVar
 
-from edgepick.agent.calls import parse_call, schema_errors, tool_schemas
-from edgepick.agent.guard import Guard
+from edgepick.toolcall.calls import parse_call, schema_errors, tool_schemas
+from edgepick.toolcall.guard import Guard
 from edgepick.evaluate.scorers import ItemScore, register_scorer
 from edgepick.evaluate.text import nfkc
 

@@ -17,10 +17,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from edgepick.agent.calls import (ParsedCall, first_json, normalise_call, parse_call,
+from edgepick.toolcall.calls import (ParsedCall, first_json, normalise_call, parse_call,
                                   schema_errors)
 
-log = logging.getLogger("edgepick.agent.guard")
+log = logging.getLogger("edgepick.toolcall.guard")
 Status = Literal["call", "answer", "unparseable", "unknown_tool", "invalid_arguments"]
 _QUOTES = str.maketrans({"“": '"', "”": '"', "„": '"', "‘": "'", "’": "'", "＂": '"'})
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
