@@ -7,6 +7,7 @@ from rich.table import Table
 
 from edgepick.cli.options import STORE_HELP, int_list, merged, open_store, split_list
 from edgepick.cli.output import console, err_console, print_json
+from edgepick.cli.remote_text import say_remote
 from edgepick.errors import EdgepickError
 from edgepick.records.candidate import DEFAULTS
 from edgepick.units import whole_pct
@@ -18,7 +19,9 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def fit(
         model: list[str] = typer.Option(..., "--model", "-m",
-                                        help="GGUF, config.json or bundled name; repeatable"),
+                                        help="GGUF, config.json, bundled name, or a GGUF where "
+                                        "it lives (https://…/x.gguf, hf:ORG/REPO/FILE.gguf"
+                                        "[@REV]: header only); repeatable"),
         quant: list[str] = typer.Option(["native"], "--quant", help="types, comma-separated or "
                                         "repeated (F16,Q8_0,Q4_K_M…); 'native' = the file's own"),
         ctx: list[str] = typer.Option([str(DEFAULTS.n_ctx)], "--ctx",
@@ -77,7 +80,8 @@ def register(app: typer.Typer) -> None:
         n_ubatch = merged(ubatch, n_ubatch, "--n-ubatch", "--ubatch")
         ctxs = int_list(ctx, "--ctx")
         quants = split_list(quant) or ["native"]
-        refs = [resolve_ref(m) for m in split_list(model)]
+        refs = [resolve_ref(m, remote_ok=True) for m in split_list(model)]
+        say_remote(refs)
         if device == "local":
             from edgepick.devices.local import describe, local_device
 

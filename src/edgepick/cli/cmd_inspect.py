@@ -9,12 +9,14 @@ from rich.table import Table
 
 from edgepick.cli.options import one_model
 from edgepick.cli.output import console, human_bytes, print_json
+from edgepick.cli.remote_text import say_remote
 
 
 def register(app: typer.Typer) -> None:
     @app.command()
     def inspect(model: Optional[list[str]] = typer.Option(
-                    None, "--model", "-m", help="GGUF file, config.json, or bundled name"),
+                    None, "--model", "-m", help="GGUF file, config.json, bundled name, or a GGUF "
+                    "where it lives (https://…/x.gguf, hf:ORG/REPO/FILE.gguf[@REV])"),
                 positional: Optional[str] = typer.Argument(None, hidden=True),
                 json_out: bool = typer.Option(False, "--json", help="print JSON"),
                 tensors: bool = typer.Option(False, "--tensors", help="list every tensor")) -> None:
@@ -22,7 +24,9 @@ def register(app: typer.Typer) -> None:
         from edgepick.models.spec import load_spec
         from edgepick.inputs import resolve_ref
 
-        spec = load_spec(resolve_ref(one_model(model, positional, "model")))
+        ref = resolve_ref(one_model(model, positional, "model"), remote_ok=True)
+        say_remote([ref])
+        spec = load_spec(ref)
         data = spec.model_dump(mode="json")
         data["weights_bytes"] = spec.weights_bytes
         data["bits_per_weight"] = spec.bits_per_weight
@@ -56,7 +60,9 @@ def register(app: typer.Typer) -> None:
             ("file type", spec.file_type or "-"),
             ("tensor types", ", ".join(f"{k}×{v}" for k, v in sorted(spec.quant_types.items()))),
             ("weights", human_bytes(spec.weights_bytes)),
-            ("file size", human_bytes(spec.file_size_bytes)),
+            ("file size", human_bytes(spec.file_size_bytes)
+             + (f" in {len(ref.remote.parts)} parts" if ref.remote and len(ref.remote.parts) > 1
+                else "")),
             ("bits per weight", f"{spec.bits_per_weight:.2f}" if spec.bits_per_weight else "-"),
             ("weights read per token", human_bytes(data["bytes_per_token"])),
         ]

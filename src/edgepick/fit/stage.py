@@ -54,7 +54,8 @@ class FitRequest(BaseModel):
                    adapter: str | None = None, **kw) -> "FitRequest":
         """Each model at each type: 'native' describes the file itself."""
         targets = [FitTarget(model=m, quant=None if q == "native" else q,
-                             file=m.path if q == "native" and not m.is_endpoint else None,
+                             file=m.path if q == "native" and m.kind in ("file", "bundled")
+                             else None,
                              adapter=adapter)
                    for m in models for q in quants]
         return cls(targets=targets, **kw)
@@ -84,11 +85,11 @@ def run(req: FitRequest, store, progress: Tick = silent) -> list[FitEstimate]:
     linked to this run, not rewritten)."""
     from edgepick.backends.registry import check_support
     from edgepick.fit.planner import fit_one
-    from edgepick.models.spec import spec_of
+    from edgepick.models.spec import ref_spec
 
     out: list[FitEstimate] = []
     total = len(req.targets) * len(req.ctxs)
-    specs = [spec_of(str(t.model.path)) for t in req.targets]
+    specs = [ref_spec(t.model) for t in req.targets]
     for t, spec in zip(req.targets, specs):  # every pair checked before anything is estimated
         check_support(t.model.backend, spec)
     adapters = [_adapter_bytes(t) for t in req.targets]  # each read and checked once
@@ -104,6 +105,9 @@ def run(req: FitRequest, store, progress: Tick = silent) -> list[FitEstimate]:
             payload = est.model_dump(mode="json")
             payload["model"] = t.file  # the file the estimate is for; None: no candidate
             payload["source"] = t.model.path
+            if t.model.remote is not None:  # where it lives, and which content it was
+                payload["source"] = t.model.spec
+                payload["remote"] = t.model.remote.identity
             payload["label"] = t.label
             for optional in ("adapter", "variant"):  # absent when unset: keys stay as before
                 if getattr(t, optional) is not None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from edgepick.errors import EdgepickError
 from edgepick.inputs.bundled import BUNDLED
+from edgepick.inputs.remote import is_remote, resolve_remote
 from edgepick.records.model_ref import ModelRef
 
 OG_BACKEND = "onnxruntime_genai"
@@ -55,10 +56,22 @@ def _config_label(path: str) -> str:
 
 
 def resolve_ref(spec: str, *, backend: str | None = None, label: str | None = None,
-                base_dir: str | Path | None = None, api_key_env: str | None = None) -> ModelRef:
+                base_dir: str | Path | None = None, api_key_env: str | None = None,
+                remote_ok: bool = False) -> ModelRef:
     """Resolve what a user typed. The engine defaults by kind: `openai_http` for endpoints,
     otherwise the engine of the file on disk (`engine_of`). `api_key_env` names the variable
-    holding an endpoint's key; only an endpoint takes one."""
+    holding an endpoint's key; only an endpoint takes one. A remote GGUF (a .gguf URL, an
+    `hf:` reference) is read header-only, where the caller says it needs no more
+    (`remote_ok`: inspect, fit, doctor's static checks, a plan's fit)."""
+    if is_remote(spec):
+        if not remote_ok:
+            raise EdgepickError(f"{spec}: a remote GGUF; this command runs the model, so it "
+                                f"needs the file: `edgepick models pull {spec} --registry DIR` "
+                                "downloads it (inspect and fit read its header where it is)")
+        if api_key_env:
+            raise EdgepickError(f"{spec}: an API key variable ({api_key_env}) goes with an "
+                                "endpoint; a hub's token is read from HF_TOKEN")
+        return resolve_remote(spec, backend=backend, label=label)
     if "://" in spec:
         return ModelRef.endpoint(spec, backend=backend, label=label, api_key_env=api_key_env)
     if api_key_env:

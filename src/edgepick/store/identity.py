@@ -18,7 +18,10 @@ from edgepick.records.model_ref import ModelRef
 
 
 def ref_identity(ref: ModelRef) -> str:
-    """The model's content identity: its file's (or folder's) SHA-256, or the endpoint locator."""
+    """The model's content identity: its file's (or folder's) SHA-256, the endpoint locator, or
+    a remote file's (its LFS SHA-256, else its URL and ETag: the stand-in's bytes are not it)."""
+    if ref.remote is not None:
+        return ref.remote.identity
     return model_identity(ref.locator)
 
 
