@@ -1,4 +1,4 @@
-"""One registry for every kind of plugin: engines, routers, scorers.
+"""One registry for every kind of plugin: engines, power sources, routers, scorers, gates.
 
 A kind is an entry point group. Any installed package adds one with a line in its pyproject.toml,
 
@@ -32,37 +32,41 @@ def did_you_mean(name: str, known: list[str]) -> str:
 class Plugins:
     """The plugins of one entry point `group`, by name.
 
-    `builtin` holds edgepick's own `"module:attr"` targets, used only where the distribution's
-    metadata is absent (the source tree on PYTHONPATH); `check(name, obj, where)` validates (and
-    may wrap) what a target loads; `unknown` is the one-line message for a name nobody
-    registered, formatted with `name`, `hint` and `known`."""
+    edgepick's own plugins are entry points of its own distribution like any other package's,
+    so they are listed once, in pyproject.toml. `check(name, obj, where)` validates (and may
+    wrap) what a target loads; `unknown` is the one-line message for a name nobody registered,
+    formatted with `name`, `hint` and `known`."""
 
-    def __init__(self, group: str, kind: str, *, builtin: dict[str, str] | None = None,
+    def __init__(self, group: str, kind: str, *,
                  check: Callable[[str, Any, str], Any] | None = None,
                  unknown: str = "unknown {kind} '{name}'{hint} (known: {known})") -> None:
         self.group, self.kind = group, kind
-        self._builtin = dict(builtin or {})
         self._check = check or (lambda name, obj, where: obj)
         self._unknown = unknown
         self._lock = threading.Lock()
         self._targets: dict[str, str] | None = None  # name → "module:attr"
+        self._own: set[str] = set()  # the names edgepick's own distribution declares
         self._loaded: dict[str, Any] = {}  # name → the checked object, once imported
 
     def fresh(self) -> "Plugins":
         """The same kind with nothing discovered or registered yet (tests)."""
-        return Plugins(self.group, self.kind, builtin=self._builtin, check=self._check,
-                       unknown=self._unknown)
+        return Plugins(self.group, self.kind, check=self._check, unknown=self._unknown)
 
     def _discover(self) -> dict[str, str]:
         with self._lock:
             if self._targets is None:
-                found = {ep.name: ep.value for ep in entry_points(group=self.group)}
-                self._targets = {**{k: v for k, v in self._builtin.items() if k not in found},
-                                 **found}
+                found = entry_points(group=self.group)
+                self._targets = {ep.name: ep.value for ep in found}
+                self._own = {ep.name for ep in found if _is_own(ep)}
             return self._targets
 
     def names(self) -> list[str]:
         return sorted(set(self._discover()) | set(self._loaded))
+
+    def is_own(self, name: str) -> bool:
+        """Whether `name` is one of edgepick's own entry points (a built-in)."""
+        self._discover()
+        return name in self._own
 
     def targets(self) -> dict[str, str]:
         """name → `"module:attr"` of every plugin not yet loaded or registered as an object."""
@@ -97,6 +101,11 @@ class Plugins:
         with self._lock:
             self._loaded[name] = self._check(name, obj, target)
         return self._loaded[name]
+
+
+def _is_own(ep) -> bool:
+    dist = getattr(ep, "dist", None)
+    return dist is not None and dist.name == "edgepick"
 
 
 def import_target(target: str, what: str) -> Any:

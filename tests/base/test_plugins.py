@@ -47,7 +47,8 @@ def test_a_target_is_imported_only_when_asked_for_and_checked(tmp_path, monkeypa
 
 
 def test_a_misspelt_name_gets_one_line_with_the_closest(tmp_path):
-    reg = Plugins("edgepick.test-none", "widget", builtin={"llama_cpp": "x:y"})
+    reg = Plugins("edgepick.test-none", "widget")
+    reg.register("llama_cpp", "x:y")
     with pytest.raises(EdgepickError, match=r"unknown widget 'llama_cp'; did you mean "
                                             r"'llama_cpp'\? \(known: llama_cpp\)"):
         reg.load("llama_cp")

@@ -1,4 +1,4 @@
-"""A scorer for a new task type, from a package outside src/ (issue 33 item 5): registered by an
+"""A scorer for a new task type, from a package outside src/: registered by an
 entry point, its task is accepted by an eval set and scored; an unknown task is still refused,
 and the refusal lists the plugin's task beside the built-in ones."""
 
@@ -36,15 +36,9 @@ def sentiment_plugin(tmp_path, monkeypatch):
 
     pkg = write_plugin(tmp_path / "site", "sentiment-scorer", "sentiment_scorer", PLUGIN,
                        "edgepick.scorers", {"sentiment": "sentiment_scorer:Sentiment"})
-    # edgepick's own scorers register once, on import: keep them, in a registry of the test's own
-    scorers._load_modules()
-    own = {name: scorers.SCORERS.load(name) for name in scorers.SCORERS.names()}
     monkeypatch.syspath_prepend(str(pkg))
-    registry = scorers.SCORERS.fresh()
-    for name, scorer in own.items():
-        registry.register(name, scorer)
-    monkeypatch.setattr(scorers, "SCORERS", registry)
-    monkeypatch.setattr(scorers, "_loaded", False)
+    # a registry of the test's own, that reads the entry points again: edgepick's and the plugin's
+    monkeypatch.setattr(scorers, "SCORERS", scorers.SCORERS.fresh())
 
 
 def _write(path, rows):
@@ -72,3 +66,19 @@ def test_a_task_no_scorer_registers_is_refused_with_the_known_ones(sentiment_plu
         {"id": "a", "task": "sentimnet", "prompt": "x", "reference": "positive"}]))
     assert len(problems) == 1 and problems[0].line == 1
     assert "unknown task 'sentimnet'" in str(problems[0]) and "sentiment" in str(problems[0])
+
+
+def test_the_eval_stage_scores_a_plugin_task_end_to_end(sentiment_plugin, scripted, tmp_path):
+    from edgepick.evaluate.stage import EvalRequest, run
+
+    make, store = scripted
+    data = _write(tmp_path / "s.jsonl", [
+        {"id": f"s{i}", "task": "sentiment", "prompt": f"s{i}", "reference": "positive"}
+        for i in range(6)])
+    ref = make("ref", lambda prompt, seed: "Positive.")
+    cand = make("cand", lambda prompt, seed: "negative" if prompt in ("s0", "s1") else "positive")
+    res = run(EvalRequest(data=str(data), reference=ref, candidates=[cand]), store)
+    got = next(c for c in res.candidates if c.name == "cand")
+    assert got.per_task["sentiment"].n == 6
+    assert got.per_task["sentiment"].score == pytest.approx(4 / 6)
+    assert sorted(b.item_id for b in got.badcases) == ["s0", "s1"]

@@ -1,5 +1,5 @@
 """The registry of engines: entry points of the group `edgepick.backends`, loaded lazily by
-edgepick.plugins (the one registry helper of engines, routers and scorers).
+edgepick.plugins (the one registry helper of every plugin kind).
 
 Any installed package adds an engine with one line in its pyproject.toml,
 
@@ -16,13 +16,6 @@ from edgepick.errors import EdgepickError
 from edgepick.plugins import Plugins
 
 GROUP = "edgepick.backends"
-# The same entries as pyproject.toml, used only when edgepick's own distribution metadata is
-# absent (the source tree on PYTHONPATH without `pip install -e .`), so the built-ins still work.
-_BUILTIN = {
-    "llama_cpp": "edgepick.backends.llama_cpp:LlamaCppBackend",
-    "openai_http": "edgepick.backends.openai_http:OpenAIHttpBackend",
-    "onnxruntime_genai": "edgepick.backends.onnxruntime_genai:OnnxGenaiBackend",
-}
 
 
 def _checked(name: str, cls: object, where: str) -> type:
@@ -36,7 +29,7 @@ def _checked(name: str, cls: object, where: str) -> type:
     return cls
 
 
-ENGINES = Plugins(GROUP, "backend", builtin=_BUILTIN, check=_checked)
+ENGINES = Plugins(GROUP, "backend", check=_checked)
 
 
 def backend_names() -> list[str]:

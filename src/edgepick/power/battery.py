@@ -107,3 +107,6 @@ def find(root: Path) -> tuple[BatterySource | None, str | None]:
                 return BatterySource(root, dev, mode), None
         return None, f"battery {dev.name} exposes no energy, charge, power or current reading"
     return None, None
+
+
+find.rank = 3  # among edgepick's own sources: a fuel gauge, coarse and slow to update

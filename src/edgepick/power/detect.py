@@ -21,8 +21,6 @@ from edgepick.power import adb
 from edgepick.power.base import PowerSource, SourceError
 
 NO_SOURCE = "no power counter here"
-BUILTIN = {"rapl": "edgepick.power.rapl:find", "ina3221": "edgepick.power.ina3221:find",
-           "battery": "edgepick.power.battery:find"}
 
 
 def _callable(name: str, obj, where: str):
@@ -31,14 +29,14 @@ def _callable(name: str, obj, where: str):
     return obj
 
 
-SOURCES = Plugins("edgepick.power_sources", "power source", builtin=BUILTIN, check=_callable)
+SOURCES = Plugins("edgepick.power_sources", "power source", check=_callable)
 
 
 def _finders() -> list[tuple[str, object]]:
-    """(name, finder): the installed sources by name, then the built-in ones in BUILTIN order."""
-    names = SOURCES.names()
-    order = sorted(n for n in names if n not in BUILTIN) + [n for n in BUILTIN if n in names]
-    return [(n, _loaded(n)) for n in order]
+    """(name, finder): the other packages' sources by name, then edgepick's own in the order
+    their finders' `rank` gives (a counter that covers more of the board first)."""
+    found = [(n, _loaded(n)) for n in SOURCES.names()]
+    return sorted(found, key=lambda nf: (SOURCES.is_own(nf[0]), getattr(nf[1], "rank", 0), nf[0]))
 
 
 def _loaded(name: str):

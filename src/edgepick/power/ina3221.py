@@ -89,3 +89,6 @@ def find(root: Path) -> tuple[Ina3221Source | None, str | None]:
     if not readable:
         return None, f"INA3221 present but {rails[0].files[0]} is not readable"
     return Ina3221Source(readable), None
+
+
+find.rank = 2  # among edgepick's own sources: a Jetson's board rails

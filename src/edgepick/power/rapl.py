@@ -72,3 +72,6 @@ def find(root: Path) -> tuple[RaplSource | None, str | None]:
         return None, (f"RAPL present but {unreadable[0] / 'energy_uj'} is not readable "
                       "(root only since Linux 5.10)")
     return RaplSource(zones), None
+
+
+find.rank = 1  # among edgepick's own sources: the CPU package's own energy counter

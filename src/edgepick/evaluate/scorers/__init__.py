@@ -1,7 +1,7 @@
 """Scorers, one module each, registered by the task types they score (seed 004 §2.3).
 
 The shape every scorer returns, so the pipeline, the unacceptable rule and the decision can treat
-all tasks alike (a new task, e.g. `tool_call`, adds one module here and nothing else):
+all tasks alike (a new task, e.g. `tool_call`, is one module and one entry point line):
 
 `score(item, output) -> ItemScore` with
 - `score`: the task's primary per-item score in [0, 1] (accuracy 0/1, field F1, ROUGE-L, ...);
@@ -20,24 +20,21 @@ all tasks alike (a new task, e.g. `tool_call`, adds one module here and nothing 
   the scorer's `aggregate` needs.
 
 The pipeline adds the reasons no scorer can see (engine error, cut off, loop, language, critical).
-A scorer module registers itself with `@register_scorer("task", ...)`; modules in this package
-are imported on first use. Other packages register through the `edgepick.scorers` entry point
-group, found by edgepick.plugins like engines and routers: `task = "module:ScorerClass"`, or
-a module to import whose decorators register its tasks.
+A scorer is declared like every plugin, edgepick's own included: one line per task type it
+scores in the `edgepick.scorers` entry point group (pyproject.toml), `task = "module:ScorerClass"`
+(a class is instantiated once per task, or an object with `score`), imported on first use by
+edgepick.plugins.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 from edgepick.errors import EdgepickError
 from edgepick.plugins import Plugins
 
 FormatError = Literal["no_answer", "invalid_json", "invalid_schema"]
-_loaded = False
 
 
 @dataclass
@@ -72,39 +69,13 @@ SCORERS = Plugins("edgepick.scorers", "scorer", check=_as_scorer,
                   unknown="no scorer registered for task '{name}'{hint} (known: {known})")
 
 
-def register_scorer(*tasks: str) -> Callable[[type], type]:
-    def deco(cls: type) -> type:
-        inst = cls()
-        for t in tasks:
-            SCORERS.register(t, inst)
-        return cls
-
-    return deco
-
-
-def _load_modules() -> None:
-    """This package's scorer modules, and the plugin modules named without `:attr`: their
-    decorators register their tasks."""
-    global _loaded
-    if _loaded:
-        return
-    for mod in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{mod.name}")
-    for target in SCORERS.targets().values():
-        if ":" not in target:
-            importlib.import_module(target)
-    _loaded = True
-
-
 def get_scorer(task: str) -> Scorer:
-    _load_modules()
     return SCORERS.load(task)
 
 
 def scored_tasks() -> list[str]:
     """Every task type a registered scorer scores: this package's and the plugins'. An eval set
     may use any of them (evaluate/items.py)."""
-    _load_modules()
     return SCORERS.names()
 
 

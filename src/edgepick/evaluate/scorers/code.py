@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from edgepick.evaluate.scorers import ItemScore, mean_of, register_scorer
+from edgepick.evaluate.scorers import ItemScore, mean_of
 from edgepick.evaluate.text import strip_fences
 
 PASS_F1 = 0.8
@@ -29,7 +29,6 @@ def code_f1(pred: str, ref: str) -> float:
     return 2 * prec * rec / (prec + rec)
 
 
-@register_scorer("code")
 class CodeScorer:
     name = "code"
     pass_rule = f"exact match after whitespace normalisation, or code-token F1 ≥ {PASS_F1}"

@@ -16,7 +16,7 @@ import json
 import numbers
 from typing import Any
 
-from edgepick.evaluate.scorers import ItemScore, mean_of, register_scorer
+from edgepick.evaluate.scorers import ItemScore, mean_of
 from edgepick.evaluate.text import nfkc, strip_fences
 
 _DECODER = json.JSONDecoder()
@@ -87,7 +87,6 @@ def field_prf(pred: dict, gold: dict) -> tuple[int, int, int]:
     return tp, len(p), len(g)
 
 
-@register_scorer("extraction")
 class ExtractionScorer:
     name = "extraction"
     pass_rule = "a valid JSON object whose fields all equal the reference's, nothing extra"

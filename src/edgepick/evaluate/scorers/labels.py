@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from edgepick.evaluate.scorers import ItemScore, register_scorer
+from edgepick.evaluate.scorers import ItemScore
 from edgepick.evaluate.text import nfkc, normalize
 
 YES_NO_ALIASES = {
@@ -71,7 +71,6 @@ def macro_f1(gold: list[str], pred: list[str | None]) -> float:
     return sum(f1s) / len(f1s) if f1s else 0.0
 
 
-@register_scorer("classification", "yes_no")
 class LabelScorer:
     name = "labels"
     pass_rule = "the first label (or yes/no alias, negation-aware) in the answer is the reference"

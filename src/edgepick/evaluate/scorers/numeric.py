@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from edgepick.evaluate.scorers import ItemScore, register_scorer
+from edgepick.evaluate.scorers import ItemScore
 from edgepick.evaluate.text import nfkc
 
 REL_TOL = 1e-6
@@ -66,7 +66,6 @@ def numbers_match(a: float, b: float) -> bool:
     return abs(a - b) <= REL_TOL * max(1.0, abs(b))
 
 
-@register_scorer("math")
 class NumericScorer:
     name = "numeric"
     pass_rule = "the answer's number (marked, whole, leading or only) equals the reference number"

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from edgepick.evaluate.scorers import ItemScore, mean_of, register_scorer
+from edgepick.evaluate.scorers import ItemScore, mean_of
 from edgepick.evaluate.text import nfkc, tokens
 
 PASS_F1 = 0.5
@@ -87,7 +87,6 @@ def question_text(item) -> str:
     return " ".join(m["content"] for m in item.chat_messages())
 
 
-@register_scorer("qa", "multi_turn")
 class QAScorer:
     name = "qa"
     pass_rule = ("exact match, or not a list of guesses and (contains the reference or "

@@ -6,7 +6,7 @@ item passes when its ROUGE-L F1 is at least PASS_ROUGE_L (pass rule). Free text:
 
 from __future__ import annotations
 
-from edgepick.evaluate.scorers import ItemScore, mean_of, register_scorer
+from edgepick.evaluate.scorers import ItemScore, mean_of
 from edgepick.evaluate.text import tokens
 
 PASS_ROUGE_L = 0.3
@@ -36,7 +36,6 @@ def rouge_l(pred: str, ref: str) -> tuple[float, float, float]:
     return prec, rec, 2 * prec * rec / (prec + rec)
 
 
-@register_scorer("summary", "generation")
 class SummaryScorer:
     name = "rouge_l"
     pass_rule = f"ROUGE-L F1 against the reference ≥ {PASS_ROUGE_L}"

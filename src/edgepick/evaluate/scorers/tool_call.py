@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 
 from edgepick.toolcall.calls import parse_call, schema_errors, tool_schemas
 from edgepick.toolcall.guard import Guard
-from edgepick.evaluate.scorers import ItemScore, register_scorer
+from edgepick.evaluate.scorers import ItemScore
 from edgepick.evaluate.text import nfkc
 
 NONE = "none"
@@ -70,7 +70,6 @@ def argument_matches(ref_args: dict, got_args: Any) -> tuple[int, int, list[str]
     return len(ref_args) - len(wrong), len(ref_args), wrong
 
 
-@register_scorer("tool_call")
 class ToolCallScorer:
     name = "tool_call"
     pass_rule: ClassVar[str] = ("the reply calls the expected tool with every reference argument "
