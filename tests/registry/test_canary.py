@@ -109,18 +109,21 @@ def test_a_looping_update_is_rolled_back_by_the_canary(server):
     assert shown.returncode == 0 and "canary-rollback" in shown.stdout, shown.stderr
 
 
-def test_an_update_that_serves_as_well_passes_the_window(server):
+def test_a_window_with_too_few_requests_is_undetermined_not_passed(server):
     base, reg, pool, admin = server
     _chat(base, 10)
     short = dict(CANARY, window_s=1.0)
     r = httpx.post(f"{base}/admin/models/activate", timeout=30,
                    json={"name": "fake-model", "version": "3", "canary": short})
     assert r.status_code == 200, r.text
-    _chat(base, 10)
+    _chat(base, 4)  # fewer than min_requests: nothing can be said of the new version
     _wait(lambda: admin.canary.outcome is not None, "the window did not close")
     entry = reg.model("fake-model")
-    assert admin.canary.outcome == "passed" and entry.active == "3" and entry.canary is None
-    assert [e.action for e in entry.events][-2:] == ["canary-open", "canary-passed"]
+    outcome = admin.canary.outcome
+    assert outcome.startswith("undetermined:") and entry.active == "3" and entry.canary is None
+    assert "error_rate: undetermined" in outcome and "more would settle it" in outcome
+    assert "ttft_p99: undetermined" in outcome
+    assert [e.action for e in entry.events][-2:] == ["canary-open", "canary-undetermined"]
     reg.remove("fake-model", "1")  # the window closed: the old version may go now
 
 
@@ -141,3 +144,44 @@ def test_figures_compare_with_their_intervals():
     got = " | ".join(worse(bad, old, p, peak_memory=300e6))
     assert "error_rate" in got and "ttft_p99" in got and "memory" in got
     assert "unacceptable" not in got
+
+
+def test_a_figure_passes_only_when_its_interval_excludes_worse():
+    from edgepick.records.update import CanaryPolicy
+    from edgepick.registry.canary import Figures, judge
+    from edgepick.registry.canary_verdict import P99_LEAST, _p99_upper_rank
+
+    p = CanaryPolicy(min_requests=20, min_sampled=10)
+    old = Figures(requests=400, errors=0, sampled=0, unacceptable=0, ttft_p99_s=0.2,
+                  memory=100e6)
+    # 8 requests: the error rate cannot exclude worse, nor can a P99 be bounded
+    few = Figures(requests=8, errors=0, sampled=0, unacceptable=0, ttft_p99_s=0.1, memory=100e6)
+    got = {j.figure: j for j in judge(few, old, p, 100e6, [(0.1, 8.0), (float("inf"), 8.0)])}
+    assert got["error_rate"].state == "undetermined" and got["error_rate"].more > 300
+    assert got["ttft_p99"].state == "undetermined"
+    assert got["ttft_p99"].more == P99_LEAST - 8
+    assert got["quality"].state == "undetermined"  # nothing scored and no probe
+    assert got["memory"].state == "not_worse"
+    # as many requests as the previous version, all fast and clean: every figure settles
+    many = Figures(requests=400, errors=0, sampled=30, unacceptable=0, ttft_p99_s=0.1,
+                   memory=100e6)
+    old_sampled = dataclasses.replace(old, sampled=30)
+    buckets = [(0.1, 400.0), (0.25, 400.0), (float("inf"), 400.0)]
+    states = {j.figure: j.state for j in judge(many, old_sampled, p, 100e6, buckets)}
+    assert set(states.values()) == {"not_worse"}, states
+    assert _p99_upper_rank(P99_LEAST - 1) is None and _p99_upper_rank(P99_LEAST) == P99_LEAST == 368
+    assert 990 < _p99_upper_rank(1000) < 1000
+
+
+def test_the_probe_alone_catches_a_garbling_version():
+    from edgepick.records.update import CanaryPolicy
+    from edgepick.registry.canary import Figures, judge
+    from edgepick.registry.canary_probe import ProbeResult
+
+    none = Figures(requests=0, errors=0, sampled=0, unacceptable=0, ttft_p99_s=None, memory=0)
+    was, now = ProbeResult("q4", bad=1, answered=16), ProbeResult("q2k", bad=13, answered=16)
+    got = {j.figure: j for j in judge(none, none, CanaryPolicy(), 0, [], (was, now))}
+    assert got["probe"].state == "worse" and "quality" not in got
+    same = ProbeResult("q4b", bad=1, answered=16)
+    got = {j.figure: j for j in judge(none, none, CanaryPolicy(), 0, [], (was, same))}
+    assert got["probe"].state == "not_worse"

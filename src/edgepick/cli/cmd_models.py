@@ -221,13 +221,16 @@ def update(name: str = typer.Argument(..., help="NAME of the model in the regist
         raise EdgepickError(f"{name}@{done.version} failed the probe ({done.probe.reason()}); "
                             f"{name}@{done.active} stays active")
     if server:
+        probes = _probe_items(policy)
         payload = {"name": name, "version": done.version,
-                   "canary": policy.canary.model_dump()}
+                   "canary": policy.canary.model_dump(), "probe_items": probes}
         _switch_live(server, "activate", payload, api_key)
         if policy.canary.window_s:
+            asked = f", asks both versions {len(probes)} eval items" if probes else ""
             console.print(f"canary: the server watches {name}@{done.version} for "
-                          f"{policy.canary.window_s:g} s and rolls back to {done.active} if it "
-                          "serves worse")
+                          f"{policy.canary.window_s:g} s{asked}, and rolls back to {done.active} "
+                          "if it serves worse (`models history` shows the outcome: passed, "
+                          "undetermined or rolled back)")
         return
 
     async def start(path: str) -> None:
@@ -235,6 +238,19 @@ def update(name: str = typer.Argument(..., help="NAME of the model in the regist
 
     before = asyncio.run(do_activate(reg, name, done.version, start))
     console.print(f"{name}: {before or '-'} → {done.version} (active)")
+
+
+def _probe_items(policy) -> list[dict]:
+    """The canary's quality probe: the first items of the deploy's eval set (the update
+    probe's), sent with the activation; the server cannot read the deploy's files itself."""
+    from edgepick.evaluate.eval_sets import DataSpec, load_sets
+
+    n = policy.canary.probe_items
+    if not policy.items or not n or not policy.canary.window_s:
+        return []
+    loaded = load_sets([DataSpec(set=policy.items, limit=4 * n)])
+    items = [it for it in loaded.items if not it.tools][:n]
+    return [it.model_dump(mode="json", by_alias=True, exclude_none=True) for it in items]
 
 
 def register(app: typer.Typer) -> None:

@@ -20,6 +20,10 @@ class CanaryPolicy(_Strict):
     min_requests: int = Field(20, ge=1)  # per version, for the error rate and TTFT P99
     min_sampled: int = Field(10, ge=1)  # per version, for the sampled unacceptable rate
     latency_tolerance: float = Field(1.2, ge=1)  # TTFT P99 and memory: this many times worse
+    # the canary's own quality probe (registry/canary_probe.py): this many of the deploy's eval
+    # items answered by both versions around the switch; 0: none
+    probe_items: int = Field(16, ge=0)
+    probe_max_tokens: int = Field(48, ge=1)
     keep_previous: bool = True  # the previous version cannot be removed while the window is open
 
 

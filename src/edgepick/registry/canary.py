@@ -2,15 +2,16 @@
 proven): for a window after a version is activated on a running server, its live figures, the
 ones `edgepick monitor --check` reads (5xx error rate, unacceptable rate of sampled outputs,
 TTFT P99, engine memory), are set against the previous version's over the time it served before
-the switch. If any is worse beyond its interval, the server rolls back to the previous version by
-itself; the previous version cannot be removed while the window is open. The rollback and its
-reason go into the registry's events and into /metrics (`edgepick_canary_rollbacks_total`,
-`edgepick_canary_open`).
+the switch, and, when the activation carries eval items, so are both versions' answers to them
+(registry/canary_probe.py: the quality probe, for traffic nobody scores). If any is worse beyond
+its interval, the server rolls back to the previous version by itself; the previous version
+cannot be removed while the window is open. The rollback and its reason go into the registry's
+events and into /metrics (`edgepick_canary_rollbacks_total`, `edgepick_canary_open`).
 
-"Worse" is read as monitor reads it: a rate is worse when the new version's 95 % Wilson interval
-lies wholly above the previous version's; TTFT P99 and memory when the new figure is more than
-`latency_tolerance` times the previous one. A figure needs `min_requests` (rates of requests,
-TTFT) or `min_sampled` (sampled outputs) on both sides before it can say anything.
+At the window's end the canary says `passed` only when every figure it watches was measured on
+enough requests for its interval to exclude "worse than the previous version"
+(registry/canary_verdict.py); otherwise `undetermined`, naming each figure and how many more
+requests would settle it. Undetermined keeps the new version serving: nothing showed it worse.
 """
 
 from __future__ import annotations
@@ -24,10 +25,12 @@ from weakref import WeakKeyDictionary
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
-from edgepick.evaluate.intervals import wilson
 from edgepick.monitor.live import Scrape, parse, quantile
 from edgepick.records.update import CanaryPolicy
+from edgepick.registry import canary_probe, canary_verdict as cv
 from edgepick.registry.activation import rollback
+from edgepick.registry.canary_probe import ProbeResult
+from edgepick.registry.canary_verdict import Judgement
 from edgepick.registry.store import CanaryWindow, Registry, add_event
 
 log = logging.getLogger("edgepick.registry")
@@ -72,49 +75,60 @@ def figures(s: Scrape) -> Figures:
         memory=s.total("edgepick_engine_memory_bytes"))
 
 
-def _rate_worse(k_new: float, n_new: float, k_old: float, n_old: float,
-                least: int) -> tuple[float, float, float, float] | None:
-    if n_new < least or n_old < least:
-        return None
-    lo_new, _ = wilson(int(k_new), int(n_new))
-    _, hi_old = wilson(int(k_old), int(n_old))
-    return (k_new / n_new, lo_new, k_old / n_old, hi_old) if lo_new > hi_old else None
-
-
-def worse(new: Figures, old: Figures, policy: CanaryPolicy, peak_memory: float) -> list[str]:
-    """Each figure in which the new version is worse, as "figure: why"."""
-    out = []
-    got = _rate_worse(new.errors, new.requests, old.errors, old.requests, policy.min_requests)
-    if got:
-        out.append("error_rate: {:.1%} (95% interval from {:.1%}) against {:.1%} (up to {:.1%})"
-                   .format(*got))
-    got = _rate_worse(new.unacceptable, new.sampled, old.unacceptable, old.sampled,
-                      policy.min_sampled)
-    if got:
-        out.append("unacceptable_rate: {:.1%} of sampled outputs (from {:.1%}) against {:.1%} "
-                   "(up to {:.1%})".format(*got))
-    tol = policy.latency_tolerance
-    if new.requests >= policy.min_requests and old.requests >= policy.min_requests \
-            and new.ttft_p99_s and old.ttft_p99_s and new.ttft_p99_s > old.ttft_p99_s * tol:
-        out.append(f"ttft_p99: {new.ttft_p99_s * 1000:.0f} ms against {old.ttft_p99_s * 1000:.0f}"
-                   f" ms (× {tol:g} allowed)")
-    if old.memory and peak_memory > old.memory * tol:
-        out.append(f"memory: {peak_memory / 2**20:.0f} MiB against {old.memory / 2**20:.0f} MiB "
-                   f"(× {tol:g} allowed)")
+def judge(new: Figures, old: Figures, policy: CanaryPolicy, peak_memory: float,
+          ttft_buckets: list[tuple[float, float]] | None = None,
+          probe: tuple[ProbeResult, ProbeResult] | None = None) -> list[Judgement]:
+    """Every watched figure's judgement. The sampled unacceptable rate is watched only when
+    traffic is scored; memory only when the engine reports it; the probe when it ran."""
+    out = [cv.rate("error_rate", new.errors, new.requests, old.errors, old.requests,
+                   policy.min_requests, "requests with a 5xx")]
+    if new.sampled or old.sampled:
+        out.append(cv.rate("unacceptable_rate", new.unacceptable, new.sampled, old.unacceptable,
+                           old.sampled, policy.min_sampled, "sampled outputs unacceptable"))
+    if probe is not None:
+        was, now = probe
+        out.append(cv.rate("probe", now.bad, now.answered, was.bad, was.answered, 1,
+                           "probe answers unacceptable"))
+        if now.examples and out[-1].state == "worse":
+            out[-1].detail += "; e.g. " + "; ".join(now.examples)
+    out.append(cv.ttft(ttft_buckets or [], new.requests, new.ttft_p99_s, old.ttft_p99_s,
+                       old.requests, policy.min_requests, policy.latency_tolerance))
+    mem = cv.memory(peak_memory, old.memory, policy.latency_tolerance)
+    if mem is not None:
+        out.append(mem)
+    if not new.sampled and not old.sampled and probe is None:
+        out.append(Judgement("quality", "undetermined", "no output was scored: serve with "
+                             "--sample-rate, or activate with probe items (models update "
+                             "--deploy)"))
     return out
+
+
+def worse(new: Figures, old: Figures, policy: CanaryPolicy, peak_memory: float,
+          ttft_buckets: list[tuple[float, float]] | None = None,
+          probe: tuple[ProbeResult, ProbeResult] | None = None) -> list[str]:
+    """Each figure in which the new version is worse, as "figure: why"."""
+    return [j.line() for j in judge(new, old, policy, peak_memory, ttft_buckets, probe)
+            if j.state == "worse"]
+
+
+Prober = Callable[[str], Awaitable[ProbeResult]]
 
 
 class Canary:
     def __init__(self, registry: Registry, name: str, version: str, previous: str,
                  policy: CanaryPolicy, metrics: CollectorRegistry, before: Scrape,
                  since: Scrape | None, switch: Callable[[str, str, str], Awaitable[None]],
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, prober: Prober | None = None,
+                 old_probe: ProbeResult | None = None) -> None:
         self.registry, self.name, self.version, self.previous = registry, name, version, previous
         self.policy, self.metrics, self.switch, self.clock = policy, metrics, switch, clock
         self.before = before
         self.old = figures(before.since(since))
         self.until = clock() + policy.window_s
-        self.outcome: str | None = None  # "passed" | "rolled back: …"
+        self.prober, self.old_probe = prober, old_probe
+        self.probe: tuple[ProbeResult, ProbeResult] | None = None
+        self.outcome: str | None = None  # "passed" | "undetermined: …" | "rolled back: …"
+        self.judgements: list[Judgement] = []
 
     def open(self) -> None:
         until = self.until
@@ -128,16 +142,20 @@ class Canary:
         _meters_of(self.metrics)[1].labels(self.version).set(1)
 
     def check(self, peak_memory: float) -> list[str]:
-        now = snapshot(self.metrics)
-        return worse(figures(now.since(self.before)), self.old, self.policy, peak_memory)
+        since = snapshot(self.metrics).since(self.before)
+        self.judgements = judge(figures(since), self.old, self.policy, peak_memory,
+                                since.buckets("edgepick_ttft_seconds"), self.probe)
+        return [j.line() for j in self.judgements if j.state == "worse"]
 
     async def run(self) -> str:
         """Watch until the window closes or a rollback; `open()` must have been called."""
         peak = 0.0
         try:
-            while self.clock() < self.until:
-                await asyncio.sleep(min(self.policy.check_every_s,
-                                        max(self.until - self.clock(), 0.0)))
+            if self.prober is not None and self.old_probe is not None:
+                self.probe = (self.old_probe, await self.prober(self.version))
+                log.info("canary probe: %s %s, %s %s", self.previous, self.old_probe.summary(),
+                         self.version, self.probe[1].summary())
+            while True:
                 if self.registry.model(self.name).active != self.version:
                     self._close("canary-ended", self.version, "no longer active")
                     self.outcome = "ended"
@@ -146,12 +164,28 @@ class Canary:
                 bad = self.check(peak)
                 if bad:
                     return await self._roll_back("; ".join(bad))
-            self._close("canary-passed", self.version, "no figure worse than "
-                        f"{self.previous}'s over {self.policy.window_s:g} s")
-            self.outcome = "passed"
-            return self.outcome
+                if self.clock() >= self.until:
+                    break
+                await asyncio.sleep(min(self.policy.check_every_s,
+                                        max(self.until - self.clock(), 0.0)))
+            return self._verdict()
         finally:
             _meters_of(self.metrics)[1].labels(self.version).set(0)
+
+    def _verdict(self) -> str:
+        open_ = [j for j in self.judgements if j.state != "not_worse"]
+        if not open_:
+            self._close("canary-passed", self.version, f"over {self.policy.window_s:g} s, every "
+                        f"watched figure's interval excludes worse than {self.previous}: "
+                        + "; ".join(j.line() for j in self.judgements))
+            self.outcome = "passed"
+            return self.outcome
+        why = "; ".join(j.line() for j in open_)
+        log.warning("canary: %s@%s undetermined after %g s (%s); it keeps serving", self.name,
+                    self.version, self.policy.window_s, why)
+        self._close("canary-undetermined", self.version, why)
+        self.outcome = f"undetermined: {why}"
+        return self.outcome
 
     async def _roll_back(self, reason: str) -> str:
         log.warning("canary: %s@%s serves worse than %s (%s); rolling back", self.name,
@@ -162,8 +196,9 @@ class Canary:
 
         await rollback(self.registry, self.name, start, reason=f"canary: {reason}")
         counter = _meters_of(self.metrics)[0]
-        for part in reason.split("; "):
-            counter.labels(self.version, part.split(":")[0]).inc()
+        for j in self.judgements:
+            if j.state == "worse":
+                counter.labels(self.version, j.figure).inc()
         self._close("canary-rollback", self.version, reason)
         self.outcome = f"rolled back: {reason}"
         return self.outcome
@@ -176,9 +211,28 @@ class Canary:
         self.registry.update_entry(self.name, close)
 
 
+async def probe_before(pool: Any, body: dict) -> tuple[Prober | None, ProbeResult | None]:
+    """The quality probe's first half, run on what serves now, before the switch: the items
+    the activation carries, answered by the current version. (None, None) when there is none."""
+    settings = body.get("canary")
+    items = canary_probe.items_of(body) if settings else []
+    if not items or not pool.spec.version:
+        return None, None
+    policy = CanaryPolicy.model_validate(settings)
+    if not policy.window_s or not policy.probe_items:
+        return None, None
+    items = items[:policy.probe_items]
+
+    async def prober(version: str) -> ProbeResult:
+        return await canary_probe.probe(pool, version, items, policy.probe_max_tokens)
+
+    return prober, await prober(pool.spec.version)
+
+
 def watch(owner: Any, registry: Registry, name: str, version: str, previous: str,
           settings: dict | None, metrics: CollectorRegistry, before: Scrape,
-          switch: Callable[[str, str, str], Awaitable[None]]) -> Canary | None:
+          switch: Callable[[str, str, str], Awaitable[None]], prober: Prober | None = None,
+          old_probe: ProbeResult | None = None) -> Canary | None:
     """Start watching `version` (just activated; `before` was scraped before the switch) when
     the activation asked for a canary; the task is kept on `owner` so it is not collected."""
     if not settings or not previous:
@@ -188,7 +242,7 @@ def watch(owner: Any, registry: Registry, name: str, version: str, previous: str
     if not policy.window_s:
         return None
     canary = Canary(registry, name, version, previous, policy, metrics, before,
-                    _marks.get(metrics), switch)
+                    _marks.get(metrics), switch, prober=prober, old_probe=old_probe)
     _marks[metrics] = before
     canary.open()  # in the registry before the activation answers
     owner.canary = canary

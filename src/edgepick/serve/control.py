@@ -41,10 +41,12 @@ class RegistryControl:
                 async def start(path: str) -> None:
                     await self.switch(path, version, "activate")
 
+                # the quality probe's first half: the version serving now answers the items
+                prober, old_probe = await canary.probe_before(self.pool, body)
                 scrape = canary.snapshot(self.pool.metrics.registry)  # the version before's
                 before = await activate(self.registry, name, version, start)
                 canary.watch(self, self.registry, name, version, before, body.get("canary"),
-                             self.pool.metrics.registry, scrape, self.switch)
+                             self.pool.metrics.registry, scrape, self.switch, prober, old_probe)
                 return {"name": name, "from": before, "to": version}
             if action == "rollback":
                 async def start_rb(version: str, path: str) -> None:
