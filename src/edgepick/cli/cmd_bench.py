@@ -116,13 +116,13 @@ def register(app: typer.Typer) -> None:
         results = _run_with_progress(req, open_store(store), fresh, quiet_stdout=json_out,
                                      run=run)
         if csv_path:
-            from edgepick.bench.tables import write_csv
+            from edgepick.cli.bench_tables import write_csv
 
             write_csv(results, csv_path)
         if json_out:
             print_json([r.summary() for r in results])
         else:
-            from edgepick.bench.tables import curve_tables, results_table
+            from edgepick.cli.bench_tables import curve_tables, results_table
 
             # the shared console lays a table out vertically when it would not fit (cli/output.py)
             console.print(results_table(results))

@@ -11,6 +11,7 @@ from edgepick.cli.options import RUN_HELP, STORE_HELP
 from edgepick.cli.decision_print import (print_decision, print_none_next_steps, print_notes,
                                           runs_line)
 from edgepick.cli.output import console, print_json
+from edgepick.cli.run_display import RichRunDisplay
 
 # `edgepick run`'s longer option texts, one table (typer reflows them to the terminal)
 PLAN_RUN_HELP = {
@@ -177,7 +178,8 @@ def register(app: typer.Typer) -> None:
 
             if not traffic:
                 raise EdgepickError("--traffic-weight and --deployed go with --traffic FILE")
-            sel = reselect(lp, Path(traffic), traffic_weight, Path(deployed) if deployed else None)
+            sel = reselect(lp, Path(traffic), traffic_weight, Path(deployed) if deployed else None,
+                           RichRunDisplay())
             if json_out:
                 print_json(sel.result.decision)
                 return
@@ -191,9 +193,9 @@ def register(app: typer.Typer) -> None:
 
                 raise EdgepickError("--budget runs on this machine only (not with a fleet)")
 
-            result = run_fleet(lp, executor, address)
+            result = run_fleet(lp, executor, address, RichRunDisplay())
         else:
-            result = run_plan(lp, budget_s=budget_s)
+            result = run_plan(lp, RichRunDisplay(), budget_s=budget_s)
         if json_out:
             print_json(result.decision)
             return

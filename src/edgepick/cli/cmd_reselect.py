@@ -11,6 +11,7 @@ import typer
 
 from edgepick.cli.decision_print import print_decision, print_notes
 from edgepick.cli.output import console
+from edgepick.cli.run_display import RichRunDisplay
 
 
 def show_reselection(sel) -> None:
@@ -56,7 +57,7 @@ def register(app: typer.Typer) -> None:
 
         if not deploy.is_file():
             raise EdgepickError(f"{deploy}: no such deploy.yaml")
-        sel = run_reselect(load_plan(plan), traffic, weight, deploy)
+        sel = run_reselect(load_plan(plan), traffic, weight, deploy, RichRunDisplay())
         if json_out:
             print_json({"decision": sel.result.decision.model_dump(mode="json"),
                         "changes": sel.changes, "deploy": str(sel.deploy) if sel.deploy else None,

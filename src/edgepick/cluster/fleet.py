@@ -13,8 +13,6 @@ import copy
 import os
 from pathlib import Path
 
-from rich.console import Console
-
 from edgepick.cluster.dispatch import get_executor, run_jobs
 from edgepick.cluster.entries import NETWORK_KIND
 from edgepick.cluster.fleet_report import (DeviceOutcome, fleet_choice, recommendation_text,
@@ -22,10 +20,8 @@ from edgepick.cluster.fleet_report import (DeviceOutcome, fleet_choice, recommen
 from edgepick.cluster.jobs import scoped_key
 from edgepick.cluster.planjobs import (DeviceWork, bench_jobs, eval_job, fidelity_jobs,
                                        reference_job)
-from edgepick.cli.output import err_console
-from edgepick.cluster.progress import DeviceBoard
 from edgepick.errors import EdgepickError
-from edgepick.progress import silent
+from edgepick.progress import JobBoard, QuietDisplay, RunDisplay, silent
 
 
 def device_profiles(lp, tags: list[str], executor: str) -> dict:
@@ -97,14 +93,15 @@ def _predicted_bytes(store) -> dict[str, int]:
 
 
 def run_fleet(lp, executor: str = "ray", address: str | None = None,
-              console: Console | None = None):
+              display: RunDisplay | None = None):
     """The plan over its devices (or its one device) through `executor`; a `RunResult` whose
-    decision is the first device's, with every device's report and the fleet's."""
+    decision is the first device's, with every device's report and the fleet's. `display`
+    shows the lines and the jobs by device (the CLI's; none: nothing is shown)."""
     from edgepick.plan.runner import RunResult
     from edgepick.store import ResultStore
 
     plan = lp.plan
-    console = console or err_console
+    display = display or QuietDisplay()
     multi = bool(plan.devices)
     tags = list(plan.devices) or [plan.device]
     options = {} if executor == "local" else {"max_retries": plan.cluster.max_retries,
@@ -117,14 +114,14 @@ def run_fleet(lp, executor: str = "ray", address: str | None = None,
         address = address or plan.cluster.address
     from edgepick.plan.runner import plan_candidates, say_grid
 
-    say_grid(lp, plan_candidates(lp), console)  # a refused grid stops here, before any work
+    say_grid(lp, plan_candidates(lp), display.say)  # a refused grid stops here, before any work
     ex = get_executor(executor, address, **options)
     lp.output.mkdir(parents=True, exist_ok=True)
     store = ResultStore(lp.store_path)
     notes: list[str] = []
     try:
         if "local" in tags:
-            console.print("probing this machine (bandwidth, compute)…")
+            display.say("probing this machine (bandwidth, compute)…")
         profiles = device_profiles(lp, tags, executor)
         runs = {tag: store.begin_run(f"edgepick run {lp.path} --executor {executor}"
                                      + (f" (device {tag})" if multi else ""),
@@ -135,7 +132,7 @@ def run_fleet(lp, executor: str = "ray", address: str | None = None,
         per: dict[str, list] = {w.tag: [] for w in works}
         results: dict = {}
         ref_job = None
-        with DeviceBoard([], console) as board:
+        with display.board() as board:
             # the bench first: the eval leaves out what its figures already rule out, as locally
             for w in works:
                 store.run_id = runs[w.tag]
@@ -172,7 +169,7 @@ def run_fleet(lp, executor: str = "ray", address: str | None = None,
                      notes=notes, store=lp.store_path, run_id=runs[tags[0]], deploy=first.deploy)
 
 
-def _dispatch(board: DeviceBoard, jobs: list, store, ex, scope_runs: dict) -> dict:
+def _dispatch(board: JobBoard, jobs: list, store, ex, scope_runs: dict) -> dict:
     board.add(jobs)
     return run_jobs(jobs, store, ex, board.event, scope_runs)
 

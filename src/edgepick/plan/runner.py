@@ -1,5 +1,5 @@
 """`edgepick run PLAN`: fit → quantize → bench → eval → fidelity → decide → report, with one
-progress display (an overall bar and one bar per stage)."""
+progress display (an overall bar and one bar per stage) drawn by the caller's `RunDisplay`."""
 
 from __future__ import annotations
 
@@ -8,15 +8,12 @@ import importlib.util
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from rich.console import Console
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                           TimeElapsedColumn)
+from typing import Callable
 
 from edgepick.errors import EdgepickError
 from edgepick.plan.loader import LoadedPlan
 from edgepick.plan.stages import STAGES, RunCandidate, RunState
-from edgepick.progress import ProgressEvent
+from edgepick.progress import QuietDisplay, RunDisplay
 from edgepick.records.decision import CandidateSummary, Decision
 
 
@@ -174,10 +171,11 @@ def _available(module: str) -> bool:
         return False
 
 
-def run_plan(lp: LoadedPlan, console: Console | None = None,
+def run_plan(lp: LoadedPlan, display: RunDisplay | None = None,
              budget_s: float | None = None) -> RunResult:
     """`budget_s` (`run --budget`): the run's time; eval spends what the stages before it left
-    on the least settled cells first, and a stage that would start after it is skipped."""
+    on the least settled cells first, and a stage that would start after it is skipped.
+    `display` shows the bars and lines (the CLI's; none: nothing is shown)."""
     from edgepick.clock import now
 
     started = now()
@@ -185,14 +183,14 @@ def run_plan(lp: LoadedPlan, console: Console | None = None,
     from edgepick.store import ResultStore
 
     plan = lp.plan
-    console = console or Console(stderr=True)
+    display = display or QuietDisplay()
     candidates = plan_candidates(lp)  # a refused runtime grid stops here, before any work
-    say_grid(lp, candidates, console)
+    say_grid(lp, candidates, display.say)
     if plan.device == "local":  # the cached probe; the engine is never re-probed here
         from edgepick.devices.local import describe, local_device
 
-        device = local_device(notify=lambda m: console.print(f"{m}…"))
-        console.print(f"device local: {describe(device)}")
+        device = local_device(notify=lambda m: display.say(f"{m}…"))
+        display.say(f"device local: {describe(device)}")
     else:
         device = load_device(plan.device if not os.path.isfile(lp.resolve(plan.device))
                              else lp.resolve(plan.device))
@@ -207,34 +205,23 @@ def run_plan(lp: LoadedPlan, console: Console | None = None,
                "eval": plan.eval.enabled, "fidelity": plan.fidelity.enabled}
     steps = [s for s in STAGES if enabled[s[0]]]
     try:
-        with Progress(TextColumn("[bold]{task.fields[stage]:<9}"), BarColumn(),
-                      MofNCompleteColumn(), TextColumn("{task.description}"),
-                      TimeElapsedColumn(), console=console, transient=False) as prog:
-            overall = prog.add_task("", total=len(steps) + 2, stage="pipeline")
+        with display.bars(len(steps) + 2) as bars:
             for name, fn, module in steps:
-                prog.update(overall, description=name)
+                bars.overall(name)
                 if st.deadline is not None and now() >= st.deadline:
                     st.notes.append(f"{name}: skipped, the time budget is spent")
-                    prog.advance(overall)
+                    bars.overall(name, advance=1)
                     continue
                 if not _available(module):
                     st.notes.append(f"{name}: stage not available (module {module} is not "
                                     "installed); skipped, nothing was estimated in its place")
-                    prog.advance(overall)
+                    bars.overall(name, advance=1)
                     continue
-                bar = prog.add_task("", total=None, stage=name)
-
-                def tick(ev: ProgressEvent, _bar=bar) -> None:
-                    done, total = ev.done, ev.total
-                    if total is not None and total <= 0:  # nothing to do here: show it complete
-                        done = total = 1
-                    prog.update(_bar, completed=done, total=total, description=ev.what[:60])
-
-                fn(st, tick)
-                prog.advance(overall)
-            prog.update(overall, description="decide")
-            rec = _decide(st, run_id, lambda ev: prog.update(overall, description=ev.what))
-            prog.advance(overall, 2)
+                fn(st, bars.stage(name))
+                bars.overall(name, advance=1)
+            bars.overall("decide")
+            rec = _decide(st, run_id, lambda ev: bars.overall(ev.what))
+            bars.overall("decide", advance=2)
     finally:
         store.close()
     st.notes += rec.notes
@@ -243,7 +230,8 @@ def run_plan(lp: LoadedPlan, console: Console | None = None,
                      run_id=run_id, deploy=Path(rec.deploy) if rec.deploy else None)
 
 
-def say_grid(lp: LoadedPlan, candidates: list[RunCandidate], console: Console) -> None:
+def say_grid(lp: LoadedPlan, candidates: list[RunCandidate],
+             say: Callable[[str], None]) -> None:
     """Before any work: with runtime axes, how many candidates and roughly how long, and
     which combinations will not be measured."""
     from edgepick.plan.runtime_axes import statement
@@ -253,10 +241,10 @@ def say_grid(lp: LoadedPlan, candidates: list[RunCandidate], console: Console) -
         return
     line = statement(len(candidates), axes.count(), None, "a stated rough figure for a "
                      "small model; larger models take longer")
-    console.print(line, highlight=False)
+    say(line)
     for c in candidates:
         if c.skipped and c.variant:
-            console.print(f"  {c.name}: not measured — {c.skipped}", highlight=False)
+            say(f"  {c.name}: not measured — {c.skipped}")
 
 
 def _decide(st: RunState, run_id: int, progress):

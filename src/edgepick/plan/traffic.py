@@ -16,6 +16,7 @@ from pathlib import Path
 
 from edgepick.errors import EdgepickError
 from edgepick.plan.loader import LoadedPlan
+from edgepick.progress import RunDisplay
 from edgepick.records.deploy import DeployConfig
 from edgepick.units import whole_pct
 
@@ -143,15 +144,15 @@ class Reselection:
     changes: list[str]
 
 
-def reselect(lp: LoadedPlan, traffic: Path, weight: float | None,
-             deployed: Path | None) -> Reselection:
+def reselect(lp: LoadedPlan, traffic: Path, weight: float | None, deployed: Path | None,
+             display: RunDisplay | None = None) -> Reselection:
     from edgepick.plan.runner import run_plan
 
     deployed = deployed or (lp.output / "deploy.yaml")
     old = DeployConfig.load(deployed) if deployed.is_file() else None
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     run_lp, mix = with_traffic(lp, traffic, weight, lp.output / f"reselect-{stamp}")
-    result = run_plan(run_lp)
+    result = run_plan(run_lp, display)
     new_path: Path | None = None
     found: list[str] = []
     if result.deploy is not None:

@@ -1,4 +1,5 @@
-"""Bench results as rich tables (results, and each curve) and as flat CSV rows."""
+"""Bench results as rich tables (results, and each curve) for `edgepick bench`, and as flat CSV
+rows."""
 
 from __future__ import annotations
 

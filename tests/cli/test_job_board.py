@@ -8,7 +8,7 @@ import io
 from rich.console import Console
 
 from edgepick.cluster.jobs import Job
-from edgepick.cluster.progress import STATES, DeviceBoard
+from edgepick.cli.job_board import STATES, DeviceBoard
 
 
 def _job(i: int, device: str | None) -> Job:

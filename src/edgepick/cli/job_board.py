@@ -1,6 +1,7 @@
-"""A live table with one row per device: jobs queued, running, done, failed, and already stored.
-It goes to the CLI's shared console and, like every edgepick table, reads at the
-terminal's width (at 80 columns, long device tags turn it into one block per device)."""
+"""The farm's `JobBoard` (edgepick/progress.py) on the terminal: a live table with one row per
+device, jobs queued, running, done, failed, and already stored. It goes to the CLI's shared
+console and, like every edgepick table, reads at the terminal's width (at 80 columns, long device
+tags turn it into one block per device)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ ANY_NODE = "(any node)"
 
 
 class DeviceBoard:
-    def __init__(self, jobs, console: Console | None = None) -> None:
+    def __init__(self, jobs=(), console: Console | None = None) -> None:
         self.where: dict[str, str] = {}
         self.state: dict[str, str] = {}
         self.devices: list[str] = []
