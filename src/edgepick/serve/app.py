@@ -20,11 +20,14 @@ from edgepick.serve.engine_api import engine_router
 from edgepick.serve.feedback import loop_router
 from edgepick.serve.generate import generate_router
 from edgepick.serve.info_api import info_router
+from edgepick.serve.head import HeadAsGet
 from edgepick.serve.middleware import REQUEST_ID, RequestGuard
+from edgepick.serve.ollama.api import ollama_router
 from edgepick.serve.openapi_doc import install
 from edgepick.serve.refusals import OpenAICORS, install_refusals
 from edgepick.serve.router_api import TASK_HEADER
 from edgepick.serve.state import ServeState
+from edgepick.serve.status_page import status_router
 
 log = logging.getLogger("edgepick.serve")
 
@@ -79,7 +82,7 @@ def add_cors(app: FastAPI, origins: list[str]) -> None:
     # preflights are answered here without the key (browsers never send it on them); the call
     # that follows still needs it
     app.add_middleware(OpenAICORS, allow_origins=origins,
-                       allow_methods=["GET", "POST", "OPTIONS"],
+                       allow_methods=["GET", "HEAD", "POST", "OPTIONS"],
                        allow_headers=["authorization", "content-type", "x-api-key", REQUEST_ID,
                                       TASK_HEADER],
                        expose_headers=[REQUEST_ID, "x-edgepick-route", "x-edgepick-route-reason",
@@ -98,7 +101,10 @@ def create_app(state: ServeState) -> FastAPI:
     install_refusals(app)  # every refusal in the OpenAI error shape (serve/refusals.py)
     if state.settings.cors_origin:
         add_cors(app, list(state.settings.cors_origin))
+    app.add_middleware(HeadAsGet)  # HEAD on every GET route: the GET's status and headers
     app.add_middleware(RequestGuard)  # outermost: preflights and 431s get a request id too
     app.include_router(generate_router(state))  # chat and completions
     app.include_router(info_router(state))  # embeddings, models, health, metrics, admin
+    app.include_router(ollama_router(state))  # Ollama's native API (serve/ollama/)
+    app.include_router(status_router(state))  # the status page, /ui (serve/status_page.py)
     return app

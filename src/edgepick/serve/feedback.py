@@ -46,6 +46,7 @@ class LoopState(Protocol):
     metrics: "ServeMetrics"
     deploy: Any
     background: list[Callable[[], Awaitable[None]]]
+    history: Any
 
 
 class FeedbackBook:
@@ -108,6 +109,7 @@ def loop_router(state: LoopState) -> APIRouter:
     router = APIRouter()
     book = FeedbackBook()
     history = MetricsHistory(state.metrics.registry)
+    state.history = history  # the status page's window too (serve/status_page.py)
     state.background.append(history.run)
     state.background.append(lambda: watch_engine(state))
     refs = state.sampler.references

@@ -30,26 +30,32 @@ ENDPOINTS: dict[str, str] = {"chat": "/v1/chat/completions", "completion": "/v1/
                              "embedding": "/v1/embeddings"}
 
 
-def refused(state: ServeState, kind: str, err: ServeError) -> Response:
-    """A refusal counted (endpoint and status; 429s and resource refusals by reason)."""
+def count_refusal(state: ServeState, endpoint: str, err: ServeError) -> ServeError:
+    """A refusal counted (endpoint and status; 429s and resource refusals by reason), in
+    edgepick's shape."""
     m = state.metrics
     if isinstance(err, UpstreamError):
         err = from_upstream(err)
     if err.status == 429 or err.code == "insufficient_resources":
         m.rejections.labels(err.label).inc()
-    m.requests.labels(ENDPOINTS[kind], str(err.status)).inc()
+    m.requests.labels(endpoint, str(err.status)).inc()
     if isinstance(err, ClientGone):
         log.info("client gone: %s", err.message)
-    return error_response(err)
+    return err
+
+
+def refused(state: ServeState, kind: str, err: ServeError) -> Response:
+    return error_response(count_refusal(state, ENDPOINTS[kind], err))
 
 
 def finish(state: ServeState, rr: RouteRequest, route_name: str, t0: float, version: str,
-           sampled: bool) -> Callable[[Outcome], None]:
+           sampled: bool, endpoint: str | None = None) -> Callable[[Outcome], None]:
     """What runs once an answer is complete: its metrics, and the sample when chosen."""
     m = state.metrics
+    endpoint = endpoint or ENDPOINTS[rr.kind]
 
     def done(out: Outcome) -> None:
-        m.requests.labels(ENDPOINTS[rr.kind], str(out.status)).inc()
+        m.requests.labels(endpoint, str(out.status)).inc()
         m.e2e.labels(route_name).observe(time.monotonic() - t0)
         if out.first_s is not None:
             m.ttft.labels(route_name).observe(out.first_s)
@@ -72,15 +78,20 @@ def finish(state: ServeState, rr: RouteRequest, route_name: str, t0: float, vers
     return done
 
 
-async def checked(state: ServeState, request: Request, kind: Kind, t0: float) -> RouteRequest:
+async def checked(state: ServeState, request: Request, kind: Kind, t0: float,
+                  raw: dict | None = None, prompt_cap: int | None = None) -> RouteRequest:
     """The request as the router gets it: key, body, caps and deploy.yaml's sampling applied;
-    its typed model is what the edge forwards, its body the router's view of it."""
+    its typed model is what the edge forwards, its body the router's view of it. `raw` is a
+    body another API already read and translated (serve/ollama/), `prompt_cap` a tighter
+    prompt limit it asked for."""
     s = state.settings
-    check_key(request, s.api_key)
-    raw = await read_json(request, s.max_body, s.body_timeout)
+    if raw is None:
+        check_key(request, s.api_key)
+        raw = await read_json(request, s.max_body, s.body_timeout)
+    cap = min(state.max_prompt_tokens, prompt_cap or state.max_prompt_tokens)
     checked_request = await check_body(kind, raw, max_tokens=s.max_tokens,
                                        max_n=state.pool.spec.slots, n_vocab=state.pool.n_vocab,
-                                       max_prompt_tokens=state.max_prompt_tokens,
+                                       max_prompt_tokens=cap,
                                        max_prompts=s.max_prompts,
                                        count_tokens=state.pool.count_tokens)
     typed, locked = apply_sampling(checked_request, state.sampling, state.lock_sampling)
@@ -112,7 +123,9 @@ async def routed_or_gone(state: ServeState, request: Request, rr: RouteRequest) 
     return task.result()
 
 
-def answer(state: ServeState, rr: RouteRequest, routed: Routed, t0: float) -> Response:
+def prepared(state: ServeState, rr: RouteRequest, routed: Routed, t0: float,
+             endpoint: str | None = None) -> tuple[dict, bool, Callable[[Outcome], None]]:
+    """An answer's headers, whether it is sampled, and what runs once it is complete."""
     state.metrics.routes.labels(routed.route, routed.reason).inc()
     resp = routed.response
     headers = dict(resp.headers, **{"x-edgepick-route": routed.route,
@@ -123,7 +136,13 @@ def answer(state: ServeState, rr: RouteRequest, routed: Routed, t0: float) -> Re
         headers[CONSTRAINT_HEADER] = rr.constraint
     sampled = state.sampler.take()
     done = finish(state, rr, routed.route, t0, headers.get("x-edgepick-model-version", ""),
-                  sampled)
+                  sampled, endpoint)
+    return headers, sampled, done
+
+
+def answer(state: ServeState, rr: RouteRequest, routed: Routed, t0: float) -> Response:
+    resp = routed.response
+    headers, sampled, done = prepared(state, rr, routed, t0)
     if resp.chunks is not None:
         return StreamingResponse(relay_stream(resp, t0, sampled, done, rr.include_usage),
                                  media_type="text/event-stream", headers=headers)

@@ -17,34 +17,49 @@ from edgepick.serve.errors import (NotFound, NotImplementedHere, ServeError, Ups
 from edgepick.serve.generate import ENDPOINTS, refused
 from edgepick.serve.openapi_doc import describe
 from edgepick.serve.request_checks import check_key, read_json
+from edgepick.serve.router_api import ServedResponse
 from edgepick.serve.state import ServeState
 
 
-async def embed(state: ServeState, request: Request) -> Response:
-    t0 = time.monotonic()
-    s, m, embedder = state.settings, state.metrics, state.pool.embedder
+async def embedding_of(state: ServeState, raw: dict, t0: float) -> tuple[dict, ServedResponse]:
+    """The deploy's embedding engine's answer to a checked-for-JSON body, in OpenAI's shape;
+    raises the ServeError a client gets (serve/ollama/ reshapes the same answer)."""
+    embedder = state.pool.embedder
     try:
-        check_key(request, s.api_key)
-        raw = await read_json(request, s.max_body, s.body_timeout)
         if embedder is None:
             raise NotImplementedHere("this server has no embedding engine: deploy.yaml does "
                                      "not enable one (embeddings: {model, pooling}; "
                                      "docs/serve.md)")
         body = embedding_body(raw, embedder.n_vocab)
-        resp = await embedder.forward("embedding", body, False, t0 + s.deadline)
-        out = embedding_answer(resp.body or {}, embedder.spec.name, raw.get("dimensions"))
-    except ServeError as err:
-        if isinstance(err, UpstreamError):
-            err = from_upstream(err)
-            if err.code == "context_length_exceeded":  # an input over the engine's n_ctx
-                err.param = "input"
-            elif embedder is not None:
-                err = await empty_input(embedder, raw, err)
-        return refused(state, "embedding", err)
-    m.requests.labels(ENDPOINTS["embedding"], "200").inc()
+        resp = await embedder.forward("embedding", body, False, t0 + state.settings.deadline)
+        return embedding_answer(resp.body or {}, embedder.spec.name, raw.get("dimensions")), resp
+    except UpstreamError as upstream:
+        err = from_upstream(upstream)
+        if err.code == "context_length_exceeded":  # an input over the engine's n_ctx
+            err.param = "input"
+        elif embedder is not None:
+            err = await empty_input(embedder, raw, err)
+        raise err from None
+
+
+def count_embedding(state: ServeState, out: dict, t0: float, endpoint: str) -> None:
+    m = state.metrics
+    m.requests.labels(endpoint, "200").inc()
     m.embedding_seconds.observe(time.monotonic() - t0)
     m.embedding_inputs.inc(len(out["data"]))
     m.tokens.labels("embedding").inc(out["usage"]["prompt_tokens"])
+
+
+async def embed(state: ServeState, request: Request) -> Response:
+    t0 = time.monotonic()
+    s = state.settings
+    try:
+        check_key(request, s.api_key)
+        raw = await read_json(request, s.max_body, s.body_timeout)
+        out, resp = await embedding_of(state, raw, t0)
+    except ServeError as err:
+        return refused(state, "embedding", err)
+    count_embedding(state, out, t0, ENDPOINTS["embedding"])
     return JSONResponse(out, headers=resp.headers)
 
 

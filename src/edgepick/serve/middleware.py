@@ -13,6 +13,7 @@ import re
 import uuid
 
 from edgepick.serve.errors import BadRequest, HeadersTooLarge, ServeError
+from edgepick.serve.ollama.answers import OLLAMA_PREFIX, payload as ollama_payload
 
 REQUEST_ID = "x-request-id"
 MAX_HEADERS = 100
@@ -33,13 +34,16 @@ class RequestIdFilter(logging.Filter):
 log = logging.getLogger("edgepick.serve")
 
 
-async def _refuse(send, err: ServeError, rid: str, close: bool = False) -> None:
-    body = json.dumps(err.payload()).encode()  # ASCII: a quoted surrogate cannot break it
+async def _refuse(send, err: ServeError, rid: str, close: bool = False,
+                  path: str = "") -> None:
+    status, payload = (ollama_payload(err) if path.startswith(OLLAMA_PREFIX)
+                       else (err.status, err.payload()))
+    body = json.dumps(payload).encode()  # ASCII: a quoted surrogate cannot break it
     headers = [(b"content-type", b"application/json"),
                (b"content-length", str(len(body)).encode()), (REQUEST_ID.encode(), rid.encode())]
     if close:
         headers.append((b"connection", b"close"))
-    await send({"type": "http.response.start", "status": err.status, "headers": headers})
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -83,12 +87,13 @@ class RequestGuard:
                 err = HeadersTooLarge(f"request headers are too large: {len(headers)} headers, "
                                       f"{size} bytes (at most {MAX_HEADERS} headers and "
                                       f"{MAX_HEADER_BYTES} bytes)")
-                return await _refuse(send, err, rid)
+                return await _refuse(send, err, rid, path=scope.get("path", ""))
             wanted = _upgrade(headers)
             if wanted is not None:  # its body would not be parsed (httptools stops at it)
                 return await _refuse(send, BadRequest(
                     f"protocol upgrade to '{wanted[:40]}' is not supported: this server "
-                    "speaks HTTP/1.1 only", code="unsupported_upgrade"), rid, close=True)
+                    "speaks HTTP/1.1 only", code="unsupported_upgrade"), rid, close=True,
+                    path=scope.get("path", ""))
             started = False
 
             async def send_with_id(message) -> None:
@@ -106,6 +111,7 @@ class RequestGuard:
                 log.exception("request failed")
                 if started:
                     raise  # the answer is under way: only closing the connection is left
-                await _refuse(send, ServeError(f"internal error ({type(exc).__name__})"), rid)
+                await _refuse(send, ServeError(f"internal error ({type(exc).__name__})"), rid,
+                              path=scope.get("path", ""))
         finally:
             request_id.reset(token)

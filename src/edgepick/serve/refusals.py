@@ -18,6 +18,7 @@ from starlette.middleware.cors import CORSMiddleware
 from edgepick.errors import first_problem
 from edgepick.serve.errors import (BadRequest, NotFound, ServeError, UpstreamError, for_status,
                                    from_upstream)
+from edgepick.serve.ollama.answers import OLLAMA_PREFIX, error_response as ollama_error
 
 log = logging.getLogger("edgepick.serve")
 
@@ -31,6 +32,14 @@ def error_response(err: ServeError) -> JSONResponse:
     if isinstance(err, UpstreamError):
         err = from_upstream(err)
     return ErrorJSON(err.payload(), status_code=err.status, headers=err.headers() or None)
+
+
+def shaped(request: Request, err: ServeError) -> JSONResponse:
+    """A refusal in the shape of the API the path belongs to: Ollama's under /api/, else
+    OpenAI's."""
+    if request.url.path.startswith(OLLAMA_PREFIX):
+        return ollama_error(err)
+    return error_response(err)
 
 
 class OpenAICORS(CORSMiddleware):
@@ -55,25 +64,26 @@ def install_refusals(app: FastAPI) -> None:
     answered by serve/middleware.py's RequestGuard, with the request id."""
 
     @app.exception_handler(ServeError)
-    async def _serve_error(_request: Request, err: ServeError) -> Response:
-        return error_response(err)
+    async def _serve_error(request: Request, err: ServeError) -> Response:
+        return shaped(request, err)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
         if exc.status_code == 404:
             err: ServeError = NotFound(f"no endpoint {request.method} {request.url.path}; "
                                        "see /openapi.json")
-        elif exc.status_code == 405:
-            err = for_status(405, f"{request.method} is not allowed on {request.url.path}")
+        elif exc.status_code == 405:  # a HEAD runs as its GET (serve/head.py): name the HEAD
+            method = "HEAD" if request.scope.get("state", {}).get("head") else request.method
+            err = for_status(405, f"{method} is not allowed on {request.url.path}")
         else:
             err = for_status(exc.status_code, str(exc.detail))
-        resp = error_response(err)
+        resp = shaped(request, err)
         for k, v in (exc.headers or {}).items():
             resp.headers[k] = v
         return resp
 
     @app.exception_handler(RequestValidationError)
-    async def _invalid(_request: Request, exc: RequestValidationError) -> Response:
+    async def _invalid(request: Request, exc: RequestValidationError) -> Response:
         field, problem = first_problem(exc)
         param = ".".join(p for p in (field or "").split(".") if p not in ("body", "path", "query"))
-        return error_response(BadRequest(f"'{param}': {problem}", param=param or None))
+        return shaped(request, BadRequest(f"'{param}': {problem}", param=param or None))

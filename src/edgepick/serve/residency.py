@@ -224,6 +224,17 @@ class Residency:
                                  now - m.last_used)
                         await self._unload_one(m, "idle")
 
+    async def unload_now(self, name: str, reason: str) -> bool:
+        """Unload `name` at once when it is loaded, unpinned and idle (Ollama's keep_alive 0);
+        False when it is not (its ttl then unloads it once idle)."""
+        m = self.models[name]
+        async with self.swap_lock:
+            if m.state != "loaded" or m.pin or m.busy or m.draining:
+                return False
+            log.info("model %s unloaded (%s)", name, reason)
+            await self._unload_one(m, reason)
+            return True
+
     async def unload_all(self) -> None:
         for task in list(self._loads.values()):
             task.cancel()

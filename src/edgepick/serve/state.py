@@ -47,6 +47,7 @@ class ServeState:
         self.constraints = TaskConstraints(deploy)  # deploy.yaml's per task
         # x-edgepick-force-route / x-edgepick-mock-failure: tests only (route.allow_forced_route)
         self.test_headers = test_headers
+        self.history: Any = None  # the metrics' snapshots (serve/history.py), once kept
 
     def edge_for(self, rr: RouteRequest) -> Edge:
         """The edge the router gets: the pool, or a team's member for this request's model or

@@ -157,6 +157,7 @@ class Supervised:
             self._set_ready(False, "restarting")
             self.metrics.restarts.labels(reason if self.role == "chat"
                                          else f"{self.role}_{reason}").inc()
+            self.metrics.events.append((time.time(), "restart", f"{self.spec.name}: {reason}"))
             if old is not None:
                 if drain and not await old.drain(self.drain_timeout_s, abort):
                     log.warning("drain ended with %d request(s) in flight; they get a "

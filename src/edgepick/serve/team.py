@@ -78,15 +78,19 @@ class TeamMetrics(ResidencyEvents):
                                   "model to load", ["model"], registry=r)
         self.resident = Gauge("edgepick_model_resident", "1 while a team model is loaded",
                               ["model"], registry=r)
+        self.pinned = Gauge("edgepick_model_pinned", "1 while a team model is pinned (by "
+                            "deploy.yaml or a client's keep_alive)", ["model"], registry=r)
 
     def loaded(self, name: str, cause: str, seconds: float) -> None:
         self.loads.labels(name, cause).inc()
         self.load_seconds.labels(name).observe(seconds)
         self.resident.labels(name).set(1)
+        self.m.events.append((time.time(), "load", f"{name} ({cause}, {seconds:.1f} s)"))
 
     def unloaded(self, name: str, reason: str) -> None:
         self.unloads.labels(name, reason).inc()
         self.resident.labels(name).set(0)
+        self.m.events.append((time.time(), "unload", f"{name} ({reason})"))
 
     def waited(self, name: str) -> None:
         self.swap_waits.labels(name).inc()
@@ -112,6 +116,8 @@ class TeamPool:
                       estimated=m.need is None)
              for n, m in self.members.items()],
             budget, self._load, self._unload, group_wait, self.team_metrics)
+        for n, m in self.members.items():
+            self.team_metrics.pinned.labels(n).set(1 if m.pin else 0)
         self.status = "loading"
         self.degraded: str | None = None
         self.metrics.slots.set(slots)
