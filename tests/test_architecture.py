@@ -1,28 +1,30 @@
-"""The layer rules of docs/architecture.md, checked on every module under src/edgepick.
+"""The architecture rules of docs/architecture.md, checked on every module under src/edgepick.
 
-The rules are read from the doc's tables, so the page and the check cannot drift apart. Imports
-are collected with `ast` from the whole module, so an import inside a function counts like one at
-the top; importing `a.b.c` from another package also runs the package `a.b`'s `__init__`, so that
-counts too.
+The package layers and the forbidden imports are import-linter contracts in pyproject.toml, run
+here with this environment's `lint-imports` (grimp reads every import, the ones inside functions
+included); a broken contract fails with import-linter's own account of the offending import.
+This file keeps what import-linter cannot express: the page's table and the contract list the
+same layers, every child process starts through launch/, and an import sits inside a function
+only for a dependency on the page's allow-list.
 """
 
 from __future__ import annotations
 
 import ast
+import os
 import re
-from functools import lru_cache
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
 DOC = ROOT / "docs" / "architecture.md"
-
-# (importer, imported) → why it is still allowed, and who removes it. The goal is none; an entry
-# that no longer matches an import fails `test_every_exception_is_still_needed`.
-EXCEPTIONS: dict[tuple[str, str], str] = {}
+LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
 
-# -- reading the rules ---------------------------------------------------------------------------
+# -- the page's tables ---------------------------------------------------------------------------
 def _table_rows(text: str, marker: str) -> list[list[str]]:
     """The body rows of the first Markdown table after the comment containing `marker`."""
     after = text[text.index(marker):].splitlines()[1:]
@@ -32,8 +34,7 @@ def _table_rows(text: str, marker: str) -> list[list[str]]:
             if rows:
                 break
             continue
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        rows.append(cells)
+        rows.append([c.strip() for c in line.strip().strip("|").split("|")])
     return [r for r in rows[1:] if not set("".join(r)) <= set("-: ")]  # header and rule off
 
 
@@ -41,255 +42,103 @@ def _names(cell: str) -> list[str]:
     return re.findall(r"`([A-Za-z_][\w.]*)`", cell)
 
 
-def read_layers(text: str) -> dict[str, int]:
-    """Module prefix (relative to edgepick, "edgepick" itself for the root) → layer number."""
-    layers: dict[str, int] = {}
-    for cells in _table_rows(text, "the layer table"):
-        number = int(cells[0].split()[0])
-        for name in _names(cells[2]):
-            assert name not in layers, f"{name} is in two layers"
-            layers[name] = number
-    return layers
+def doc_layers(text: str) -> list[list[str]]:
+    return [_names(cells[1]) for cells in _table_rows(text, "the layer table")]
 
 
-def read_forbidden(text: str) -> list[tuple[str, str]]:
-    return [(_names(c[0])[0], _names(c[1])[0]) for c in _table_rows(text, "forbidden imports")]
+def contract_layers(pyproject: dict) -> list[list[str]]:
+    contracts = pyproject["tool"]["importlinter"]["contracts"]
+    layers = next(c for c in contracts if c["type"] == "layers")["layers"]
+    return [[n.strip() for n in re.split(r"[|:]", row)] for row in layers]
 
 
-# -- reading the code ----------------------------------------------------------------------------
-def modules_of(src: Path) -> dict[str, Path]:
-    out = {}
+# -- import-linter -------------------------------------------------------------------------------
+def lint_imports(cwd: Path, env_path: Path | None = None) -> subprocess.CompletedProcess:
+    env = None if env_path is None else dict(os.environ, PYTHONPATH=str(env_path))
+    return subprocess.run([str(LINT_IMPORTS), "--no-cache"], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_the_package_layers_and_forbidden_imports_hold():
+    done = lint_imports(ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_page_and_the_contract_list_the_same_layers():
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert doc_layers(DOC.read_text(encoding="utf-8")) == contract_layers(pyproject)
+
+
+def test_an_upward_import_inside_a_function_is_refused(tmp_path):
+    """The contract reads imports inside functions too (grimp walks the whole module)."""
+    pkg = tmp_path / "layered"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "high.py").write_text("from layered import low\n")
+    (pkg / "low.py").write_text("def f():\n    from layered import high\n    return high\n")
+    (tmp_path / ".importlinter").write_text(
+        "[importlinter]\nroot_package = layered\n\n[importlinter:contract:layers]\n"
+        "name = layers\ntype = layers\nlayers =\n    layered.high\n    layered.low\n")
+    done = lint_imports(tmp_path, tmp_path)
+    assert done.returncode != 0, done.stdout
+    assert "layered.low -> layered.high" in done.stdout, done.stdout
+
+
+# -- imports inside functions --------------------------------------------------------------------
+def allowed_lazy(text: str) -> dict[str, str]:
+    """Imported module (top-level name, or `edgepick`) → the package it may be imported inside a
+    function in (`edgepick`: anywhere)."""
+    return {_names(cells[0])[0]: _names(cells[1])[0]
+            for cells in _table_rows(text, "lazy imports")}
+
+
+def _module_name(path: Path, src: Path) -> str:
+    parts = list(path.relative_to(src).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_inside_functions(src: Path) -> list[tuple[str, int, str]]:
+    """(module, line, imported module) for every import statement inside a function."""
+    found = []
     for path in sorted((src / "edgepick").rglob("*.py")):
-        parts = list(path.relative_to(src).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        out[".".join(parts)] = path
-    return out
-
-
-def _owner(name: str, modules: dict[str, Path]) -> str | None:
-    while name and name not in modules:
-        name = name.rpartition(".")[0]
-    return name or None
-
-
-def imports_of(src: Path, runtime_only: bool = False) -> dict[str, set[tuple[str, int]]]:
-    """Module → the edgepick modules it imports (anywhere in it), with the line. Importing
-    `a.b.c` from outside `a.b` first runs `a.b`'s `__init__`: that counts when it imports
-    anything of edgepick. `runtime_only` leaves out imports under `if TYPE_CHECKING:`, which
-    never run (a cycle through them is not one)."""
-    modules = modules_of(src)
-    graph = _explicit_imports(modules, runtime_only)
-    for name, found in graph.items():
-        for target, line in list(found):
-            parent = target.rpartition(".")[0]
-            while parent.count(".") >= 1 and not (name + ".").startswith(parent + "."):
-                if graph.get(parent):
-                    found.add((parent, line))
-                parent = parent.rpartition(".")[0]
-    return graph
-
-
-@lru_cache(maxsize=None)
-def _parsed(path: str, mtime_ns: int) -> ast.AST:
-    return ast.parse(Path(path).read_text(encoding="utf-8"), path)
-
-
-def _type_checking_only(tree: ast.AST) -> set[int]:
-    """ids of the import nodes under `if TYPE_CHECKING:`."""
-    out: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            out |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
-    return out
-
-
-def _explicit_imports(modules: dict[str, Path],
-                      runtime_only: bool) -> dict[str, set[tuple[str, int]]]:
-    graph: dict[str, set[tuple[str, int]]] = {}
-    for name, path in modules.items():
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        found: set[tuple[str, int]] = set()
-        tree = _parsed(str(path), path.stat().st_mtime_ns)
-        skip = _type_checking_only(tree) if runtime_only else set()
-        for node in ast.walk(tree):
-            if id(node) in skip:
+        module = _module_name(path, src)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
-            targets: list[str] = []
-            if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    up = package.split(".")[:len(package.split(".")) - node.level + 1]
-                    base = ".".join(up + ([base] if base else []))
-                # `from pkg import sub` imports the submodule when there is one
-                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
-                           for a in node.names]
-            for t in targets:
-                if t == "edgepick" or t.startswith("edgepick."):
-                    owner = _owner(t, modules)
-                    if owner is None:
-                        continue
-                    found.add((owner, node.lineno))
-        graph[name] = {(t, ln) for t, ln in found if t != name}
-    return graph
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Import):
+                    found += [(module, node.lineno, a.name) for a in node.names]
+                elif isinstance(node, ast.ImportFrom):
+                    target = "edgepick" if node.level else node.module or ""
+                    found.append((module, node.lineno, target))
+    return sorted(set(found))
 
 
-# -- the checks ----------------------------------------------------------------------------------
-def layer_of(module: str, layers: dict[str, int]) -> int | None:
-    rel = module.removeprefix("edgepick.") if module != "edgepick" else "edgepick"
-    while rel:
-        if rel in layers:
-            return layers[rel]
-        rel = rel.rpartition(".")[0]
-    return None
-
-
-def _matches(module: str, prefix: str) -> bool:
-    full = f"edgepick.{prefix}"
-    return module == full or module.startswith(full + ".")
-
-
-def violations(graph, layers, forbidden, exceptions=()) -> list[str]:
+def lazy_problems(src: Path, allowed: dict[str, str]) -> list[str]:
     out = []
-    for module, targets in sorted(graph.items()):
-        here = layer_of(module, layers)
-        for target, line in sorted(targets):
-            if (module, target) in exceptions:
-                continue
-            there = layer_of(target, layers)
-            if here is not None and there is not None and there > here:
-                out.append(f"{module}:{line} imports {target}: layer {there} above {here}")
-            for a, b in forbidden:
-                if _matches(module, a) and _matches(target, b):
-                    out.append(f"{module}:{line} imports {target}: {a} never imports {b}")
+    for module, line, target in imports_inside_functions(src):
+        where = allowed.get(target.split(".")[0])
+        if where is None or not (module == where or module.startswith(where + ".")):
+            out.append(f"{module}:{line} imports {target} inside a function; import it at the "
+                       "top of the module (docs/architecture.md: the allow-list of lazy imports)")
     return out
 
 
-def cycles(graph) -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan, iterative)."""
-    edges = {m: sorted({t for t, _ in ts if t in graph}) for m, ts in graph.items()}
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on: set[str] = set()
-    found: list[list[str]] = []
-    counter = 0
-    for root in sorted(edges):
-        if root in index:
-            continue
-        work = [(root, 0)]
-        while work:
-            v, i = work.pop()
-            if i == 0:
-                index[v] = low[v] = counter
-                counter += 1
-                stack.append(v)
-                on.add(v)
-            if i < len(edges[v]):
-                work.append((v, i + 1))
-                w = edges[v][i]
-                if w not in index:
-                    work.append((w, 0))
-                elif w in on:
-                    low[v] = min(low[v], index[w])
-                continue
-            if low[v] == index[v]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on.discard(w)
-                    comp.append(w)
-                    if w == v:
-                        break
-                if len(comp) > 1:
-                    found.append(sorted(comp))
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[v])
-    return found
-
-
-def check(src: Path, doc_text: str, exceptions=()) -> list[str]:
-    """Every problem with the code under `src`, one line each; an excepted import is left out of
-    both the layer and the cycle checks."""
-    graph = imports_of(src)
-    layers = read_layers(doc_text)
-    problems = [f"{m}: in no layer of docs/architecture.md" for m in graph
-                if layer_of(m, layers) is None]
-    problems += violations(graph, layers, read_forbidden(doc_text), exceptions)
-    runtime = {m: {(t, ln) for t, ln in ts if (m, t) not in exceptions}
-               for m, ts in imports_of(src, runtime_only=True).items()}
-    problems += ["import cycle: " + " → ".join(c) for c in cycles(runtime)]
-    return problems
-
-
-# -- the tests -----------------------------------------------------------------------------------
-def test_src_keeps_the_layer_rules_of_the_architecture_page():
-    problems = check(SRC, DOC.read_text(encoding="utf-8"), EXCEPTIONS)
+def test_imports_inside_functions_are_on_the_allow_list():
+    problems = lazy_problems(SRC, allowed_lazy(DOC.read_text(encoding="utf-8")))
     assert not problems, "\n".join(problems)
 
 
-def test_every_exception_is_still_needed():
-    graph = imports_of(SRC)
-    stale = [pair for pair in EXCEPTIONS
-             if pair[1] not in {t for t, _ in graph.get(pair[0], ())}]
-    assert not stale, f"remove from EXCEPTIONS, the import is gone: {stale}"
-
-
-def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
+def test_an_import_inside_a_function_off_the_list_is_found(tmp_path):
     src = tmp_path / "src"
-    for rel, text in files.items():
-        path = src / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    for d in [p for p in src.rglob("*") if p.is_dir()]:
-        (d / "__init__.py").touch()
-    return src
-
-
-def test_an_upward_import_fails_even_inside_a_function(tmp_path):
-    doc = DOC.read_text(encoding="utf-8")
-    src = _tree(tmp_path, {
-        "edgepick/cli/app.py": "from edgepick.records import model\n",
-        "edgepick/records/model.py": "def f():\n    from edgepick.cli import app\n",
-    })
-    problems = check(src, doc)
-    assert any("edgepick.records.model:2 imports edgepick.cli.app: layer 7 above 0" in p
-               for p in problems), problems
-    assert any(p.startswith("import cycle:") and "edgepick.records.model" in p
-               for p in problems), problems
-
-
-def test_a_forbidden_import_and_an_unplaced_module_fail(tmp_path):
-    src = _tree(tmp_path, {
-        "edgepick/serve/app.py": "import edgepick.decide.gates\n",
-        "edgepick/decide/gates.py": "",
-        "edgepick/newthing/x.py": "",
-        "edgepick/serve/edge.py": "from edgepick.serve.pool import P\n",
-        "edgepick/serve/pool.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-                                  "    from edgepick.serve.edge import E\n",
-    })
-    problems = check(src, DOC.read_text(encoding="utf-8"))
-    assert any("serve never imports decide" in p for p in problems), problems
-    assert any(p.startswith("edgepick.newthing.x: in no layer") for p in problems), problems
-    assert not any(p.startswith("import cycle") for p in problems), problems  # type-only
-
-
-def test_relative_imports_and_package_inits_count(tmp_path):
-    src = _tree(tmp_path, {
-        "edgepick/backends/__init__.py": "from .base import B\n",
-        "edgepick/records/__init__.py": "",
-        "edgepick/backends/base.py": "from edgepick.records.x import y\n",
-        "edgepick/records/x.py": "from edgepick.backends.base import B\n",
-    })
-    graph = imports_of(src)
-    assert ("edgepick.backends.base", 1) in graph["edgepick.backends"]
-    assert {t for t, _ in graph["edgepick.records.x"]} == {"edgepick.backends.base",
-                                                            "edgepick.backends"}
-    # records.x → backends (its __init__ runs first) → backends.base → records.x
-    assert cycles(graph) == [["edgepick.backends", "edgepick.backends.base", "edgepick.records.x"]]
+    (src / "edgepick" / "fit").mkdir(parents=True)
+    (src / "edgepick" / "fit" / "speed.py").write_text(
+        "import json\n\ndef f():\n    import llama_cpp\n    from edgepick.records import x\n")
+    allowed = allowed_lazy(DOC.read_text(encoding="utf-8"))
+    assert lazy_problems(src, allowed) == [
+        "edgepick.fit.speed:5 imports edgepick.records inside a function; import it at the top "
+        "of the module (docs/architecture.md: the allow-list of lazy imports)"]
 
 
 # -- child processes -----------------------------------------------------------------------------
@@ -304,7 +153,8 @@ def spawns_outside_launch(src: Path) -> list[str]:
     architecture.md: every child process starts through launch/, which makes it die with
     edgepick, closes inherited descriptors and bounds it)."""
     found = []
-    for name, path in modules_of(src).items():
+    for path in sorted((src / "edgepick").rglob("*.py")):
+        name = _module_name(path, src)
         if name.startswith("edgepick.launch"):
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -325,9 +175,14 @@ def test_every_child_process_starts_through_launch():
 
 
 def test_a_process_started_elsewhere_is_found(tmp_path):
-    src = _tree(tmp_path, {
+    files = {
         "edgepick/power/meter.py": "import subprocess\nsubprocess.run(['x'])\n",
         "edgepick/devices/p.py": "import multiprocessing as mp\nctx = mp.get_context('spawn')\n",
         "edgepick/launch/process.py": "import subprocess\nsubprocess.Popen(['x'])\n",
-    })
-    assert sorted(spawns_outside_launch(src)) == ["edgepick.devices.p:2", "edgepick.power.meter:2"]
+    }
+    for rel, text in files.items():
+        path = tmp_path / "src" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert sorted(spawns_outside_launch(tmp_path / "src")) == ["edgepick.devices.p:2",
+                                                               "edgepick.power.meter:2"]
