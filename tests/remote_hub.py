@@ -13,6 +13,7 @@ import hashlib
 import json
 import re
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -38,6 +39,7 @@ class FileServer:
     url: str = ""
     ignore_ranges: bool = False
     cut_after: list[int] = field(default_factory=list)  # per body, in order: drop after N bytes
+    block_delay: float = 0.0  # seconds between 64 KiB blocks: a slow link to kill a pull on
     seen: list[Seen] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -93,6 +95,8 @@ def _send_file(h: BaseHTTPRequestHandler, state: FileServer, path: Path, seen: S
                 return
             seen.sent += len(block)
             left -= len(block)
+            if state.block_delay:
+                time.sleep(state.block_delay)
             if cut is not None and seen.sent >= cut:
                 h.wfile.flush()
                 h.close_connection = True

@@ -58,11 +58,17 @@ def _hub_files(ref: hub.HubRef, http) -> tuple[str, list[tuple[str, str | None, 
                             for name in hub.split_names(file)]
 
 
+def token_for(spec: str) -> str | None:
+    """HF_TOKEN, for a hub reference or a URL on the hub's endpoint; no other host gets it."""
+    return hub.token() if spec.startswith("hf:") or spec.startswith(hub.endpoint() + "/") \
+        else None
+
+
 def resolve_remote(spec: str, *, backend: str | None = None,
                    label: str | None = None) -> ModelRef:
     """Read the header of every part (from the cache when it holds them) into a ModelRef."""
     is_hub = spec.startswith("hf:")
-    token = hub.token() if is_hub or spec.startswith(hub.endpoint() + "/") else None
+    token = token_for(spec)
     traffic = Traffic()
     with client(token) as http:
         if is_hub:

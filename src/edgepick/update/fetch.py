@@ -1,8 +1,10 @@
-"""Fetching an update package over HTTP with resume: the bytes go to `DEST.part`; a transfer cut
-off (a dropped connection, a killed process) goes on from where it stopped with a range request
+"""Fetching a file over HTTP with resume: the bytes go to `DEST.part`; a transfer cut off (a
+dropped connection, a killed process) goes on from where it stopped with a range request
 (`Range: bytes=N-`, answered 206 from byte N), and a server that ignores ranges (200) starts the
-file again. The package is used only once its digest checks out (update/package.py), plus the
-SHA-256 the caller expects, when given; a bad download is deleted and refused."""
+file again. The file is used only once it checks out: an update package's own digest
+(update/package.py) by default, or the caller's check (a pulled model's header), plus the
+SHA-256 the caller expects, when given; a bad download is deleted and refused. Headers the
+caller adds (a hub's token) are dropped by httpx when a redirect leaves their origin."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import os
 import re
 import time
 from pathlib import Path
+from typing import Callable
 
 from edgepick.errors import EdgepickError
 from edgepick.progress import ProgressEvent, Tick
@@ -29,11 +32,14 @@ def cache_path(url: str) -> Path:
     return folder / f"{key}-{name}"
 
 
-def _get(url: str, part: Path, timeout: float, progress: Tick | None) -> None:
+def _get(url: str, part: Path, timeout: float, progress: Tick | None,
+         extra: dict[str, str] | None = None) -> None:
     import httpx
 
     have = part.stat().st_size if part.exists() else 0
-    headers = {"Range": f"bytes={have}-"} if have else {}
+    headers = dict(extra or {})
+    if have:
+        headers["Range"] = f"bytes={have}-"
     with httpx.stream("GET", url, headers=headers, timeout=timeout,
                       follow_redirects=True) as r:
         if r.status_code == 416 and have:  # asked past the end: we had it all already
@@ -60,14 +66,18 @@ def _get(url: str, part: Path, timeout: float, progress: Tick | None) -> None:
 
 
 def fetch(url: str, dest: Path | None = None, *, sha256: str | None = None,
-          timeout: float = 60.0, attempts: int = 8, progress: Tick | None = None) -> Path:
-    """Download `url` to `dest` (default: the cache), resuming; returns the verified path."""
+          timeout: float = 60.0, attempts: int = 8, progress: Tick | None = None,
+          headers: dict[str, str] | None = None,
+          check: Callable[[Path], None] = read_index) -> Path:
+    """Download `url` to `dest` (default: the cache), resuming; returns the verified path.
+    `check(path)` raises when the file is not what was asked for (default: an update
+    package's digest)."""
     import httpx
 
     dest = dest or cache_path(url)
     if dest.is_file():
         try:
-            _verify(dest, sha256)
+            _verify(dest, sha256, check)
             return dest
         except EdgepickError:
             dest.unlink()
@@ -75,7 +85,7 @@ def fetch(url: str, dest: Path | None = None, *, sha256: str | None = None,
     last: Exception | None = None
     for attempt in range(attempts):
         try:
-            _get(url, part, timeout, progress)
+            _get(url, part, timeout, progress, headers)
             break
         except (httpx.TransportError, httpx.StreamError) as exc:  # cut off: resume
             last = exc
@@ -84,7 +94,7 @@ def fetch(url: str, dest: Path | None = None, *, sha256: str | None = None,
         raise EdgepickError(f"{url}: the download failed {attempts} times ({last}); run the "
                             f"command again to resume from {part.stat().st_size if part.exists() else 0} bytes")
     try:
-        _verify(part, sha256)
+        _verify(part, sha256, check)
     except EdgepickError:
         part.unlink(missing_ok=True)
         raise
@@ -92,11 +102,11 @@ def fetch(url: str, dest: Path | None = None, *, sha256: str | None = None,
     return dest
 
 
-def _verify(path: Path, sha256: str | None) -> None:
+def _verify(path: Path, sha256: str | None, check: Callable[[Path], None]) -> None:
     if sha256:
         with open(path, "rb") as fh:
             got = hashlib.file_digest(fh, "sha256").hexdigest()
         if got != sha256.lower():
             raise CorruptPackage(f"{path}: SHA-256 {got[:12]}…, expected {sha256[:12]}…; "
                                  "refusing the download")
-    read_index(path)  # the package's own digest
+    check(path)  # the package's own digest, or the caller's check
