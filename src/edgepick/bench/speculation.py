@@ -1,0 +1,208 @@
+"""Does speculative decoding pay, per task, on the scenario's own prompts and output lengths?
+
+Acceptance depends on the text (extraction copies spans of its prompt, open chat does not), so
+each eval item is decoded greedily, at its task's output budget, under plain decoding and under
+each kind, on llama-server started with serve's own command line (the `llama_server` engine:
+llama-cpp-python runs none of llama.cpp's kinds in process). All servers are up at once and the
+settings alternate item by item (ABBA), so the host's drift hits them alike.
+
+Per request: decode speed from the stream's token arrivals and from the server's own `timings`
+(predicted_n / predicted_ms), drafted and accepted tokens from `timings` (draft_n,
+draft_n_accepted), verification steps from the server's /metrics counters
+(spec_decode_num_drafts_total) read before and after, and the kinds' own time from the server's
+log (serve/llama_server_backend.py). Per task and kind:
+
+- speed-up: the geometric mean over items of (kind's decode speed ÷ plain's), each item's speeds
+  the median of its repeats, with a 95% bootstrap interval over items;
+- acceptance rate: accepted ÷ drafted, with a 95% bootstrap interval over items (the item is
+  the unit: its tokens are not independent);
+- mean accepted length: 1 + accepted ÷ verification steps (llama-server's own `mean len`);
+- the draft's share of decode time, and the share of items whose greedy text is identical.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections import defaultdict
+
+import numpy as np
+from pydantic import BaseModel
+
+from edgepick.backends import LoadOptions, get_backend
+from edgepick.evaluate.intervals import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from edgepick.evaluate.items import EvalItem
+from edgepick.evaluate.outputs import budget
+from edgepick.records.candidate import Candidate, RuntimeSettings
+from edgepick.records.model_ref import ModelRef
+from edgepick.stats import wilson
+
+ENGINE = "llama_server"
+# each server's untimed first request: not an eval item, since ngram-mod's pool (shared by
+# every request a server runs) would then hold that item's answer before it is measured
+WARMUP = [{"role": "user", "content": "Say hello."}]
+_COUNTER = "llamacpp:spec_decode_num_drafts_total"
+
+
+class SpecRequest(BaseModel):
+    """One greedy generation under one setting."""
+
+    item: str
+    task: str
+    setting: str  # "none" or the kind's tag
+    text: str
+    generated: int
+    client_tps: float | None  # tokens after the first ÷ time after the first, at the client
+    # the same from the server's own timings: (predicted_n - 1) ÷ predicted_ms (its clock starts
+    # when the first token is sampled, which predicted_n counts)
+    engine_tps: float | None
+    drafted: int = 0
+    accepted: int = 0
+    steps: int = 0  # verification steps (/metrics)
+    draft_ms: float | None = None
+    predicted_ms: float | None = None
+
+
+class SpecFigures(BaseModel):
+    """One kind on one task, against plain decoding on the same items."""
+
+    task: str
+    setting: str
+    items: int
+    speedup: float | None
+    speedup_low: float | None
+    speedup_high: float | None
+    acceptance: float | None
+    acceptance_low: float | None
+    acceptance_high: float | None
+    mean_accepted_len: float | None
+    draft_share: float | None  # of the decode time
+    identical: int  # items whose greedy text equals plain decoding's
+    identical_low: float
+    identical_high: float
+    verdict: str  # "wins" | "loses" | "undetermined" (the interval against 1)
+
+
+def _bootstrap(stat, n: int) -> tuple[float, float]:
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    idx = rng.integers(0, n, size=(BOOTSTRAP_RESAMPLES, n))
+    with np.errstate(invalid="ignore", divide="ignore"):  # a resample that drafted nothing
+        vals = np.array([stat(i) for i in idx], dtype=float)
+    vals = vals[np.isfinite(vals)]
+    return float(np.percentile(vals, 2.5)), float(np.percentile(vals, 97.5))
+
+
+def _steps(backend) -> int:
+    """The server's cumulative verification steps (its /metrics counter)."""
+    r = backend._http().get(f"{backend.root}/metrics")
+    m = re.search(rf"^{re.escape(_COUNTER)}\s+([0-9.eE+-]+)$", r.text, re.M)
+    return int(float(m.group(1))) if m else 0
+
+
+def _one(backend, it: EvalItem, setting: str, max_tokens: int) -> SpecRequest:
+    before = _steps(backend)
+    g = backend.generate(it.chat_messages(), max_tokens, chat=True)
+    t = g.engine_timings or {}
+    n, ms = t.get("predicted_n"), t.get("predicted_ms")
+    return SpecRequest(item=it.id, task=it.task, setting=setting, text=g.text,
+                       generated=g.generated_tokens, client_tps=g.decode_tps,
+                       engine_tps=(n - 1) / ms * 1e3 if n and n > 1 and ms else None,
+                       drafted=int(t.get("draft_n", 0)), accepted=int(t.get("draft_n_accepted", 0)),
+                       steps=_steps(backend) - before, draft_ms=t.get("draft_ms"),
+                       predicted_ms=t.get("predicted_ms"))
+
+
+def run_requests(model: ModelRef, base: RuntimeSettings, settings: list[RuntimeSettings],
+                 items: list[EvalItem], budgets: dict[str, int], repeats: int = 1,
+                 warmup: int = 1) -> list[SpecRequest]:
+    """Every item under plain decoding and each setting, `repeats` times (after `warmup` untimed
+    requests per server), the settings' order reversed from one item to the next (ABBA). More
+    than one repeat flatters the n-gram kinds: a server's pool then holds the item's own earlier
+    answer."""
+    all_settings = [base.model_copy(update={"speculative": None})] + list(settings)
+    names = ["none"] + [s.speculative.tag() for s in settings]
+    backends = []
+    try:
+        for rt in all_settings:
+            b = get_backend(ENGINE)
+            b.load(Candidate(ref=model.model_copy(update={"backend": ENGINE}), settings=rt),
+                   LoadOptions())
+            backends.append(b)
+        for b in backends:
+            for _ in range(warmup):
+                b.generate(WARMUP, 8, chat=True)
+        out = []
+        order = list(range(len(backends)))
+        for r in range(repeats):
+            for i, it in enumerate(items):
+                for k in (order if (r * len(items) + i) % 2 == 0 else order[::-1]):
+                    out.append(_one(backends[k], it, names[k], budget(it, budgets)))
+        return out
+    finally:
+        for b in backends:
+            b.unload()
+
+
+def figures(requests: list[SpecRequest]) -> list[SpecFigures]:
+    """Per task and kind, against plain decoding on the same items (module docstring)."""
+    by: dict[tuple, list[SpecRequest]] = defaultdict(list)
+    for r in requests:
+        by[(r.task, r.setting, r.item)].append(r)
+    out = []
+    tasks = sorted({r.task for r in requests})
+    kinds = list(dict.fromkeys(r.setting for r in requests if r.setting != "none"))
+    for task in tasks:
+        ids = sorted({r.item for r in requests if r.task == task})
+        for kind in kinds:
+            rows = [(by[(task, "none", i)], by[(task, kind, i)]) for i in ids
+                    if by[(task, "none", i)] and by[(task, kind, i)]]
+            if rows:
+                out.append(_figures(task, kind, rows))
+    return out
+
+
+def _median(rs: list[SpecRequest], field: str) -> float | None:
+    vals = [getattr(r, field) for r in rs if getattr(r, field)]
+    return statistics.median(vals) if vals else None
+
+
+def _figures(task: str, kind: str, rows: list[tuple[list, list]]) -> SpecFigures:
+    n = len(rows)
+    logs = np.array([np.log(_median(s, "engine_tps") / _median(p, "engine_tps"))
+                     if _median(s, "engine_tps") and _median(p, "engine_tps") else np.nan
+                     for p, s in rows])
+    ok = logs[np.isfinite(logs)]
+    speed = lo = hi = None
+    if ok.size:
+        speed = float(np.exp(ok.mean()))
+        lo, hi = (float(np.exp(x)) for x in _bootstrap(lambda i: ok[i].mean(), ok.size))
+    drafted = np.array([sum(r.drafted for r in s) for _, s in rows], dtype=float)
+    accepted = np.array([sum(r.accepted for r in s) for _, s in rows], dtype=float)
+    steps = sum(r.steps for _, s in rows for r in s)
+    acc = acc_lo = acc_hi = None
+    if drafted.sum() > 0:
+        acc = float(accepted.sum() / drafted.sum())
+        acc_lo, acc_hi = _bootstrap(lambda i: accepted[i].sum() / drafted[i].sum(), n)
+    draft_ms = [r.draft_ms for _, s in rows for r in s if r.draft_ms is not None]
+    pred_ms = [r.predicted_ms for _, s in rows for r in s if r.draft_ms is not None]
+    same = sum(p[0].text == s[0].text for p, s in rows)
+    id_lo, id_hi = wilson(same, n)
+    verdict = "undetermined" if lo is None or lo <= 1 <= hi else ("wins" if lo > 1 else "loses")
+    return SpecFigures(
+        task=task, setting=kind, items=n, speedup=speed, speedup_low=lo, speedup_high=hi,
+        acceptance=acc, acceptance_low=acc_lo, acceptance_high=acc_hi,
+        mean_accepted_len=1 + float(accepted.sum()) / steps if steps else None,
+        draft_share=sum(draft_ms) / sum(pred_ms) if draft_ms and sum(pred_ms) else None,
+        identical=same, identical_low=id_lo, identical_high=id_hi, verdict=verdict)
+
+
+def timing_agreement(requests: list[SpecRequest]) -> float | None:
+    """The largest relative gap between the client's decode speed and the server's own, over
+    the requests' medians per setting."""
+    gaps = []
+    for setting in dict.fromkeys(r.setting for r in requests):
+        rs = [r for r in requests if r.setting == setting]
+        c, e = _median(rs, "client_tps"), _median(rs, "engine_tps")
+        if c and e:
+            gaps.append(abs(c - e) / e)
+    return max(gaps) if gaps else None
