@@ -14,11 +14,12 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from edgepick.errors import EdgepickError
+from edgepick.store.identity import BUILD_RECORD
 
 ENGINE = "onnxruntime-genai"
 BACKEND = "onnxruntime_genai"
 BLOCK_SIZES = (32, 64, 128, 256)
-RECORD_FILE = "edgepick_convert.json"
+RECORD_FILE = BUILD_RECORD  # beside the build; not part of its content identity
 RECORD_KIND = "convert"  # results-store kind
 
 

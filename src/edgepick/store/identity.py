@@ -38,13 +38,19 @@ def content_key(candidate: Candidate, *extra: object) -> str:
     return hashlib.sha256(blob).hexdigest()[:32]
 
 
+# edgepick's own record beside a converted folder's files (convert/recipe.py): how and where it
+# was built, with the build's timings. It is not the model: the same recipe rebuilt (on another
+# machine, in another folder) writes the same model files and another record.
+BUILD_RECORD = "edgepick_convert.json"
+
+
 def model_identity(model: str) -> str:
     if "://" in model:
         return model
-    if os.path.isdir(model):  # an engine's model folder (onnxruntime-genai): all its files
+    if os.path.isdir(model):  # an engine's model folder (onnxruntime-genai): its model files
         digest = hashlib.sha256()
         for name in sorted(os.listdir(model)):
-            if os.path.isfile(os.path.join(model, name)):
+            if name != BUILD_RECORD and os.path.isfile(os.path.join(model, name)):
                 digest.update(f"{name}\0{file_sha256(os.path.join(model, name))}\0".encode())
         return digest.hexdigest()
     st = os.stat(model)
