@@ -8,6 +8,8 @@ thread sweep is the same curves at each count.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -77,6 +79,16 @@ class Config:
 def request_keys(req: BenchRequest) -> list[str]:
     """The keys the bench stores `req`'s configurations under (kind "bench"), one each."""
     return [cfg.key for cfg in expand(req) if cfg.key]
+
+
+NETWORK_KIND = "network"
+
+
+def network_key(req: BenchRequest) -> str:
+    """The key the round trip to `req`'s endpoint, timed beside its bench, is stored under (kind
+    NETWORK_KIND): made from the bench's own keys, so a re-run finds it with them."""
+    keys = [("bench", k) for k in request_keys(req)]
+    return hashlib.sha256(json.dumps(["network", keys]).encode()).hexdigest()[:32]
 
 
 def expand(req: BenchRequest) -> list[Config]:
