@@ -22,9 +22,12 @@ TensorTransform = Callable[[Any], "tuple[np.ndarray, Any] | None"]
 def rewrite_gguf(src: Any, dst: str | Path, *,
                  keep: Callable[[str], bool] = lambda name: True,
                  transform: TensorTransform | None = None,
-                 kv_overrides: dict[str, tuple[Any, Any]] | None = None) -> Path:
-    """`kv_overrides` maps a key to (value, GGUFValueType). The file is written atomically.
-    `src` may be an open GGUFReader, so that many files can be written from one parse."""
+                 kv_overrides: dict[str, tuple] | None = None,
+                 rename: Callable[[str], str] | None = None) -> Path:
+    """`kv_overrides` maps a key to (value, GGUFValueType), or (value, ARRAY, element type) for
+    a new array key. `rename` gives a kept tensor its name in the new file. The file is written
+    atomically. `src` may be an open GGUFReader, so that many files can be written from one
+    parse."""
     import gguf
 
     reader = src if isinstance(src, gguf.GGUFReader) else fast_reader(str(src))
@@ -42,22 +45,24 @@ def rewrite_gguf(src: Any, dst: str | Path, *,
         val_type = field.types[0]
         sub_type = field.types[-1] if val_type == gguf.GGUFValueType.ARRAY else None
         if field.name in overrides:
-            value, vtype = overrides.pop(field.name)
-            writer.add_key_value(field.name, value, vtype, sub_type=sub_type)
+            value, vtype, *element = overrides.pop(field.name)
+            writer.add_key_value(field.name, value, vtype,
+                                 sub_type=element[0] if element else sub_type)
         else:
             writer.add_key_value(field.name, field.contents(), val_type, sub_type=sub_type)
-    for key, (value, vtype) in overrides.items():
-        writer.add_key_value(key, value, vtype)
+    for key, (value, vtype, *element) in overrides.items():
+        writer.add_key_value(key, value, vtype, sub_type=element[0] if element else None)
 
     plan: list[tuple[str, np.ndarray, Any]] = []
     for tensor in reader.tensors:
         if not keep(tensor.name):
             continue
         new = transform(tensor) if transform else None
+        name = rename(tensor.name) if rename else tensor.name
         if new is None:
-            plan.append((tensor.name, tensor.data, tensor.tensor_type))
+            plan.append((name, tensor.data, tensor.tensor_type))
         else:
-            plan.append((tensor.name, new[0], new[1]))
+            plan.append((name, new[0], new[1]))
     for name, data, qtype in plan:
         writer.add_tensor_info(name, data.shape, data.dtype, data.nbytes, raw_dtype=qtype)
     writer.write_header_to_file()

@@ -1,0 +1,1 @@
+"""Depth pruning: rank blocks on calibration text, build files without the least important."""
