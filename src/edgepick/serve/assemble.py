@@ -4,7 +4,7 @@ the settings; the policy. Everything is checked before the engine starts (docs/s
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from edgepick.errors import EdgepickError, InputError
@@ -12,15 +12,19 @@ from edgepick.models.gguf_info import GGUF_MAGIC
 from edgepick.plugins import Plugins
 from edgepick.records.candidate import RuntimeSettings
 from edgepick.records.deploy import DeployConfig
-from edgepick.records.model_ref import ModelRef
+from edgepick.records.model_ref import ModelRef, parse_endpoint
 from edgepick.registry.store import Registry, sha256_of, split_ref
 from edgepick.serve.app import ServeState
+from edgepick.serve.control import RegistryControl
 from edgepick.serve.edge import EdgePool
 from edgepick.serve.engine import EngineSpec
 from edgepick.serve.policy_file import ServePolicy
 from edgepick.serve.router_api import Router
+from edgepick.serve.scoring import EchoLimits
 from edgepick.serve.settings import ServeSettings
+from edgepick.serve.swap import HotSwap
 from edgepick.serve.team import Member, TeamPool, check_budget
+from edgepick.serve.watchdog import MemoryWatchdog
 from edgepick.store.identity import ref_identity
 
 log = logging.getLogger("edgepick.serve")
@@ -72,6 +76,10 @@ def _runtime(path: str | Path, base: RuntimeSettings, runtime: dict,
     if rt.adapter is not None:  # the adapter the decision measured, pinned like the model
         lora = _deploy_file(path, rt.adapter.path, rt.adapter.sha256, f"{field}.adapter.path")
         rt = rt.model_copy(update={"adapter": rt.adapter.model_copy(update={"path": str(lora)})})
+    spec = rt.speculative
+    if spec is not None and spec.model:  # the draft the decision measured, pinned the same way
+        draft = _deploy_file(path, spec.model, spec.sha256, f"{field}.speculative.model")
+        rt = rt.model_copy(update={"speculative": spec.model_copy(update={"model": str(draft)})})
     return rt
 
 
@@ -159,8 +167,6 @@ def load_router(policy: ServePolicy, deploy: DeployConfig | None,
     if settings is not None and settings.route_mode:
         flags["mode"] = settings.route_mode
     if settings is not None and settings.cloud:
-        from edgepick.records.model_ref import parse_endpoint
-
         url, served = parse_endpoint(settings.cloud)
         flags["cloud"] = dict((section or {}).get("cloud") or {}, url=url, model=served)
     if deploy is not None and deploy.network == "offline":
@@ -191,8 +197,6 @@ def forced_routes_allowed(policy: ServePolicy) -> bool:
 def _team_pool(settings: ServeSettings, source: Source, pool_args: dict) -> TeamPool:
     """The team's pool, its memory plan checked again against serve's budget (--memory-budget,
     else deploy.yaml's memory.budget_bytes): a model that can never fit is refused here."""
-    from dataclasses import replace
-
     members = [replace(m, spec=replace(m.spec, slots=settings.slots)) for m in source.team or []]
     budget = settings.memory_budget
     cfg = source.deploy
@@ -207,11 +211,6 @@ def _team_pool(settings: ServeSettings, source: Source, pool_args: dict) -> Team
 
 def build_state(settings: ServeSettings, source: Source, *, registry: Registry | None = None,
                 router: Router | None = None) -> ServeState:
-    from edgepick.serve.control import RegistryControl
-    from edgepick.serve.scoring import EchoLimits
-    from edgepick.serve.swap import HotSwap
-    from edgepick.serve.watchdog import MemoryWatchdog
-
     policy = ServePolicy.load(settings.policy)
     pool_args = dict(resources=policy.resources, drain_timeout_s=settings.drain_timeout,
                      log_dir=str(settings.log_dir) if settings.log_dir else None,

@@ -65,6 +65,10 @@ def finish(state: ServeState, rr: RouteRequest, route_name: str, t0: float, vers
             m.decode_tps.labels(route_name).observe(out.decode_tps)
         m.tokens.labels("prompt").inc(out.prompt_tokens)
         m.tokens.labels("completion").inc(out.completion_tokens)
+        if out.drafted:
+            task = rr.task or "none"
+            m.speculative.labels(route_name, task, "drafted").inc(out.drafted)
+            m.speculative.labels(route_name, task, "accepted").inc(out.accepted)
         if out.status == 200 and out.prompt_tokens:  # the length drift check's input (H)
             m.prompt_tokens.observe(out.prompt_tokens)
             m.completion_tokens.observe(out.completion_tokens)

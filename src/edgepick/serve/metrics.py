@@ -10,6 +10,7 @@ from collections import deque
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from edgepick.power.live import live_sources
 from edgepick.serve.availability import AvailabilityCollector, EngineFate, ReadyClock
 
 # seconds; dense below 1 s where TTFT and inter-token gaps live
@@ -97,6 +98,10 @@ class ServeMetrics:
         self.completion_tokens = Histogram("edgepick_completion_tokens",
                                            "Generated length per answer", buckets=LENGTH_BUCKETS,
                                            registry=r)
+        # speculative decoding, from each answer's engine `timings` (draft_n, draft_n_accepted)
+        self.speculative = Counter("edgepick_speculative_tokens", "Draft tokens the engine "
+                                   "proposed (drafted) and the model kept (accepted), by model "
+                                   "(route) and task", ["model", "task", "kind"], registry=r)
         self.feedback = Counter("edgepick_feedback", "User feedback by rating (up, down)",
                                 ["rating"], registry=r)
         self.references = Counter("edgepick_sample_references", "Cloud references for sampled "
@@ -106,8 +111,6 @@ class ServeMetrics:
     def bind_power(self, sysfs_root: str = "/") -> None:
         """`edgepick_power_watts` and `edgepick_temperature_celsius{sensor}`, read at scrape
         time, registered only where the device has a power counter / temperature sensor."""
-        from edgepick.power.live import live_sources
-
         if getattr(self, "_power_bound", False):
             return
         self._power_bound = True

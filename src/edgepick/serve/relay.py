@@ -27,6 +27,15 @@ class Outcome:
     completion_tokens: int = 0
     text: list[str] = field(default_factory=list)
     finish_reason: str = ""
+    # speculative decoding, from the engine's own `timings` (llama-server's draft_n and
+    # draft_n_accepted; absent when it did not speculate)
+    drafted: int = 0
+    accepted: int = 0
+
+    def take_timings(self, timings: dict | None) -> None:
+        if timings:
+            self.drafted = int(timings.get("draft_n") or 0)
+            self.accepted = int(timings.get("draft_n_accepted") or 0)
 
 
 def measure_body(body: dict, t0: float, t_end: float, keep_text: bool) -> Outcome:
@@ -37,6 +46,7 @@ def measure_body(body: dict, t0: float, t_end: float, keep_text: bool) -> Outcom
     out.prompt_tokens = int(usage.get("prompt_tokens") or 0)
     out.completion_tokens = int(usage.get("completion_tokens") or 0)
     timings = body.get("timings") or {}
+    out.take_timings(timings)
     per_tok = timings.get("predicted_per_token_ms")
     if out.completion_tokens and per_tok is not None:
         decode_s = (out.completion_tokens - 1) * float(per_tok) / 1000
@@ -128,6 +138,7 @@ async def relay_stream(resp: ServedResponse, t0: float, keep_text: bool,
                 for c in event.get("choices") or []:
                     if c.get("finish_reason"):
                         out.finish_reason = c["finish_reason"]
+                out.take_timings(event.get("timings"))
                 usage = event.get("usage")
                 if usage:
                     out.prompt_tokens = int(usage.get("prompt_tokens") or 0)
