@@ -7,6 +7,8 @@ parent turns the raw samples into metrics (bench.metrics) so the rules live in o
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
+from typing import Iterator
 
 from edgepick.backends import LoadOptions, get_backend
 from edgepick.backends.base import IN_PROCESS
@@ -71,10 +73,10 @@ def _one_run(backend, prompts: list[list[int]], wl: Workload) -> list:
     return backend.generate_concurrent(prompts, wl.gen_tokens, ignore_eos=True)
 
 
-def measure_point(candidate: dict, workload: dict, rule: dict | None = None) -> dict:
-    """`warmup` untimed runs, then timed ones until bench.stopping says stop: `repeats` of them
-    without a rule, else between its minimum and maximum once every limit is settled. Each run
-    submits `concurrency` requests."""
+@contextmanager
+def _warmed(candidate: dict, workload: dict) -> Iterator[tuple]:
+    """(candidate, workload, engine, raw record, prompts): the engine loaded for the workload
+    with its untimed warm-up runs done; unloaded on the way out, whatever happened."""
     cand = Candidate.model_validate(candidate)
     wl = Workload.model_validate(workload)
     backend, raw = _open(cand, wl)
@@ -82,12 +84,20 @@ def measure_point(candidate: dict, workload: dict, rule: dict | None = None) -> 
         prompts = _prompts(backend, wl)
         for _ in range(wl.warmup):
             _one_run(backend, prompts, wl)
+        yield cand, wl, backend, raw, prompts
+    finally:
+        backend.unload()
+
+
+def measure_point(candidate: dict, workload: dict, rule: dict | None = None) -> dict:
+    """`warmup` untimed runs, then timed ones until bench.stopping says stop: `repeats` of them
+    without a rule, else between its minimum and maximum once every limit is settled. Each run
+    submits `concurrency` requests."""
+    with _warmed(candidate, workload) as (cand, wl, backend, raw, prompts):
         raw.update(repeat_runs(lambda: _one_run(backend, prompts, wl), wl.repeats,
                                None if rule is None else StopRule.model_validate(rule)))
         if raw["in_process"]:
             raw["memory"] = {**need.split_now(), "mmap": cand.settings.mmap}
-    finally:
-        backend.unload()
     return raw
 
 
@@ -112,13 +122,7 @@ def measure_sustain(candidate: dict, workload: dict) -> dict:
 
     Fixed-size requests keep the work per token stationary, so a falling rate shows the machine
     (heat, throttling, memory pressure, leaks), not a growing context."""
-    cand = Candidate.model_validate(candidate)
-    wl = Workload.model_validate(workload)
-    backend, raw = _open(cand, wl)
-    try:
-        prompts = _prompts(backend, wl)
-        for _ in range(wl.warmup):
-            _one_run(backend, prompts, wl)
+    with _warmed(candidate, workload) as (cand, wl, backend, raw, prompts):
         token_times: list[float] = []
         runs = []
         rss_start = own_rss()
@@ -136,7 +140,5 @@ def measure_sustain(candidate: dict, workload: dict) -> dict:
         raw.update(duration_s=wl.sustain_s, token_times=sorted(token_times), runs=runs,
                    requests=sum(len(r["requests"]) for r in runs), rss_start=rss_start,
                    rss_end=own_rss(), t0=t_mono, memory_timeline=memory)
-    finally:
-        backend.unload()
     return raw
 
