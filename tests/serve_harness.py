@@ -118,6 +118,18 @@ def serve(args: list[str], tmp: Path, env: dict | None = None,
         yield Served(proc, url, log)
 
 
+def chat_and_embedding_deploy(tmp: Path, name: str, chat: str, embed: str, n_ctx: int = 512,
+                              embed_slots: int = 1) -> Path:
+    """A deploy.yaml serving `chat` as `name` beside an embedding engine on `embed`."""
+    from edgepick.records.deploy import DeployConfig, DeployModel, EmbeddingEngine
+    from edgepick.registry.store import sha256_of
+
+    cfg = DeployConfig(model=DeployModel(name=name, path=chat, sha256=sha256_of(chat)),
+                       embeddings=EmbeddingEngine(model=embed, pooling="mean", slots=embed_slots))
+    cfg.runtime.n_ctx = n_ctx
+    return cfg.dump(tmp / "deploy.yaml")
+
+
 def module_server(name: str, *args: str, key: str | None = None):
     """(server, client) fixtures for a test module: serve on the tiny model with `args` (and
     `--api-key key`), started once for the module; the client is the official one."""

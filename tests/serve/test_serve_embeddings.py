@@ -13,7 +13,7 @@ from parts import need_module
 
 from edgepick.records.deploy import DeployConfig, DeployModel, EmbeddingEngine
 from edgepick.registry.store import sha256_of
-from serve_harness import serve
+from serve_harness import chat_and_embedding_deploy, serve
 
 KEY = "embed-key"
 TEXTS = ["The cat sat on the mat.", "Quantized models run on small devices."]
@@ -22,11 +22,7 @@ TEXTS = ["The cat sat on the mat.", "Quantized models run on small devices."]
 @pytest.fixture(scope="module")
 def server(tiny_model, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("serve_embeddings")
-    cfg = DeployConfig(model=DeployModel(name="tiny-chat", path=tiny_model,
-                                         sha256=sha256_of(tiny_model)),
-                       embeddings=EmbeddingEngine(model=tiny_model, pooling="mean", slots=2))
-    cfg.runtime.n_ctx = 512
-    path = cfg.dump(tmp / "deploy.yaml")
+    path = chat_and_embedding_deploy(tmp, "tiny-chat", tiny_model, tiny_model, embed_slots=2)
     with serve([str(path), "--slots", "1", "--queue", "2", "--api-key", KEY, "--threads", "1"],
                tmp) as s:
         yield s

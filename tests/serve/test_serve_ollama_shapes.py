@@ -249,3 +249,17 @@ def test_a_bug_on_an_ollama_route_is_a_500_in_ollama_shape(client, monkeypatch):
     monkeypatch.setattr(POOL, "forward", broken)
     r = client.post("/api/chat", json=dict(CHAT, stream=False), headers=AUTH)
     assert r.status_code == 500 and list(r.json()) == ["error"] and r.headers["x-request-id"]
+
+
+def test_the_status_page_holds_no_data_and_its_status_needs_the_key(client):
+    page = client.get("/ui")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "connect-src 'self'" in page.headers["content-security-policy"]
+    assert KEY not in page.text and "http://" not in page.text and "https://" not in page.text
+    assert client.get("/ui/status").status_code == 401
+    status = client.get("/ui/status", headers=AUTH).json()
+    assert {"models", "memory", "figures", "window", "routes", "escalations", "events",
+            "alerts"} <= set(status)
+    assert status["window"]["asked_s"] == 300
+    assert [m["name"] for m in status["models"]] == ["fake-model", "fake-embed"]
+    assert any(r["figure"] == "TTFT P99" for r in status["figures"])

@@ -11,9 +11,7 @@ import time
 import httpx
 import pytest
 
-from edgepick.records.deploy import DeployConfig, DeployModel, EmbeddingEngine
-from edgepick.registry.store import sha256_of
-from serve_harness import serve, wait_until
+from serve_harness import chat_and_embedding_deploy, serve, wait_until
 
 KEY = "attack-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -26,11 +24,7 @@ BOMB = {"messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 4,
 @pytest.fixture(scope="module")
 def server(tiny_model, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("serve_attack")
-    cfg = DeployConfig(model=DeployModel(name="tiny-chat", path=tiny_model,
-                                         sha256=sha256_of(tiny_model)),
-                       embeddings=EmbeddingEngine(model=tiny_model, pooling="mean", slots=1))
-    cfg.runtime.n_ctx = 512
-    path = cfg.dump(tmp / "deploy.yaml")
+    path = chat_and_embedding_deploy(tmp, "tiny-chat", tiny_model, tiny_model)
     with serve([str(path), "--slots", "1", "--api-key", KEY, "--threads", "1",
                 "--mem-limit", str(LIMIT), "--max-restarts", "1", "--probe-timeout", "2",
                 "--hung-after", "5"], tmp) as s:

@@ -23,6 +23,8 @@ from edgepick.serve.info_api import info_router
 from edgepick.serve.head import HeadAsGet
 from edgepick.serve.middleware import REQUEST_ID, RequestGuard
 from edgepick.serve.ollama.api import ollama_router
+from edgepick.serve.ollama.keep_alive import HEADER as KEEP_ALIVE_HEADER
+from edgepick.serve.ollama.requests import TOOL_CHOICE_HEADER
 from edgepick.serve.openapi_doc import install
 from edgepick.serve.refusals import OpenAICORS, install_refusals
 from edgepick.serve.router_api import TASK_HEADER
@@ -84,10 +86,11 @@ def add_cors(app: FastAPI, origins: list[str]) -> None:
     app.add_middleware(OpenAICORS, allow_origins=origins,
                        allow_methods=["GET", "HEAD", "POST", "OPTIONS"],
                        allow_headers=["authorization", "content-type", "x-api-key", REQUEST_ID,
-                                      TASK_HEADER],
+                                      TASK_HEADER, TOOL_CHOICE_HEADER],
                        expose_headers=[REQUEST_ID, "x-edgepick-route", "x-edgepick-route-reason",
                                        "x-edgepick-model-version", "x-edgepick-model",
-                                       "x-edgepick-cascade-step", "retry-after"],
+                                       "x-edgepick-cascade-step", "retry-after",
+                                       KEEP_ALIVE_HEADER],
                        max_age=600)
 
 

@@ -13,7 +13,7 @@ import re
 import uuid
 
 from edgepick.serve.errors import BadRequest, HeadersTooLarge, ServeError
-from edgepick.serve.ollama.answers import OLLAMA_PREFIX, payload as ollama_payload
+from edgepick.serve.ollama_shape import OLLAMA_PREFIX, payload as ollama_payload
 
 REQUEST_ID = "x-request-id"
 MAX_HEADERS = 100

@@ -18,7 +18,7 @@ from starlette.middleware.cors import CORSMiddleware
 from edgepick.errors import first_problem
 from edgepick.serve.errors import (BadRequest, NotFound, ServeError, UpstreamError, for_status,
                                    from_upstream)
-from edgepick.serve.ollama.answers import OLLAMA_PREFIX, error_response as ollama_error
+from edgepick.serve.ollama_shape import OLLAMA_PREFIX, payload as ollama_payload
 
 log = logging.getLogger("edgepick.serve")
 
@@ -32,6 +32,12 @@ def error_response(err: ServeError) -> JSONResponse:
     if isinstance(err, UpstreamError):
         err = from_upstream(err)
     return ErrorJSON(err.payload(), status_code=err.status, headers=err.headers() or None)
+
+
+def ollama_error(err: ServeError) -> JSONResponse:
+    """A refusal in Ollama's shape (serve/ollama_shape.py), for its API's paths."""
+    status, body = ollama_payload(err)
+    return ErrorJSON(body, status_code=status, headers=err.headers() or None)
 
 
 def shaped(request: Request, err: ServeError) -> JSONResponse:

@@ -11,42 +11,25 @@ from __future__ import annotations
 import json
 import time
 from datetime import datetime, timezone
-from typing import Any, AsyncIterator
+from typing import AsyncIterator
 
 from fastapi.responses import JSONResponse
 
 from edgepick.backends import llama_server_client as lsc
-from edgepick.serve.errors import ServeError, UpstreamError, from_upstream
-from edgepick.serve.ollama.requests import ollama_message
+from edgepick.serve.errors import ServeError
+from edgepick.serve.ollama_shape import ollama_message
+from edgepick.serve.refusals import ollama_error
 
 NDJSON = "application/x-ndjson"
-OLLAMA_PREFIX = "/api/"  # every path of Ollama's API
-# serve's statuses Ollama has no equal for: its queue-full answer is a 503, and a feature a
-# model lacks a 400 (server/routes.go, "does not support")
-STATUS = {429: 503, 501: 400, 422: 400, 415: 400}
 
 
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
-def payload(err: ServeError) -> tuple[int, dict]:
-    """A refusal as Ollama shapes it: its status and body."""
-    if isinstance(err, UpstreamError):
-        err = from_upstream(err)
-    return STATUS.get(err.status, err.status), {"error": ollama_message(err.message)}
-
-
 def error_response(err: ServeError) -> JSONResponse:
     """A refusal as Ollama shapes it; the request id rides in `x-request-id`."""
-    status, body = payload(err)
-    return ErrorJSON(body, status_code=status, headers=err.headers() or None)
-
-
-class ErrorJSON(JSONResponse):
-    # ASCII: a message quoting a lone surrogate (a JSON key "\ud800") still renders
-    def render(self, content: Any) -> bytes:
-        return json.dumps(content, separators=(",", ":")).encode("ascii")
+    return ollama_error(err)
 
 
 def _arguments(text: str | dict | None) -> dict:

@@ -17,7 +17,8 @@ from edgepick.serve.generate import checked, count_refusal, prepared, routed_or_
 from edgepick.serve.info_api import count_embedding, embedding_of
 from edgepick.serve.ollama import catalog, keep_alive
 from edgepick.serve.ollama.answers import NDJSON, error_response, ndjson, now_iso, whole
-from edgepick.serve.ollama.requests import Translated, chat, generate
+from edgepick.serve.ollama.requests import (TOOL_CHOICE_HEADER, Translated, chat, generate,
+                                            tool_choice)
 from edgepick.serve.relay import measure_body, relay_stream
 from edgepick.serve.request_checks import check_key, read_json
 from edgepick.serve.state import ServeState
@@ -46,10 +47,9 @@ async def _load_or_unload(state: ServeState, api: str, t: Translated, name: str,
     to unload it."""
     residency = getattr(state.pool, "residency", None)
     reason = "load"
-    if asked is not None and asked.unload:
-        reason = "unload"
-        if residency is not None:
-            await residency.unload_now(name, "keep_alive")
+    if asked is not None and asked.unload and residency is not None:
+        reason = "unload"  # now, or once idle (its ttl is 0)
+        await residency.unload_now(name, "keep_alive")
     elif residency is not None:
         await residency.acquire(name, t0 + state.settings.deadline)
         await residency.release(name)
@@ -76,6 +76,7 @@ async def _generation(state: ServeState, request: Request, api: str) -> Response
         check_key(request, s.api_key)
         raw = await read_json(request, s.max_body, s.body_timeout)
         t = chat(raw) if api == "chat" else generate(raw)
+        tool_choice(t, request.headers.get(TOOL_CHOICE_HEADER))
         name = _served(state, t.model, embedding=False).name
         asked = keep_alive.parse(t.keep_alive)
         n_ctx = state.pool.spec.runtime.n_ctx

@@ -158,7 +158,10 @@ def show(s: Served) -> dict:
         info.update({f"{arch}.context_length": h["context_length"],
                      f"{arch}.embedding_length": h["n_embd"],
                      f"{arch}.block_count": h["n_layers"]})
-    caps = ["embedding"] if s.embedding else ["completion", "tools"]
+    # "tools": the model's own template writes tool calls; any chat model calls them when made
+    # to (x-edgepick-tool-choice, serve/tool_choice.py)
+    caps = ["embedding"] if s.embedding else ["completion"] + (
+        ["tools"] if template and "tool_calls" in template else [])
     return {"modelfile": f"# served by edgepick from {os.path.basename(_path(s.spec))}\n"
                          f"FROM {os.path.basename(_path(s.spec))}\n",
             "parameters": f"num_ctx {s.spec.runtime.n_ctx}", "template": template or "",

@@ -29,12 +29,18 @@ LOAD_TIME = ("numa", "num_batch", "num_gpu", "main_gpu", "low_vram", "f16_kv", "
              "vocab_only", "use_mmap", "use_mlock", "embedding_only", "num_thread")
 # llama.cpp's sampler no longer has these (tail-free sampling and the newline exemption)
 GONE = ("tfs_z", "penalize_newline")
-# the OpenAI field a check may name, and the Ollama field the client sent
-FIELD_NAMES = {"max_tokens": "options.num_predict", "response_format": "format",
-               "temperature": "options.temperature", "top_p": "options.top_p",
-               "top_k": "options.top_k", "seed": "options.seed", "stop": "options.stop",
-               "repeat_penalty": "options.repeat_penalty", "n_keep": "options.num_keep",
-               "prompt": "prompt", "messages": "messages"}
+TOOL_CHOICE_HEADER = "x-edgepick-tool-choice"
+
+
+def tool_choice(t: "Translated", header: str | None) -> None:
+    """Ollama has no `tool_choice`; a client whose model only calls tools when made to (a
+    template without tool calls, such as SmolLM2's) sends `x-edgepick-tool-choice: required`
+    (or auto, none, or a tool's name), which the official clients set as a header."""
+    if not header or "tools" not in t.body or "tool_choice" in t.body:
+        return
+    header = header.strip()
+    t.body["tool_choice"] = header if header in ("auto", "none", "required") else {
+        "type": "function", "function": {"name": header}}
 
 
 @dataclass
@@ -177,6 +183,8 @@ def chat(raw: dict) -> Translated:
     body: dict = {"messages": [_message(m, i, calls) for i, m in enumerate(messages)]}
     if raw.get("tools") is not None:
         body["tools"] = raw["tools"]
+    if raw.get("tool_choice") is not None:  # not Ollama's: OpenAI's, honoured (serve/tool_choice.py)
+        body["tool_choice"] = raw["tool_choice"]
     fmt = response_format(raw.get("format"))
     if fmt:
         body["response_format"] = fmt
@@ -224,11 +232,3 @@ def generate(raw: dict) -> Translated:
     t = Translated(kind, body, model, _stream(raw), raw.get("keep_alive"))
     t.num_ctx = options(raw, body)
     return t
-
-
-def ollama_message(message: str) -> str:
-    """A check's message with the OpenAI field names it quotes put back as the client sent
-    them (`'max_tokens'` → `'options.num_predict'`)."""
-    for openai_name, ollama_name in FIELD_NAMES.items():
-        message = message.replace(f"'{openai_name}'", f"'{ollama_name}'")
-    return message
