@@ -8,6 +8,7 @@ Greedy by default; with `sampling` the token is drawn by llama.cpp's own seeded 
 from __future__ import annotations
 
 import codecs
+import hashlib
 import os
 import time
 from typing import Callable, ClassVar
@@ -21,7 +22,13 @@ from edgepick.errors import EdgepickError
 from edgepick.records.candidate import Candidate
 
 from edgepick.backends import llama_cpp_support as support
+from edgepick.backends.llama_cpp_batched import generate_batched, multi_sequence_context
+from edgepick.backends.llama_cpp_grammar import grammar_chain
+from edgepick.backends.llama_cpp_prefix import can_share
+from edgepick.backends.llama_cpp_step import GreedyStepper, sampler_chain, time_decode
+from edgepick.backends.llama_cpp_stream import generate_stream
 from edgepick.backends.llama_cpp_support import KV_TYPES, LlamaCppSettings
+from edgepick.models.adapter import read_adapter
 
 # Used when the GGUF carries no chat template (base models): a plain transcript.
 FALLBACK_TEMPLATE = (
@@ -50,7 +57,6 @@ def _adapter_args(s, model: str) -> dict:
     model (models/adapter.py) so a wrong file is one line, not an engine crash."""
     if s.adapter is None:
         return {}
-    from edgepick.models.adapter import read_adapter
 
     read_adapter(s.adapter.path, model)
     return {"lora_path": s.adapter.path, "lora_scale": s.adapter.scale}
@@ -211,14 +217,10 @@ class LlamaCppBackend(Backend):
         step = self._stepper()
         chain = None
         if sampling is not None:
-            from edgepick.backends.llama_cpp_step import sampler_chain
-
             chain = sampler_chain(sampling, self.candidate.settings.seed, llm.n_vocab())
             for t in tokens:  # the prompt counts for the repeat penalty, as in llama-server
                 llama_cpp.llama_sampler_accept(chain, t)
         if constraint is not None:  # the grammar before the choice (greedy or the draw)
-            from edgepick.backends.llama_cpp_grammar import grammar_chain
-
             chain = grammar_chain(vocab, constraint,
                                   chain or llama_cpp.llama_sampler_init_greedy())
         try:
@@ -265,7 +267,6 @@ class LlamaCppBackend(Backend):
                 llama_cpp.llama_n_seq_max(self._require()._ctx.ctx) < 2 \
                 or any(r.constraint is not None for r in requests):  # grammars: one at a time
             return super().generate_many(requests, done)
-        from edgepick.backends.llama_cpp_stream import generate_stream
 
         prompts = [self._prompt_tokens(r.prompt, r.chat) for r in requests]
         limits = [self._budget(p, r.max_tokens) for p, r in zip(prompts, requests)]
@@ -321,8 +322,6 @@ class LlamaCppBackend(Backend):
         return engine_version()
 
     def vocabulary(self) -> Vocabulary:
-        import hashlib
-
         import llama_cpp
 
         vocab = self._require()._model.vocab
@@ -337,22 +336,15 @@ class LlamaCppBackend(Backend):
 
     def time_decode(self, tokens: list[int], fills: list[int], n_tokens: int,
                     repeats: int) -> dict[int, float]:
-        from edgepick.backends.llama_cpp_step import time_decode
-
         return time_decode(self._require(), tokens, fills, n_tokens, repeats)
 
     def _stepper(self):
         if self._step is None:
-            from edgepick.backends.llama_cpp_step import GreedyStepper
-
             self._step = GreedyStepper(self._require())
         return self._step
 
     # -- concurrent sequences (additive; see llama_cpp_batched.py) ------------------------------
     def _resize_for_sequences(self, n_seq: int, shared: bool = False) -> None:
-        from edgepick.backends.llama_cpp_batched import multi_sequence_context
-        from edgepick.backends.llama_cpp_prefix import can_share
-
         self._share = self.reuse_prefixes and can_share(self.llm, n_seq, shared)
         self._multi_ctx = multi_sequence_context(self.llm, n_seq, shared)
         self.width = n_seq
@@ -365,8 +357,6 @@ class LlamaCppBackend(Backend):
                             ignore_eos: bool = False) -> list[Generation]:
         """Several requests submitted at the same instant, decoded together in one batch per step
         (continuous batching, as llama-server's parallel slots do). Needs load(n_seq >= len)."""
-        from edgepick.backends.llama_cpp_batched import generate_batched
-
         return generate_batched(self, prompts, max_tokens, ignore_eos=ignore_eos)
 
     def _require(self):

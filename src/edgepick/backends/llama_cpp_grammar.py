@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import json
 
+from edgepick.constraints import ConstraintError, check_constraint, check_grammar
 from edgepick.errors import EdgepickError
 
 
 def gbnf(constraint: dict) -> str:
     """The GBNF text for a constraint, after the safety check every grammar passes
     (edgepick/constraints.py); one line naming what is wrong otherwise."""
-    from edgepick.constraints import ConstraintError, check_constraint, check_grammar
-
     try:
         check_constraint(constraint)
         if "labels" in constraint:
@@ -42,8 +41,6 @@ def request_fields(constraint: dict, *, name: str = "answer", strict: bool = Tru
     OpenAI's `response_format` (llama-server builds its grammar; `name` and `strict` are
     OpenAI's), a label set as llama-server's `grammar` (GBNF; other servers ignore the field)."""
     if "json_schema" in constraint:
-        from edgepick.constraints import ConstraintError, check_constraint
-
         try:
             check_constraint(constraint)
         except ConstraintError as exc:

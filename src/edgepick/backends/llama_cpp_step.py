@@ -11,8 +11,11 @@ the two together would be 3-5% of decode time that llama-bench does not pay.
 from __future__ import annotations
 
 import ctypes
+import time
 
 import numpy as np
+
+from edgepick.errors import EdgepickError
 
 
 class GreedyStepper:
@@ -36,8 +39,6 @@ class GreedyStepper:
 
         ptr = llama_cpp.llama_get_logits_ith(ctx, idx)
         if not ptr:
-            from edgepick.errors import EdgepickError
-
             raise EdgepickError(f"llama.cpp returned no logits for batch index {idx}")
         return np.frombuffer(self._row_type.from_address(ctypes.addressof(ptr.contents)),
                              dtype=np.float32)
@@ -72,8 +73,6 @@ def time_decode(llm, tokens: list[int], fills: list[int], n_tokens: int,
     """Seconds per single-token decode after each cached fill (the engine probe's timing): the
     cache is filled to `fill` with `tokens`, then `n_tokens` one-token decodes are timed, the
     fastest of `repeats` passes after a warm-up pass (it warms the caches and repacked weights)."""
-    import time
-
     import llama_cpp
 
     ctx = llm._ctx.ctx

@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from edgepick.backends.base import Generation
+from edgepick.backends.llama_cpp_batched import _Batch
 from edgepick.backends.llama_cpp_prefix import MIN_REUSE, Cells, common_prefix
+from edgepick.backends.llama_cpp_step import sampler_chain
 from edgepick.errors import EdgepickError
 
 
@@ -54,9 +56,6 @@ def generate_stream(backend, prompts: list[list[int]], limits: list[int],
     """Each prompt's Generation, in order; `done(i, generation)` hears each as it finishes.
     Times (token_times, prefill_s) run from when the request took its slot."""
     import llama_cpp
-
-    from edgepick.backends.llama_cpp_batched import _Batch
-    from edgepick.backends.llama_cpp_step import sampler_chain
 
     llm = backend._require()
     ctx = llm._ctx.ctx

@@ -18,6 +18,7 @@ from pydantic import field_validator
 
 from edgepick.backends.base import EngineSettings
 from edgepick.errors import known_name
+from edgepick.llama_tools import repack_unsafe
 
 GGUF_MAGIC = b"GGUF"
 # llama.cpp's KV cache types (ggml_type numbers), for llama_context_params.type_k / type_v
@@ -85,8 +86,6 @@ def without_amx_repack():
     """Models load without ggml's extra buffer types where that crashes
     (llama_tools.repack_unsafe)."""
     import llama_cpp.llama_cpp as low
-
-    from edgepick.llama_tools import repack_unsafe
 
     if not repack_unsafe():
         yield

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import importlib
 import json
 import os
 import time
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import ClassVar
 
@@ -20,6 +22,8 @@ import numpy as np
 
 from edgepick.backends import base
 from edgepick.backends.base import Backend, Generation, LoadOptions, Vocabulary
+from edgepick.backends.llama_cpp import FALLBACK_TEMPLATE
+from edgepick.backends.llama_cpp_support import architecture_of
 from edgepick.errors import EdgepickError
 from edgepick.records.candidate import Candidate
 
@@ -32,8 +36,6 @@ ONNX_EXTRA = "pip install 'edgepick[onnx]'"
 
 def require_onnx() -> None:
     """One line naming every missing part of the engine (and of its converter)."""
-    import importlib
-
     missing = []
     for m in ("onnxruntime_genai", "onnxruntime", "onnx", "onnx_ir", "tokenizers"):
         try:
@@ -79,14 +81,10 @@ class OnnxGenaiBackend(Backend):
 
     @classmethod
     def architecture_of(cls, spec) -> str | None:
-        from edgepick.backends.llama_cpp_support import architecture_of
-
         return architecture_of(spec)  # converted from a GGUF: llama.cpp's names
 
     @classmethod
     def engine_label(cls) -> str:
-        from importlib.metadata import PackageNotFoundError, version
-
         try:
             return f"onnxruntime-genai {version('onnxruntime-genai')}"
         except PackageNotFoundError:
@@ -194,8 +192,6 @@ class OnnxGenaiBackend(Backend):
                           bos=self._bos)
 
     def render_chat(self, messages: list[dict]) -> str:
-        from edgepick.backends.llama_cpp import FALLBACK_TEMPLATE
-
         tok = self._require()
         template = None if self._tok_config.get("chat_template") else FALLBACK_TEMPLATE
         try:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Callable, ClassVar
 
 from edgepick.backends import base
@@ -153,8 +154,6 @@ class OpenAIHttpBackend(Backend):
         `done` hears each in the caller's thread as it arrives. A request that fails does not
         stop the others; the first failure is raised once all have answered, and the caller
         retries only the requests `done` has not heard."""
-        from concurrent.futures import ThreadPoolExecutor, as_completed
-
         slots = (self.server_settings() or {}).get("total_slots")
         width = min(self.width, len(requests), slots if isinstance(slots, int) and slots > 0
                     else self.width)

@@ -12,15 +12,18 @@ for by name, so `import edgepick` and `edgepick --help` never import an engine.
 
 from __future__ import annotations
 
+import os
+
+from edgepick.backends.base import Backend
+
 from edgepick.errors import EdgepickError
+from edgepick.models.spec import spec_of
 from edgepick.plugins import Plugins
 
 GROUP = "edgepick.backends"
 
 
 def _checked(name: str, cls: object, where: str) -> type:
-    from edgepick.backends.base import Backend
-
     if not (isinstance(cls, type) and issubclass(cls, Backend)):
         raise EdgepickError(f"backend '{name}' ({where}) is not a subclass of "
                             "edgepick.backends.base.Backend")
@@ -104,15 +107,12 @@ def check_candidate(candidate) -> None:
     """`check_support` for a candidate whose model is a file on disk (a GGUF or config.json),
     read from its header; an endpoint, an engine folder or another engine's own format is left
     to its engine."""
-    import os
-
     path = candidate.ref.path
     if not path or not os.path.isfile(path):
         return
     with open(path, "rb") as fh:
         if fh.read(4) != b"GGUF" and not path.endswith(".json"):
             return
-    from edgepick.models.spec import spec_of
 
     try:
         spec = spec_of(path)

@@ -8,8 +8,11 @@ serving engine), so none of them is ever orphaned or handed edgepick's listening
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import multiprocessing as mp
 import os
 import signal
+import socket
 import subprocess
 from typing import IO, Any, Sequence
 
@@ -19,8 +22,6 @@ PR_SET_PDEATHSIG = 1
 
 
 def _libc():
-    import ctypes
-
     return ctypes.CDLL(None, use_errno=True)
 
 
@@ -76,8 +77,6 @@ def run_child(argv: Sequence[str], *, timeout_s: float | None = None,
 def spawn_context():
     """The one multiprocessing context edgepick's workers use: spawn, so a worker never inherits
     a loaded model, a lock held by another thread, or an event loop."""
-    import multiprocessing as mp
-
     return mp.get_context("spawn")
 
 
@@ -161,8 +160,6 @@ class AsyncChild:
 
 def free_port() -> int:
     """A TCP port free on 127.0.0.1 right now (a child binds it next)."""
-    import socket
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]

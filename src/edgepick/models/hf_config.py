@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -67,8 +68,6 @@ def _llama_cpp_ignores_swa(cfg: dict) -> bool:
     `sliding_window` says (Mistral-7B v0.1 converts to `llama`, which reads no window): the
     architectures whose model reads the window come from the pinned source
     (data/llama_cpp_archs.json, scripts/llama_archs.py)."""
-    from importlib.resources import files
-
     data = json.loads(files("edgepick").joinpath("data/llama_cpp_archs.json").read_text())
     archs = [data["hf_architectures"].get(str(c)) for c in cfg.get("architectures") or []]
     archs = [a for a in archs if a]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 
+from edgepick.models.gguf_info import gguf_spec
+from edgepick.models.hf_config import hf_config_spec
 from edgepick.models.remote_spec import remote_spec
 from edgepick.records.model import ModelSpec
 from edgepick.records.model_ref import ModelRef
@@ -17,10 +19,7 @@ def load_spec(model: ModelRef | str) -> ModelSpec:
     if isinstance(model, ModelRef):
         model = model.local_path("a served model has no readable file; give a GGUF or config.json")
     if model.endswith(".json"):
-        from edgepick.models.hf_config import hf_config_spec
-
         return hf_config_spec(model)
-    from edgepick.models.gguf_info import gguf_spec
 
     return gguf_spec(model)
 

@@ -19,6 +19,7 @@ from edgepick.errors import EdgepickError
 from edgepick.plugins import Plugins
 from edgepick.power import adb
 from edgepick.power.base import PowerSource, SourceError
+from edgepick.power.command import CommandSource
 
 NO_SOURCE = "no power counter here"
 
@@ -82,8 +83,6 @@ def find_sources(cfg: PowerConfig | None = None) -> list[Found]:
     root = Path(cfg.sysfs_root)
     out: list[Found] = []
     if cfg.command:
-        from edgepick.power.command import CommandSource
-
         try:
             out.append(Found("command", CommandSource(cfg.command), None))
         except SourceError as exc:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from edgepick.power.base import PowerSource, SourceError
+from edgepick.power.detect import PowerConfig, detect
 from edgepick.power.thermal import read_all, sensor_files
 
 
@@ -30,8 +31,6 @@ class LiveWatts:
 def live_sources(root: str = "/"):
     """(watts reader or None, {sensor: reader}, the source's one-line description or why there
     is none) for what this device exposes."""
-    from edgepick.power.detect import PowerConfig, detect
-
     source, line = detect(PowerConfig(sysfs_root=root))
     watts = None
     if source is not None:

@@ -13,12 +13,14 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from edgepick.constraints import ConstraintError, check_constraint
 from edgepick.errors import EdgepickError, InputError
 from edgepick.records.candidate import RuntimeSettings
 from edgepick.records.model_ref import DEFAULT_ENGINE
 from edgepick.records.team import (CLOUD, DEFAULT_EDGE, Cascade, EdgeModel, MemoryFit, MemoryPlan,
                                    memory_plan)
 from edgepick.records.update import UpdatePolicy
+from edgepick.yaml_input import read_yaml_mapping, validate_input
 
 DEPLOY_SCHEMA_VERSION = 1  # a single model, as every release before teams wrote it
 TEAM_SCHEMA_VERSION = 2  # `models`, `cascades`, `memory` (records/team.py)
@@ -94,8 +96,6 @@ class TaskConstraint(_Strict):
 
     @model_validator(mode="after")
     def _safe(self) -> "TaskConstraint":
-        from edgepick.constraints import ConstraintError, check_constraint
-
         try:
             check_constraint(self.as_constraint())
         except ConstraintError as exc:
@@ -257,8 +257,6 @@ class DeployConfig(_Strict):
 
     @classmethod
     def load(cls, path: str | Path) -> "DeployConfig":
-        from edgepick.yaml_input import read_yaml_mapping, validate_input
-
         data = read_yaml_mapping(path, "expected a mapping (the deploy.yaml that decide writes)",
                                  empty_ok=False)
         version = data.get("schema_version", DEPLOY_SCHEMA_VERSION)

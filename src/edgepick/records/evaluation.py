@@ -9,6 +9,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from edgepick.records.candidate import Candidate
+from edgepick.stats import wilson
 
 # seed 004 §2.3, one code per reason; definitions and examples in evaluate/unacceptable.py.
 UNACCEPTABLE_REASONS = ("engine_error", "empty", "no_answer", "invalid_json", "truncated",
@@ -26,8 +27,6 @@ class Rate(BaseModel):
 
     @classmethod
     def of(cls, flags: list[bool]) -> "Rate":
-        from edgepick.stats import wilson
-
         count, n = sum(bool(f) for f in flags), len(flags)
         lo, hi = wilson(count, n)
         return cls(count=count, n=n, value=count / n if n else 0.0, low=lo, high=hi)

@@ -15,7 +15,10 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from edgepick.backends import llama_server_client as lsc
 from edgepick.errors import EdgepickError
+from edgepick.models.gguf_info import read_gguf
+from edgepick.records.model_ref import ModelRef
 
 FORMAT_VERSION = "1"  # bump when the JSON-call wording changes: stored outputs are then stale
 _TOOLS_VAR = re.compile(r"\btools\b")
@@ -52,8 +55,6 @@ def template_supports_tools(template: str | None) -> bool:
 
 
 def _gguf_template(path: str) -> tuple[str | None, str]:
-    from edgepick.models.gguf_info import read_gguf
-
     reader = read_gguf(path)
     f = reader.fields.get("tokenizer.chat_template")
     template = f.contents() if f is not None else None
@@ -68,8 +69,6 @@ def _gguf_template(path: str) -> tuple[str | None, str]:
 
 def _endpoint_template(url: str) -> tuple[str | None, str]:
     import httpx
-
-    from edgepick.backends import llama_server_client as lsc
 
     with httpx.Client(timeout=10) as client:
         props = lsc.props(client, lsc.root_of(url))
@@ -89,8 +88,6 @@ class ToolPrompter:
     @classmethod
     def for_model(cls, locator: str, backend: str | None = None,
                   force: Literal["native", "json"] | None = None) -> "ToolPrompter":
-        from edgepick.records.model_ref import ModelRef
-
         ref = ModelRef.of(locator, backend=backend)
         template, eos = (_endpoint_template(ref.url) if ref.is_endpoint
                          else _gguf_template(ref.path) if str(ref.path).endswith(".gguf")
