@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from edgepick.bench.median_ci import median_interval
+from edgepick.bench.need import need_bytes
 from edgepick.records.bench import MetricStats, SustainReport
 
 P99_MIN_SAMPLES = 20
@@ -117,7 +118,6 @@ def _memory_split(mem: dict | None, peak_rss: int | None) -> dict[str, list[floa
     load, and the need they make: the figure fit's total predicts (bench/need.py)."""
     if not mem or not peak_rss:
         return {}
-    from edgepick.bench.need import need_bytes
 
     out = {"peak_rss_anon_bytes": [float(mem["anon"])], "peak_rss_file_bytes": [float(mem["file"])]}
     if mem.get("file_read") is not None:

@@ -13,7 +13,10 @@ speculatively (next to a routed expert a token did read).
 
 from __future__ import annotations
 
+from edgepick.backends import get_backend
+from edgepick.bench.workload import prompt_of_length
 from edgepick.launch.isolated import clear_referenced, own_rss_split, referenced_file_bytes
+from edgepick.records.candidate import Candidate
 
 
 def after_load() -> None:
@@ -44,10 +47,6 @@ def need_bytes(anon_peak: int | None, file_read: int | None, hwm: int | None,
 def measure_need(candidate: dict, prompt_tokens: int = 128, gen_tokens: int = 64) -> dict:
     """Load, prefill `prompt_tokens`, decode `gen_tokens`, and report the split (a worker
     function for launch.run_isolated)."""
-    from edgepick.backends import get_backend
-    from edgepick.bench.workload import prompt_of_length
-    from edgepick.records.candidate import Candidate
-
     cand = Candidate.model_validate(candidate)
     backend = get_backend(cand.backend)
     backend.load(cand)

@@ -13,10 +13,18 @@ interval bench uses for its own medians (bench/median_ci.py).
 from __future__ import annotations
 
 import time
+from statistics import median
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from edgepick.backends import get_backend
+from edgepick.bench import need
+from edgepick.bench.median_ci import median_interval
+from edgepick.bench.workload import prompt_of_length
+from edgepick.errors import EdgepickError
+from edgepick.launch import run_isolated
 from edgepick.records.candidate import Candidate
+from edgepick.store.identity import content_key
 
 PAIR_KIND = "bench_pair"
 
@@ -58,18 +66,12 @@ def _first_token_s(backend, tokens: list[int], gen: int) -> float:
 
 
 def _need(mmap: bool) -> int | None:
-    from edgepick.bench import need
-
     s = need.split_now()
     return need.need_bytes(s.get("anon"), s.get("file_read"), s.get("hwm"), mmap)
 
 
 def measure_pair(a: dict, b: dict, prompt_tokens: int, gen_tokens: int, swaps: int) -> dict:
     """The worker (launch.run_isolated): both models in this one process."""
-    from edgepick.backends import get_backend
-    from edgepick.bench import need
-    from edgepick.bench.workload import prompt_of_length
-
     ca, cb = Candidate.model_validate(a), Candidate.model_validate(b)
     ea, eb = get_backend(ca.backend), get_backend(cb.backend)
     ea.load(ca)
@@ -102,13 +104,6 @@ def measure_pair(a: dict, b: dict, prompt_tokens: int, gen_tokens: int, swaps: i
 
 def run(req: PairRequest, store) -> PairResult:
     """Measured in a worker and stored (kind bench_pair); a stored result is returned as is."""
-    from statistics import median
-
-    from edgepick.bench.median_ci import median_interval
-    from edgepick.errors import EdgepickError
-    from edgepick.launch import run_isolated
-    from edgepick.store.identity import content_key
-
     key = content_key(req.a, {"pair": content_key(req.b), "prompt": req.prompt_tokens,
                               "gen": req.gen_tokens, "swaps": req.swaps})
     got = store.get(PAIR_KIND, key)

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from edgepick.assets.bundled import derived
 from edgepick.convert.recipe import ConvertRecipe
+from edgepick.convert.run import convert_gguf
+from edgepick.store.identity import file_sha256
 
 
 def tag(recipe: ConvertRecipe) -> str:
@@ -21,10 +24,6 @@ def tag(recipe: ConvertRecipe) -> str:
 
 def converted(source: str | Path, recipe: ConvertRecipe | None = None) -> Path:
     """The onnxruntime-genai folder built from `source` with `recipe` (built on first use)."""
-    from edgepick.assets.bundled import derived
-    from edgepick.convert.run import convert_gguf
-    from edgepick.store.identity import file_sha256
-
     recipe = recipe or ConvertRecipe()
     source = Path(source)
     key = recipe.key(file_sha256(str(source)))

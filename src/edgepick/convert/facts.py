@@ -6,11 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from edgepick.convert.recipe import KNOWN_PITFALLS, ConvertRecord
+from edgepick.convert.run import previous_record
 
 
 def conversion_record(model: str) -> ConvertRecord | None:
-    from edgepick.convert.run import previous_record
-
     return previous_record(Path(model))
 
 

@@ -15,12 +15,15 @@ import os
 import shutil
 import tempfile
 import time
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from edgepick.convert.gguf_source import GgufSource, LlamaHParams
 from edgepick.convert.og_tokenizer import write_tokenizer
+from edgepick.convert.onnx_llama import build_llama
 from edgepick.convert.recipe import (KNOWN_PITFALLS, RECORD_FILE, ConvertRecipe, ConvertRecord,
                                      odd_block_widths)
+from edgepick.convert.verify import check_tokenizer
 from edgepick.errors import EdgepickError
 from edgepick.progress import ProgressEvent, Tick, silent
 
@@ -137,8 +140,6 @@ def build_gguf(source: str, recipe: ConvertRecipe, out: Path, *, source_sha256: 
                            f"ONNX decoder graph ({hp.n_layers} blocks)")
         say(ProgressEvent(0, hp.n_layers, "graph"))
 
-        from edgepick.convert.onnx_llama import build_llama
-
         model = build_llama(src, recipe.context_length, say)
         seconds["graph"] = time.perf_counter() - t
         if recipe.precision == "int4":
@@ -160,7 +161,6 @@ def build_gguf(source: str, recipe: ConvertRecipe, out: Path, *, source_sha256: 
             json.dumps(genai_config(hp, src, recipe), indent=1) + "\n", encoding="utf-8")
         seconds["write"] = time.perf_counter() - t
         t = timed("verify", "load with onnxruntime-genai; compare its token IDs with llama.cpp's")
-        from edgepick.convert.verify import check_tokenizer
 
         token_check = check_tokenizer(tmp, source)
         seconds["verify"] = time.perf_counter() - t
@@ -187,8 +187,6 @@ def build_gguf(source: str, recipe: ConvertRecipe, out: Path, *, source_sha256: 
 
 
 def _version(dist: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version(dist)
     except PackageNotFoundError:

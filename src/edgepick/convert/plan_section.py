@@ -17,8 +17,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from edgepick.convert.cache import tag
 from edgepick.convert.recipe import BACKEND, BLOCK_SIZES, ConvertRecipe
 from edgepick.errors import EdgepickError
+from edgepick.records.model_ref import ModelRef
 
 
 class ConvertEntry(BaseModel):
@@ -73,9 +75,6 @@ def check_convert(plan, lp, fail) -> None:
 def convert_candidates(lp, make) -> list:
     """One candidate per build: `make(name=, ref=, reference=, build=)` builds the plan's
     candidate record; the folder is written under the plan's output/models."""
-    from edgepick.convert.cache import tag
-    from edgepick.records.model_ref import ModelRef
-
     out = []
     for entry in lp.plan.convert:
         src = lp.ref(entry.source)

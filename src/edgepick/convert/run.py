@@ -19,8 +19,13 @@ from typing import Callable
 from edgepick.convert.recipe import (KNOWN_PITFALLS, RECORD_FILE, RECORD_KIND, ConvertRecipe,
                                      ConvertRecord, check_recipe)
 from edgepick.backends.onnxruntime_genai import require_onnx
+from edgepick.convert.gguf_source import GgufSource
+from edgepick.convert.og_build import build_gguf, check_block_sizes
 from edgepick.errors import EdgepickError
+from edgepick.launch import run_child
 from edgepick.progress import ProgressEvent, Tick
+from edgepick.store.identity import file_sha256, model_identity
+from edgepick.store.results import ResultStore
 
 def previous_record(out: Path) -> ConvertRecord | None:
     path = out / RECORD_FILE
@@ -52,10 +57,6 @@ def convert_gguf(source: str, recipe: ConvertRecipe, out: str | Path, *, force: 
                  quiet: bool = False, progress: Tick | None = None,
                  warn: Callable[[str], None] | None = None) -> ConvertRecord:
     """Convert a GGUF without torch; `warn(msg)` hears each pitfall that applies."""
-    from edgepick.convert.gguf_source import GgufSource
-    from edgepick.convert.og_build import build_gguf
-    from edgepick.store.identity import file_sha256
-
     require_onnx()
     out = Path(out)
     src = GgufSource(source)  # fails here, in one line, on an unsupported architecture
@@ -91,7 +92,6 @@ def convert_hf(folder: str, recipe: ConvertRecipe, out: str | Path, *, force: bo
     if recipe.precision != "int4":
         raise EdgepickError("the builder route is wired for --precision int4 only")
     check_recipe(recipe, source_full_precision=True)
-    from edgepick.store.identity import model_identity
 
     cfg = Path(folder) / "config.json"
     sha = model_identity(str(cfg))
@@ -111,7 +111,6 @@ def convert_hf(folder: str, recipe: ConvertRecipe, out: str | Path, *, force: bo
     if progress:
         progress(ProgressEvent(0, 1, "builder"))
     t0 = time.perf_counter()
-    from edgepick.launch import run_child
 
     try:
         proc = run_child(cmd)
@@ -121,8 +120,6 @@ def convert_hf(folder: str, recipe: ConvertRecipe, out: str | Path, *, force: bo
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
         raise EdgepickError(f"{folder}: the onnxruntime-genai builder failed ({tail[0]})")
     import onnx
-
-    from edgepick.convert.og_build import check_block_sizes
 
     check_block_sizes(onnx.load(str(out / "model.onnx"), load_external_data=False), recipe)
     if progress:
@@ -144,7 +141,6 @@ def store_record(store_path: str | None, record: ConvertRecord) -> None:
     """Keep the record in the results store, keyed by its build key, in this command's run."""
     if not store_path:
         return
-    from edgepick.store.results import ResultStore
 
     with ResultStore(store_path) as store:
         store.begin_run("convert", json.loads(record.recipe.model_dump_json()))

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from edgepick.convert.recipe import RECORD_KIND, ConvertRecipe, ConvertRecord
+from edgepick.convert.run import convert_gguf
 from edgepick.errors import EdgepickError
 from edgepick.progress import ProgressEvent, Tick, silent
 
@@ -36,8 +37,6 @@ class ConvertOutcome(BaseModel):
 
 def run(req: ConvertRequest, store, progress: Tick = silent) -> list[ConvertOutcome]:
     """One outcome per build, in the request's order."""
-    from edgepick.convert.run import convert_gguf
-
     out = []
     for i, b in enumerate(req.builds):
         progress(ProgressEvent(i, len(req.builds), b.name))

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from edgepick.backends import get_backend
 from edgepick.errors import EdgepickError
-from edgepick.records.model_ref import DEFAULT_ENGINE
+from edgepick.evaluate.consistency import first_divergence
+from edgepick.records.candidate import Candidate, RuntimeSettings
+from edgepick.records.model_ref import DEFAULT_ENGINE, ModelRef
 
 # Digits, runs of spaces and newlines, punctuation, accents, CJK, emoji and the chat markers:
 # the places where byte-level BPE pre-tokenizers differ.
@@ -26,11 +29,6 @@ CHECK_TEXT = (
 def check_tokenizer(folder: Path, gguf_path: str, text: str = CHECK_TEXT) -> str:
     """Load the converted folder with onnxruntime-genai and compare its token IDs for `text`
     with llama.cpp's on the source GGUF; raise on the first difference."""
-    from edgepick.backends import get_backend
-    from edgepick.evaluate.consistency import first_divergence
-    from edgepick.records.candidate import Candidate, RuntimeSettings
-    from edgepick.records.model_ref import ModelRef
-
     backends = {}
     try:
         for engine, path in (("onnxruntime_genai", folder), (DEFAULT_ENGINE, gguf_path)):

@@ -8,6 +8,7 @@ from importlib.resources import files
 
 from pydantic import ValidationError
 
+from edgepick.devices.local import local_device
 from edgepick.errors import EdgepickError, InputError, input_error
 from edgepick.records.device import DeviceProfile
 from edgepick.units import parse_size
@@ -44,8 +45,6 @@ def load_device(name_or_path: str) -> DeviceProfile:
     """`local` is this machine (its cached probe, or measured and cached: devices/local.py); a
     catalog name; or a YAML file with one profile (or a list)."""
     if name_or_path == "local":
-        from edgepick.devices.local import local_device
-
         return local_device()
     if name_or_path in catalog():
         return catalog()[name_or_path]

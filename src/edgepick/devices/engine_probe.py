@@ -29,8 +29,15 @@ from pathlib import Path
 
 import numpy as np
 
+from edgepick.assets.synthetic import quantized_pure, synthetic_llama
+from edgepick.backends import get_backend
+from edgepick.errors import EdgepickError
 from edgepick.fit.memory import attention_load
+from edgepick.fit.planner import plan_tensors
 from edgepick.fit.speed import DecodeTerms, decode_terms, weights_read_per_token
+from edgepick.launch import run_isolated
+from edgepick.models.gguf_info import gguf_spec
+from edgepick.records import Candidate, RuntimeSettings
 from edgepick.records.device import DecodeCalibration, DeviceProfile
 from edgepick.records.model import ModelSpec
 from edgepick.records.model_ref import DEFAULT_ENGINE
@@ -55,8 +62,6 @@ RIDGE = 0.3
 
 
 def probe_files() -> list[tuple[Path, tuple[int, ...]]]:
-    from edgepick.assets.synthetic import quantized_pure, synthetic_llama
-
     weights = synthetic_llama(*WEIGHT_SHAPE)
     return [(weights, (SHORT_FILL,)),
             *[(quantized_pure(weights, ftype), (SHORT_FILL,)) for ftype in PROBE_TYPES.values()],
@@ -67,9 +72,6 @@ def time_decode(path: str, fills: list[int], threads: int) -> dict[int, float]:
     """Seconds per token over TOKENS single-token decodes after `fill` cached positions, the
     fastest of REPEATS after a warm-up, through the engine's DECODE_TIMING capability. Runs in
     the worker process."""
-    from edgepick.backends import get_backend
-    from edgepick.records import Candidate, RuntimeSettings
-
     backend = get_backend(DEFAULT_ENGINE)
     backend.load(Candidate(model=path, settings=RuntimeSettings(n_ctx=N_CTX, threads=threads)))
     try:
@@ -91,8 +93,6 @@ def _time_all(jobs: list[tuple[str, list[int]]], threads: int) -> list[dict[int,
 def terms_for(spec: ModelSpec, fill: int, bandwidth_gbps: float) -> tuple[DecodeTerms, float]:
     """What the constants predict for one probe decode (fill = cached positions before it),
     and the K+V row width its attention works on."""
-    from edgepick.fit.planner import plan_tensors
-
     read = weights_read_per_token(plan_tensors(spec, None)[0])
     load = attention_load(spec, N_CTX, fill + TOKENS // 2)
     return decode_terms(read, bandwidth_gbps, load), load.kv_row_bytes
@@ -150,10 +150,6 @@ def solve(device: DeviceProfile, timings: list[dict]) -> DecodeCalibration:
 
 def engine_probe(device: DeviceProfile, threads: int | None = None) -> DeviceProfile:
     """`device` (a probe of this machine) with the engine's decode calibration added."""
-    from edgepick.launch import run_isolated
-    from edgepick.errors import EdgepickError
-    from edgepick.models.gguf_info import gguf_spec
-
     threads = threads or device.cores or os.cpu_count() or 1
     try:
         files = probe_files()

@@ -14,12 +14,14 @@ import json
 import os
 import platform
 from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Callable
 
 import psutil
 from pydantic import BaseModel, ValidationError
 
+from edgepick.devices.probe import probe, sensors
 from edgepick.records.device import DeviceProfile
 
 Notify = Callable[[str], None]
@@ -41,8 +43,6 @@ def cache_dir() -> Path:
 
 def machine_identity() -> dict:
     """What makes a cached probe this machine's with this engine; nothing that drifts."""
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         engine = f"llama-cpp-python {version('llama-cpp-python')}"
     except PackageNotFoundError:
@@ -91,8 +91,6 @@ def local_device(*, calibrate: bool = False, refresh: bool = False,
     """This machine: the cached probe when there is one (available RAM read now), else measured
     and cached. `calibrate` also measures the engine (and re-measures the bandwidth beside it);
     `refresh` re-measures what the cache holds. The profile's extra["probe"] says which."""
-    from edgepick.devices.probe import probe
-
     say = notify or (lambda _msg: None)
     previous = read_cached()
     if previous is not None and not (calibrate or refresh):
@@ -119,8 +117,6 @@ def describe(profile: DeviceProfile) -> str:
 
 
 def _with_live_readings(entry: CachedProbe, source: str) -> DeviceProfile:
-    from edgepick.devices.probe import sensors
-
     extra = {**entry.profile.extra, **sensors(),
              "probe": {"source": source, "measured_at": entry.measured_at,
                        "calibrated_at": entry.calibrated_at, "engine": entry.machine["engine"],

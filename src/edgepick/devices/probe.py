@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import os
 import platform
+import signal
 import statistics
 import time
 
 import numpy as np
 import psutil
 
+from edgepick.devices.engine_probe import engine_probe
 from edgepick.errors import EdgepickError
+from edgepick.launch import spawn_context
+from edgepick.launch.process import die_with_parent
+from edgepick.power import PowerConfig, detect, find_sources
+from edgepick.power.cpufreq import policy_dirs
+from edgepick.power.thermal import sensor_files
 from edgepick.records.device import DeviceProfile
 
 _FEATURES = ("avx", "avx2", "avx512f", "avx512_vnni", "avx_vnni", "fma", "f16c", "amx_tile",
@@ -33,10 +40,6 @@ def cpu_features() -> list[str]:
 
 
 def _reader(n_bytes: int, runs: int, barrier, results) -> None:
-    import signal
-
-    from edgepick.launch.process import die_with_parent
-
     die_with_parent(signal.SIGKILL)  # a probe killed outright takes its readers with it
     buf = np.ones(n_bytes // 8, dtype=np.int64)
     np.add.reduce(buf)  # fault the pages in before timing
@@ -57,8 +60,6 @@ def measure_bandwidth(size_bytes: int = 512 * 1024**2, runs: int = 5,
     a decoding engine's threads do; a run's bandwidth is all bytes ÷ the slowest reader's time.
     Processes rather than threads, so the figure never depends on the GIL.
     """
-    from edgepick.launch import spawn_context
-
     threads = threads or os.cpu_count() or 1
     ctx = spawn_context()
     barrier = ctx.Barrier(threads)
@@ -109,10 +110,6 @@ def sensors() -> dict:
 
 def power_and_thermal_sources(root: str = "/") -> dict:
     """The power counters and temperature sensors found, with their paths (power/)."""
-    from edgepick.power import PowerConfig, detect, find_sources
-    from edgepick.power.cpufreq import policy_dirs
-    from edgepick.power.thermal import sensor_files
-
     cfg = PowerConfig(sysfs_root=root)
     _, line = detect(cfg)
     return {"power": line, "power_sources": [f.line() for f in find_sources(cfg)],
@@ -140,7 +137,6 @@ def probe(bandwidth_bytes: int = 512 * 1024**2, engine: bool = False) -> DeviceP
     )
     if not engine:
         return device
-    from edgepick.devices.engine_probe import engine_probe
 
     try:
         return engine_probe(device)

@@ -10,8 +10,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from edgepick.backends import get_backend
 from edgepick.errors import EdgepickError, InputError
+from edgepick.evaluate.items import Message, load_eval_set
 from edgepick.progress import ProgressEvent, Tick
+from edgepick.records.candidate import Candidate, RuntimeSettings
 from edgepick.records.fidelity import ConsistencyItem, ConsistencyResult
 from edgepick.records.model_ref import ModelRef
 
@@ -23,8 +26,6 @@ ANSWER_FIELDS = {"reference", "labels", "schema"}
 
 def load_prompts(path: str | Path) -> tuple[list[tuple[str, list[dict]]], list[str]]:
     """(id, chat messages) for every usable line of an eval JSONL, and one message per bad line."""
-    from edgepick.evaluate.items import Message, load_eval_set
-
     items, problems = load_eval_set(path)
     prompts = [(it.id, it.chat_messages()) for it in items]
     by_line: dict[int | None, list[InputError]] = {}
@@ -62,9 +63,6 @@ def first_divergence(a: list[int], b: list[int]) -> int | None:
 
 def _run(ref: ModelRef, prompts: list[tuple[str, list[dict]]], max_tokens: int, threads: int,
          label: str, progress: Tick | None, tokenize_also: list[str] | None = None):
-    from edgepick.backends import get_backend
-    from edgepick.records.candidate import Candidate, RuntimeSettings
-
     backend = get_backend(ref.backend)  # the two may run on different engines
     backend.load(Candidate(ref=ref, settings=RuntimeSettings(threads=threads)))
     try:

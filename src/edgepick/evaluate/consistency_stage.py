@@ -9,10 +9,12 @@ import json
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from edgepick.evaluate.consistency import check_limits, consistency
 from edgepick.progress import ProgressEvent, Tick, silent
 from edgepick.records.candidate import DEFAULTS
 from edgepick.records.fidelity import ConsistencyResult
 from edgepick.records.model_ref import ModelRef
+from edgepick.store.identity import file_sha256, ref_identity
 
 KIND = "consistency"
 
@@ -32,8 +34,6 @@ class ConsistencyRequest(BaseModel):
 def store_key(req: ConsistencyRequest) -> str:
     """What the answers depend on: both models (content and engine), the data, the budget and
     the threads (a thread count can change llama.cpp's float sums, so a greedy token)."""
-    from edgepick.store.identity import file_sha256, ref_identity
-
     blob = json.dumps(["consistency", ref_identity(req.reference), req.reference.backend,
                        ref_identity(req.candidate), req.candidate.backend, file_sha256(req.data),
                        req.max_tokens, req.threads])
@@ -48,8 +48,6 @@ def _judged(res: ConsistencyResult, threshold: float) -> ConsistencyResult:
 def run(req: ConsistencyRequest, store, progress: Tick = silent) -> ConsistencyResult:
     """The stored answers when this pair was compared on this data before, else generated and
     stored under kind "consistency"; either way judged against the request's threshold."""
-    from edgepick.evaluate.consistency import check_limits, consistency
-
     check_limits(req.max_tokens, req.threshold)
     key = store_key(req)
     name = req.label or req.candidate.label

@@ -6,10 +6,12 @@ import hashlib
 import json
 from typing import TYPE_CHECKING
 
+from edgepick.clock import now
 from edgepick.errors import EdgepickError, InputError
 from edgepick.evaluate.gap import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, badcase_list, gaps_by,
                                    group_gap, unacceptable_summary)
 from edgepick.evaluate.items import EvalItem, task_constraints
+from edgepick.evaluate.looks import run_looks
 from edgepick.evaluate.outputs import DEFAULT_MAX_TOKENS, budget, collect_outputs
 from edgepick.evaluate.reference_free import note as reference_free_note
 from edgepick.evaluate.reference_free import stand_in
@@ -233,11 +235,7 @@ def run_eval(items: list[EvalItem], reference: Candidate, candidates: list[Candi
             outs.append(dict(enumerate(out)))
             counts.append((made, reused))
     else:
-        from edgepick.evaluate.looks import run_looks
-
         counts_by: dict[int, list[int]] = {}
-
-        from edgepick.clock import now
 
         def generate(model, ix, deadline):
             if not ix:

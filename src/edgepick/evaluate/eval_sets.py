@@ -14,6 +14,8 @@ from importlib.resources import files
 from pydantic import BaseModel, ConfigDict, Field
 
 from edgepick.errors import EdgepickError, InputError
+from edgepick.evaluate.items import load_eval_set
+from edgepick.store.identity import file_sha256
 
 
 BUNDLED_SETS = {"demo": "demo_eval.jsonl", "demo-tools": "demo_tools.jsonl"}
@@ -73,9 +75,6 @@ class LoadedSets:
 def load_sets(specs: list[DataSpec], resolve=lambda p: p) -> LoadedSets:
     """Every set loaded and cut to its limit. Two sets giving one item id would make their
     outputs and badcases indistinguishable: refused, naming both files."""
-    from edgepick.evaluate.items import load_eval_set
-    from edgepick.store.identity import file_sha256
-
     items, problems, parts, paths = [], [], [], []
     owner: dict[str, str] = {}
     for s in specs:

@@ -18,12 +18,16 @@ from pathlib import Path
 
 import numpy as np
 
+from edgepick.backends import LoadOptions, get_backend
+from edgepick.backends.llama_cpp import engine_version
 from edgepick.errors import EdgepickError
 from edgepick.progress import ProgressEvent, Tick
 from edgepick.evaluate.fidelity_stats import Accumulator, compare_rows, reference_rows
 from edgepick.evaluate.logits_cache import ReferenceStore, default_cache_dir
+from edgepick.records.candidate import Candidate, RuntimeSettings
 from edgepick.records.fidelity import FidelityResult
 from edgepick.records.model_ref import ModelRef
+from edgepick.store.identity import file_sha256
 
 __all__ = ["fidelity", "FidelityResult", "read_text", "bundled_text", "plan_chunks"]
 
@@ -80,9 +84,6 @@ def _check_ctx(ctx: int) -> None:
 def _load(ref: ModelRef, ctx: int, threads: int, runtime=None):
     """`runtime` (a RuntimeSettings): the candidate's own settings that can change its logits
     (KV type, flash attention, micro-batch, mmap); None: the f16-KV baseline."""
-    from edgepick.backends import LoadOptions, get_backend
-    from edgepick.records.candidate import Candidate, RuntimeSettings
-
     backend = get_backend(ref.backend)  # any engine declaring LOGITS (docs/engines.md)
     settings = RuntimeSettings(threads=threads, n_ctx=ctx, n_batch=ctx, n_ubatch=min(ctx, 512))
     if runtime is not None:
@@ -115,9 +116,6 @@ def _source_key(text: str | Path | list[int]) -> tuple[str, str | list[int]]:
 
 
 def reference_key(ref_path: str, source_key: str, ctx: int) -> str:
-    from edgepick.backends.llama_cpp import engine_version
-    from edgepick.store.identity import file_sha256
-
     blob = json.dumps({"ref": file_sha256(ref_path), "src": source_key, "ctx": ctx,
                        "engine": engine_version()}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
@@ -138,8 +136,6 @@ def fidelity(reference: ModelRef, candidate: ModelRef, text: str | Path | list[i
       micro-batch), the reference runs at the f16-KV baseline: one file against itself measures
       what the settings alone do to its answers.
     """
-    from edgepick.backends.llama_cpp import engine_version
-
     _check_ctx(ctx)
     if max_chunks is not None and max_chunks < 1:
         raise EdgepickError(f"--chunks must be ≥ 1 (got {max_chunks})")

@@ -9,10 +9,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from edgepick.evaluate.fidelity import fidelity
 from edgepick.progress import ProgressEvent, Tick, silent
 from edgepick.records.candidate import DEFAULTS, RuntimeSettings
 from edgepick.records.fidelity import FidelityResult
 from edgepick.records.model_ref import ModelRef
+from edgepick.store.identity import file_sha256, ref_identity
 
 KIND = "fidelity"
 
@@ -39,8 +41,6 @@ LOGIT_SETTINGS = ("kv_type", "flash_attn", "n_ubatch", "swa_full")
 
 
 def store_key(req: FidelityRequest) -> str:
-    from edgepick.store.identity import file_sha256, ref_identity
-
     parts = ["fidelity", ref_identity(req.reference), ref_identity(req.candidate),
              file_sha256(req.text), req.ctx, req.max_chunks]
     if req.settings is not None:  # each combination its own row (threads and mmap included,
@@ -56,8 +56,6 @@ def store_key(req: FidelityRequest) -> str:
 def run(req: FidelityRequest, store, progress: Tick = silent) -> FidelityResult:
     """The stored result when this comparison was made before, else measured and stored under
     kind "fidelity"."""
-    from edgepick.evaluate.fidelity import fidelity
-
     key = store_key(req)
     name = req.label or req.candidate.label
     held = store.get(KIND, key) if store is not None else None

@@ -15,6 +15,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from edgepick.errors import InputError, known_name, pydantic_problem
+from edgepick.evaluate.scorers import scored_tasks
+from edgepick.evaluate.scorers.labels import yes_no_label
+from edgepick.evaluate.scorers.tool_call import check_tool_item
+from edgepick.toolcall.prompting import FORMAT_VERSION
 
 # The built-in task types; an eval set may also use any task a plugin scorer registers
 # (evaluate/scorers scored_tasks), so this tuple is edgepick's own, not a closed list.
@@ -51,7 +55,6 @@ class EvalItem(BaseModel):
     def _known_task(cls, v: str) -> str:
         if v in TASKS:
             return v
-        from edgepick.evaluate.scorers import scored_tasks
 
         return known_name(v, tuple(dict.fromkeys([*TASKS, *scored_tasks()])), "task")
 
@@ -82,8 +85,6 @@ class EvalItem(BaseModel):
         re-scores without re-running inference."""
         seen: dict = {"messages": self.chat_messages()}
         if self.tools is not None:  # how tools are shown is part of the input
-            from edgepick.toolcall.prompting import FORMAT_VERSION
-
             seen.update(tools=self.tools, tool_format=FORMAT_VERSION)
         blob = json.dumps(seen, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(blob.encode()).hexdigest()[:24]
@@ -113,8 +114,6 @@ def _check_item(item: EvalItem) -> list[tuple[str, str]]:
                 if isinstance(ref, dict) and not _schema_ok(item.schema_, ref):
                     problems.append(("reference", "does not satisfy the item's own schema"))
     elif task == "tool_call":
-        from edgepick.evaluate.scorers.tool_call import check_tool_item
-
         problems.extend(check_tool_item(item.tools, ref))
     elif task == "math":
         if isinstance(ref, bool) or not (isinstance(ref, numbers.Number) or _is_number(ref)):
@@ -131,8 +130,6 @@ def _check_item(item: EvalItem) -> list[tuple[str, str]]:
         elif isinstance(ref, str) and ref not in item.labels:
             problems.append(("reference", f"'{ref}' is not one of the labels {item.labels}"))
     if task == "yes_no" and isinstance(ref, str):
-        from edgepick.evaluate.scorers.labels import yes_no_label
-
         if yes_no_label(ref) is None:
             problems.append(("reference", "must say yes or no (yes/no/是/否) for task 'yes_no'"))
     return problems

@@ -11,13 +11,18 @@ import hashlib
 import json
 from collections import Counter
 
+from edgepick.backends import get_backend
+from edgepick.backends.base import (CONCURRENT_SEQUENCES, GRAMMAR, SAMPLING, GenRequest,
+                                    LoadOptions, request_options)
 from edgepick.clock import now
+from edgepick.constraints import ConstraintError, check_schema
 from edgepick.errors import EdgepickError
 from edgepick.evaluate.items import EvalItem
 from edgepick.progress import ProgressEvent, Tick, silent
 from edgepick.records.candidate import Candidate
 from edgepick.store.identity import content_key
 from edgepick.store.results import ResultStore
+from edgepick.toolcall.prompting import ToolPrompter
 
 OUTPUT_KIND = "eval_output"
 
@@ -62,8 +67,6 @@ def output_keys(candidate: Candidate, items: list[EvalItem], budgets: dict[str, 
 
 def _request(backend, prompt, max_tokens: int, chat: bool, sampling: dict | None, seed: int,
              constraint: dict | None = None):
-    from edgepick.backends.base import SAMPLING, GenRequest
-
     if sampling is not None and not backend.supports(SAMPLING):
         raise EdgepickError(f"the {backend.name or type(backend).__name__} backend generates "
                             "greedily only; evaluate with sampling needs an engine that samples "
@@ -81,8 +84,6 @@ def item_constraint(candidate: Candidate, it: EvalItem) -> dict | None:
         return None
     constraint = it.constraint()
     if constraint is not None and "json_schema" in constraint:
-        from edgepick.constraints import ConstraintError, check_schema
-
         try:
             check_schema(it.schema_, "schema")
         except ConstraintError as exc:
@@ -98,8 +99,6 @@ TIMED_ITEMS = 8
 def _free_twin(backend, req, g) -> dict | None:
     """The constrained generation's decode time beside its prompt decoded free to the same
     length, after it, alone, on the same loaded model: {tokens, s, free_tokens, free_s}."""
-    from edgepick.backends.base import request_options
-
     if len(g.token_times) < 2:
         return None
     opts = {k: v for k, v in request_options(req).items() if k != "constraint"}
@@ -136,8 +135,6 @@ def _generate_group(backend, reqs: list, keep) -> None:
     """`keep(k, generation or the EdgepickError that stopped it)` for each request, as each
     finishes: a group that fails is tried again one by one for what it had not finished, so a
     bad item costs only its own output."""
-    from edgepick.backends.base import CONCURRENT_SEQUENCES, request_options
-
     kept: set[int] = set()
 
     def done(k: int, g) -> None:
@@ -175,8 +172,6 @@ def collect_outputs(candidate: Candidate, items: list[EvalItem], store: ResultSt
     already whole in the store first, then one more as each of the others is generated.
     `parallel`: items decoded together by an engine with CONCURRENT_SEQUENCES (each with its
     own budget, sampling and seed; the stored record is the same), in the model's one cache."""
-    from edgepick.backends import get_backend
-
     seeds = sample_seeds(candidate.settings.seed, samples if sampling else 1)
     keys = output_keys(candidate, items, budgets, sampling, samples)
     got: list[list[dict | None]] = [[store.get(OUTPUT_KIND, k) for k in ks] for ks in keys]
@@ -186,13 +181,9 @@ def collect_outputs(candidate: Candidate, items: list[EvalItem], store: ResultSt
     done = len(items) - len({i for i, _ in missing})
     tick(ProgressEvent(done, len(items), candidate.name))
     if missing:
-        from edgepick.backends.base import CONCURRENT_SEQUENCES, GRAMMAR, LoadOptions
-
         backend = get_backend(candidate.backend)
         prompter = None
         if any(items[i].tools for i, _ in missing):  # seed 004 §4.1: tools in the model's format
-            from edgepick.toolcall.prompting import ToolPrompter
-
             prompter = ToolPrompter.for_model(candidate.model, candidate.backend)
         if candidate.settings.constrain == "grammar" and not backend.supports(GRAMMAR):
             raise EdgepickError(f"{candidate.name}: the {candidate.backend} engine cannot decode "

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from edgepick.evaluate import anytime
 from edgepick.evaluate.gap import item_values, paired_bootstrap
 from edgepick.evaluate.intervals import bootstrap_mean, per_item_rate, verdict, wilson
+from edgepick.gate_spec import gate_of, gate_table
 from edgepick.records.evaluation import ItemOutcome
 
 
@@ -22,8 +23,6 @@ from edgepick.records.evaluation import ItemOutcome
 def eval_metrics() -> frozenset[str]:
     """The metrics sequential looks judge: the gate table's `sequential` gates and every gate
     with its own per-item producer (gate_spec.py), a plugin's included."""
-    from edgepick.gate_spec import gate_table
-
     return frozenset(g.metric for g in gate_table().values() if g.in_looks)
 
 
@@ -76,8 +75,6 @@ def values(metric: str, cand: list[ItemOutcome], ref: list[ItemOutcome] | None
 
 def _plugin_values(metric: str, cand: list[ItemOutcome], ref: list[ItemOutcome] | None
                    ) -> np.ndarray | None:
-    from edgepick.gate_spec import gate_of
-
     spec = gate_of(metric)
     if spec is None or spec.item_values is None:
         return None

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from edgepick.evaluate.eval_sets import DataSpec
+from edgepick.clock import now
+from edgepick.evaluate.eval_result import eval_key, run_eval
+from edgepick.evaluate.eval_sets import DataSpec, load_sets, specs_of, spread
+from edgepick.evaluate.looks import Sequential
 from edgepick.evaluate.seq_gates import EvalGate
 from edgepick.progress import ProgressEvent, Tick, silent
 from edgepick.records.candidate import Candidate
@@ -52,8 +55,6 @@ def distinct_names(cands: list[Candidate]) -> None:
 def request_items(req: EvalRequest):
     """(the sets as loaded, the items the request evaluates: each set's limit, then the cap
     over all sets)."""
-    from edgepick.evaluate.eval_sets import load_sets, specs_of, spread
-
     sets = load_sets(specs_of(req.data, req.limit))
     return sets, spread(sets.items, req.max_items)
 
@@ -61,8 +62,6 @@ def request_items(req: EvalRequest):
 def _sequential(req: EvalRequest):
     if not req.sequential:
         return None
-    from edgepick.evaluate.looks import Sequential
-    from edgepick.clock import now
 
     return Sequential(gates=req.gates, look_items=req.look_items, budget_s=req.budget_s,
                       not_evaluated=req.not_evaluated,
@@ -71,8 +70,6 @@ def _sequential(req: EvalRequest):
 
 def store_key(req: EvalRequest) -> str:
     """The key `run(req)` stores its EvalResult under (kind "eval")."""
-    from edgepick.evaluate.eval_result import eval_key
-
     _, items = request_items(req)
     return eval_key(items, req.reference, req.candidates, req.max_tokens, req.sampling,
                     req.samples, _sequential(req))
@@ -83,8 +80,6 @@ def run(req: EvalRequest, store, progress: Tick = silent) -> EvalResult | None:
     stored under kind "eval" (`store_key`). Bad lines of the data file are skipped and listed
     in the result. None only when `budget_s` ran out before the first item (nothing measured
     or stored)."""
-    from edgepick.evaluate.eval_result import run_eval
-
     sets, items = request_items(req)
     # The count runs against fixed N (the most sequential looks can take) and ends at what the
     # looks used: a bar that stops short of a total it never needed reads as unfinished.

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 
+from edgepick.evaluate.scorers.extraction import find_json_object
 from edgepick.evaluate.text import TOKEN_PATTERN, nfkc
 
 LOOP_MIN_REPEATS = 3  # a block seen this many times back to back …
@@ -101,8 +102,6 @@ def _letters(text: str) -> dict[str, int]:
 def answer_text(task: str, output: str) -> str:
     """For JSON tasks the values of the object; otherwise the output itself."""
     if task in ("extraction", "tool_call"):
-        from edgepick.evaluate.scorers.extraction import find_json_object
-
         obj, _ = find_json_object(output)
         if obj is not None:
             return _text_of(obj)

@@ -22,7 +22,7 @@ from importlib.resources import files
 from typing import NamedTuple
 
 from edgepick.fit.compute import pad_ctx
-from edgepick.models.quant_types import row_bytes
+from edgepick.models.quant_types import row_bytes, type_sizes
 from edgepick.records.model import ModelSpec
 
 KV_TYPE_NAMES = {"f32": "F32", "f16": "F16", "bf16": "BF16", "q8_0": "Q8_0", "q4_0": "Q4_0",
@@ -58,8 +58,6 @@ def kv_types_problem(spec: ModelSpec, kv_type: str, kv_type_v: str | None,
                      flash_attn: bool) -> str | None:
     """Why llama.cpp would refuse these cache types, in one line; None when it takes them
     (src/llama-context.cpp, llama_init_from_model)."""
-    from edgepick.models.quant_types import type_sizes
-
     v_type = kv_type_v or kv_type
     if spec.kv_lora_rank and v_type != kv_type:
         return (f"{spec.name}: llama.cpp takes one type for K and V of a latent (MLA) cache, "

@@ -16,7 +16,8 @@ from edgepick.fit.overhead import RUNTIME_BASELINE_BYTES, duplicated_bytes, over
 from edgepick.fit.speed import (CONSTANTS_THREADS, DEVICE_SPEC, PREFILL_MOE_ASSUMPTION,
                                bound_bandwidth_gbps, decode_band, decode_basis, decode_time_s,
                                device_threads, prefill_estimate, weights_read_per_token)
-from edgepick.models.quant_types import PlannedTensor, normalize_ftype, planned_tensor_types
+from edgepick.models.quant_types import (FTYPE_BASE, PlannedTensor, normalize_ftype,
+                                         planned_tensor_types)
 from edgepick.records.device import DeviceProfile
 from edgepick.records.fit import FitEstimate
 from edgepick.records.model import ModelSpec
@@ -55,8 +56,6 @@ def _risks(n_params: int, bpw: float) -> list[str]:
 
 
 def _higher_precision(tensors: list[PlannedTensor], ftype: str) -> tuple[dict[str, str], list[str]]:
-    from edgepick.models.quant_types import FTYPE_BASE
-
     base = FTYPE_BASE.get(ftype)
     kept: dict[str, set[str]] = {}
     for t in tensors:
@@ -166,8 +165,6 @@ def _elements(t: PlannedTensor) -> float:
 
 
 def _ftypes() -> set[str]:
-    from edgepick.models.quant_types import FTYPE_BASE
-
     return set(FTYPE_BASE)
 
 

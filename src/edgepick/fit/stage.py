@@ -8,6 +8,10 @@ import json
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from edgepick.backends.registry import check_support
+from edgepick.fit.planner import fit_one
+from edgepick.models.adapter import read_adapter
+from edgepick.models.spec import ref_spec
 from edgepick.progress import ProgressEvent, Tick, silent
 from edgepick.records.candidate import DEFAULTS
 from edgepick.records.device import DeviceProfile
@@ -66,7 +70,6 @@ def _adapter_bytes(t: FitTarget) -> int:
     fits the model file (models/adapter.py, llama-adapter.cpp's own checks)."""
     if t.adapter is None:
         return 0
-    from edgepick.models.adapter import read_adapter
 
     # the shape source (a build's target file may not exist yet; its shapes are the source's)
     model = str(t.model.path)
@@ -83,10 +86,6 @@ def _key(payload: dict, device: DeviceProfile) -> str:
 def run(req: FitRequest, store, progress: Tick = silent) -> list[FitEstimate]:
     """One estimate per target and context, stored under kind "fit" (rows already held are
     linked to this run, not rewritten)."""
-    from edgepick.backends.registry import check_support
-    from edgepick.fit.planner import fit_one
-    from edgepick.models.spec import ref_spec
-
     out: list[FitEstimate] = []
     total = len(req.targets) * len(req.ctxs)
     specs = [ref_spec(t.model) for t in req.targets]

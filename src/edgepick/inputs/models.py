@@ -7,6 +7,7 @@ here (cached), because an engine accepts only its own format and never converts.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -43,8 +44,6 @@ def _own_format(path: str, backend: str) -> str:
 def _config_label(path: str) -> str:
     """A Hugging Face config.json names its model by `_name_or_path` (a hub id or the folder it
     was saved from: its last part), else by the folder it sits in; "config.json" names nothing."""
-    import json
-
     try:
         with open(path, encoding="utf-8") as fh:
             name = json.load(fh).get("_name_or_path")

@@ -15,6 +15,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from edgepick.errors import EdgepickError
+from edgepick.models.gguf_info import read_gguf
+from edgepick.quantize.tools import imatrix_argv, run_tool
 
 _NEED_TOKENS_RE = re.compile(r"you need at least (\d+) tokens", re.I)
 _CHUNKS_RE = re.compile(r"computing over (\d+) chunks", re.I)
@@ -37,9 +39,6 @@ def default_output(src: str) -> str:
 
 def compute_imatrix(src: str, text: str, out: str | None = None, *, ctx: int = 512,
                     chunks: int | None = None, threads: int = 2) -> ImatrixResult:
-    from edgepick.models.gguf_info import read_gguf
-    from edgepick.quantize.tools import imatrix_argv, run_tool
-
     read_gguf(src)  # a clear one-line error for a file that is not a GGUF
     if not os.path.isfile(text):
         raise EdgepickError(f"{text}: calibration text not found")

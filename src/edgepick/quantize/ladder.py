@@ -14,8 +14,10 @@ import time
 from functools import lru_cache
 from pathlib import Path
 from edgepick.errors import EdgepickError
+from edgepick.models.gguf_info import gguf_spec, read_gguf
 from edgepick.models.quant_types import normalize_ftype
 from edgepick.progress import Tick
+from edgepick.quantize.tools import parse_fallbacks, quantize_argv, quantizer_version, run_tool
 from edgepick.records.quantize import QuantizedFile, TensorOverride
 from edgepick.store.identity import file_sha256
 
@@ -42,8 +44,6 @@ def spec_of(path: str | Path):
     """gguf_spec, remembered per (file, size, mtime): parsing a header with a 49k-token
     vocabulary costs seconds in the gguf package, and one analysis asks several times."""
     if not os.path.isfile(path):
-        from edgepick.models.gguf_info import read_gguf
-
         read_gguf(path)  # the one-line "no such file" error
     st = os.stat(path)
     return _spec_at(os.path.realpath(path), st.st_size, st.st_mtime_ns)
@@ -51,8 +51,6 @@ def spec_of(path: str | Path):
 
 @lru_cache(maxsize=16)
 def _spec_at(path: str, size: int, mtime_ns: int):
-    from edgepick.models.gguf_info import gguf_spec
-
     return gguf_spec(path)
 
 
@@ -82,8 +80,6 @@ def sidecar_path(path: str | Path) -> Path:
 
 def build_key(source_sha: str, ftype: str, imatrix_sha: str | None,
               overrides: list[TensorOverride], pure: bool) -> str:
-    from edgepick.quantize.tools import quantizer_version
-
     payload = {"source": source_sha, "ftype": ftype, "imatrix": imatrix_sha, "pure": pure,
                "overrides": [o.model_dump() for o in overrides], "tool": quantizer_version()}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:32]
@@ -107,8 +103,6 @@ def build(src: str, dst: str | Path, ftype: str, *, imatrix: str | None = None,
           label: str | None = None, on_progress: Tick | None = None,
           quantized: dict[str, int] | None = None) -> QuantizedFile:
     """Build one file with llama-quantize (or reuse an identical earlier build)."""
-    from edgepick.quantize.tools import parse_fallbacks, quantize_argv, run_tool
-
     ftype = normalize_ftype(ftype)
     overrides = list(overrides or [])
     dst = Path(dst)

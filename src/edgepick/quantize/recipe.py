@@ -22,8 +22,9 @@ import yaml
 
 from edgepick.errors import EdgepickError, InputError, input_error
 from edgepick.progress import Tick
+from edgepick.quantize.ladder import build, spec_of
 from edgepick.yaml_input import parse_yaml
-from edgepick.quantize.units import ggml_type_of
+from edgepick.quantize.units import ggml_type_of, model_units
 from edgepick.records.quantize import (QuantizedFile, Recipe, RecipeUnit, SensitivityReport,
                                        TensorOverride)
 from edgepick.store.identity import file_sha256
@@ -59,8 +60,6 @@ def parse_budget(text: str) -> tuple[str, float]:
 
 def uniform_size(src: str, ftype: str, threads: int = 2, imatrix: str | None = None) -> int:
     """Size of llama.cpp's standard `ftype` build of `src` (its own mixture rules, not --pure)."""
-    from edgepick.quantize.ladder import build
-
     with tempfile.TemporaryDirectory(prefix="edgepick-uniform-") as tmp:
         return build(src, Path(tmp) / "uniform.gguf", ftype, imatrix=imatrix,
                      threads=threads).size_bytes
@@ -68,8 +67,6 @@ def uniform_size(src: str, ftype: str, threads: int = 2, imatrix: str | None = N
 
 def budget_bytes(src: str, budget: str, low: str, threads: int = 2,
                  imatrix: str | None = None) -> int:
-    from edgepick.quantize.ladder import spec_of
-
     kind, value = parse_budget(budget)
     if kind == "bytes":
         return int(value)
@@ -110,9 +107,6 @@ def overrides_for(units: list[RecipeUnit], patterns: dict[str, str], low: str) -
 
 def auto_recipe(src: str, report: SensitivityReport, budget: str, limit: int,
                 imatrix: str | None = None) -> Recipe:
-    from edgepick.quantize.ladder import spec_of
-    from edgepick.quantize.units import model_units
-
     patterns = {u.name: u.pattern for u in model_units(spec_of(src), report.by)}
     units, predicted = choose(report, limit)
     return Recipe(
@@ -159,8 +153,6 @@ def load_recipe(path: str | Path) -> Recipe:
 def build_recipe(src: str, recipe: Recipe, out_dir: str | Path, *, imatrix: str | None = None,
                  threads: int = 2, on_progress: Tick | None = None) -> QuantizedFile:
     """Build the file a recipe describes; the source must be the one it was made for."""
-    from edgepick.quantize.ladder import build
-
     sha = file_sha256(src)
     if sha != recipe.source_sha256:
         raise EdgepickError(f"{src}: not the source this recipe was made for (SHA-256 {sha[:12]}…, "

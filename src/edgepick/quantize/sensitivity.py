@@ -16,11 +16,18 @@ import tempfile
 from pathlib import Path
 
 from edgepick.errors import EdgepickError
+from edgepick.evaluate.fidelity import fidelity
+from edgepick.models.gguf_fast_reader import fast_reader
+from edgepick.models.gguf_rewrite import rewrite_gguf
 from edgepick.models.quant_types import normalize_ftype
 from edgepick.progress import ProgressEvent, Tick
+from edgepick.quantize.ladder import build, quantized_tensor_types, spec_of
+from edgepick.quantize.tools import quantizer_version
 from edgepick.quantize.units import Unit, ggml_type_of, model_units
+from edgepick.records.model_ref import ModelRef
 from edgepick.records.quantize import SensitivityEntry, SensitivityReport
 from edgepick.store.identity import file_sha256
+from edgepick.store.results import ResultStore
 
 KIND = "sensitivity"
 BASELINE = "(all high)"
@@ -44,9 +51,6 @@ def _key(parts: dict) -> str:
 
 
 def _measure(src: str, path: str, text: str, ctx: int, chunks: int | None, threads: int) -> dict:
-    from edgepick.evaluate.fidelity import fidelity
-    from edgepick.records.model_ref import ModelRef
-
     r = fidelity(ModelRef.file(src), ModelRef.file(path), Path(text), ctx=ctx, threads=threads, max_chunks=chunks)
     return {"kld_mean": r.kld_mean, "kld_p99": r.kld_p99, "same_top1": r.same_top1,
             "n_scored": r.n_scored}
@@ -55,9 +59,6 @@ def _measure(src: str, path: str, text: str, ctx: int, chunks: int | None, threa
 def _whole(src, ftype, tmp: Path, imatrix, threads, quantized) -> dict:
     """One llama-quantize run with every tensor at `ftype` (--pure), opened once for reuse (by
     the fast reader: the stock one walks the vocabulary element by element, seconds a file)."""
-    from edgepick.models.gguf_fast_reader import fast_reader
-    from edgepick.quantize.ladder import build
-
     path = tmp / f"all-{ftype}.gguf"
     rec = build(src, path, ftype, imatrix=imatrix, pure=True, threads=threads, quantized=quantized)
     reader = fast_reader(str(path))
@@ -73,8 +74,6 @@ def assemble(high, low, unit: Unit, dst: Path) -> Path:
     this file holds exactly the bytes `llama-quantize --pure HIGH --tensor-type UNIT=LOW` writes
     (the tests check it), at the cost of a file copy instead of a quantization.
     """
-    from edgepick.models.gguf_rewrite import rewrite_gguf
-
     members = set(unit.tensors)
     picked = {t.name: t for t in low.tensors if t.name in members}
 
@@ -94,10 +93,6 @@ def analyze(src: str, *, low: str = "Q4_0", high: str = "Q8_0", text: str, by: s
             store=None, on_unit: Tick | None = None,
             work_dir: str | None = None) -> SensitivityReport:
     """Rank the units of `src` by the KLD they cause when they alone are at `low`."""
-    from edgepick.quantize.ladder import quantized_tensor_types, spec_of
-    from edgepick.quantize.tools import quantizer_version
-    from edgepick.store.results import ResultStore
-
     low, high = check_types(low, high)
     if not Path(text).is_file():
         raise EdgepickError(f"{text}: text file not found")

@@ -10,7 +10,10 @@ from typing import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from edgepick.errors import EdgepickError
+from edgepick.models.quant_types import normalize_ftype
 from edgepick.progress import ProgressEvent, Tick, silent
+from edgepick.quantize.ladder import FLOAT_TYPES, build, output_path, spec_of
 from edgepick.records.candidate import DEFAULTS
 from edgepick.records.model_ref import ModelRef
 from edgepick.records.quantize import QuantizedFile
@@ -38,9 +41,6 @@ class QuantizeRequest(BaseModel):
     def ladder(cls, source: ModelRef, types: list[str], out_dir: str | Path, *,
                imatrix: str | None = None, threads: int = DEFAULTS.threads) -> "QuantizeRequest":
         """One file per type in `out_dir`, named `<source stem>.<TYPE>.gguf`."""
-        from edgepick.models.quant_types import normalize_ftype
-        from edgepick.quantize.ladder import output_path
-
         builds = [QuantizeBuild(source=source, qtype=normalize_ftype(t), imatrix=imatrix,
                                 target=str(output_path(str(source.path), normalize_ftype(t),
                                                        out_dir)))
@@ -63,9 +63,6 @@ def run(req: QuantizeRequest, store, progress: Tick = silent, *,
         ) -> list[QuantizeOutcome]:
     """Build (or reuse) every file; each record is stored under kind "quantize", keyed by path.
     `on_tensor(type)` may return a per-tensor progress callback for that build."""
-    from edgepick.errors import EdgepickError
-    from edgepick.quantize.ladder import FLOAT_TYPES, build, spec_of
-
     out: list[QuantizeOutcome] = []
     quantized_of: dict[str, dict[str, int]] = {}
     for i, b in enumerate(req.builds):

@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 from edgepick.errors import EdgepickError
 from edgepick.launch.process import start
+from edgepick.llama_tools import tool_path
 from edgepick.progress import ProgressEvent, Tick
 from edgepick.records.quantize import Fallback, TensorOverride
 
@@ -78,8 +79,6 @@ def _error_line(log: str) -> str:
 def quantize_argv(src: str, dst: str, ftype: str, *, imatrix: str | None = None,
                   overrides: list[TensorOverride] | None = None, pure: bool = False,
                   allow_requantize: bool = False, threads: int = 2) -> list[str]:
-    from edgepick.llama_tools import tool_path
-
     argv = [tool_path("llama-quantize")]
     if allow_requantize:
         argv.append("--allow-requantize")
@@ -95,8 +94,6 @@ def quantize_argv(src: str, dst: str, ftype: str, *, imatrix: str | None = None,
 
 def imatrix_argv(src: str, text: str, out: str, *, ctx: int, chunks: int | None,
                  threads: int) -> list[str]:
-    from edgepick.llama_tools import tool_path
-
     argv = [tool_path("llama-imatrix"), "-m", src, "-f", text, "-o", out, "-c", str(ctx),
             "-t", str(threads), "-b", str(ctx), "--no-ppl"]
     if chunks:

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 
 from edgepick.errors import EdgepickError
+from edgepick.models.quant_types import FTYPE_BASE, normalize_ftype
 from edgepick.records.model import ModelSpec
 
 BY_CHOICES = ("block", "class")
@@ -91,6 +92,4 @@ def find_unit(units: list[Unit], name: str) -> Unit:
 
 def ggml_type_of(ftype: str) -> str:
     """The ggml tensor type a unit gets when a recipe names a llama.cpp file type."""
-    from edgepick.models.quant_types import FTYPE_BASE, normalize_ftype
-
     return FTYPE_BASE[normalize_ftype(ftype)]

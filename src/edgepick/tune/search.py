@@ -20,8 +20,17 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from edgepick.backends.registry import backend_class
+from edgepick.bench.runner import measure_config
+from edgepick.bench.sweeps import BenchRequest, expand
+from edgepick.errors import EdgepickError
+from edgepick.evaluate.fidelity import bundled_text
+from edgepick.evaluate.fidelity_stage import FidelityRequest, run as fidelity
+from edgepick.fit.planner import fit_one
+from edgepick.models.spec import spec_of
 from edgepick.progress import ProgressEvent, Tick, silent
 from edgepick.records.candidate import RuntimeSettings
 from edgepick.records.device import DeviceProfile
@@ -85,11 +94,6 @@ def run(req: TuneRequest, store=None, progress: Tick = silent) -> TuneResult:
 
 def _never_run(req: TuneRequest, rt: RuntimeSettings) -> tuple[str | None, str | None]:
     """(why, "cannot_run" | "does_not_fit") for a combination never to run; (None, None) else."""
-    from edgepick.backends.registry import backend_class
-    from edgepick.errors import EdgepickError
-    from edgepick.fit.planner import fit_one
-    from edgepick.models.spec import spec_of
-
     problem = backend_class(req.model.backend).settings_problem(rt)
     if problem:
         return problem, "cannot_run"
@@ -119,7 +123,6 @@ class _Search:
                 self._measure(rt)
                 if p.outcome == "kept":
                     return rt
-        from edgepick.errors import EdgepickError
 
         whys = sorted({p.why for p in self.points.values() if p.outcome != "not_measured"})
         raise EdgepickError("no combination of these settings runs and passes the scenario's "
@@ -161,9 +164,6 @@ class _Search:
         return best.model_copy(update=near)
 
     def _measure(self, rt: RuntimeSettings) -> None:
-        from edgepick.bench.runner import measure_config
-        from edgepick.bench.sweeps import BenchRequest, expand
-
         p = self.points[_key(rt)]
         self.progress(ProgressEvent(self.measured, len(self.points), _words(p.settings)))
         req = BenchRequest(models=[self.req.model], settings=rt, prompt_lengths=[self.ctx],
@@ -181,10 +181,6 @@ class _Search:
             p.outcome, p.why = "fails_gate", broken
 
     def _faithful(self, rt: RuntimeSettings, p: TunePoint) -> bool:
-        from edgepick.evaluate.fidelity import bundled_text
-        from edgepick.evaluate.fidelity_stage import FidelityRequest
-        from edgepick.evaluate.fidelity_stage import run as fidelity
-
         if all(getattr(rt, f) == v for f, v in BASELINE.items()):
             return True
         ctx = min(self.ctx if self.ctx >= 64 else 64, rt.n_ctx)
@@ -220,8 +216,6 @@ def _words(settings: dict) -> str:
 
 def fragment(res: TuneResult) -> str:
     """A plan fragment holding the chosen settings, with what the search did as comments."""
-    import yaml
-
     rt = {k: v for k, v in res.chosen.model_dump().items() if k != "variant"}
     head = [f"# edgepick tune {res.model} on {res.device} for {res.scenario}: measured "
             f"{res.measured} of {res.grid} combinations at a {res.ctx}-token prompt"]
