@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from edgepick.errors import EdgepickError
+from edgepick.evaluate.text import normalize, tokens
 
 MAX_READ_CHARS = 4000
 CALENDAR_FILE = ".calendar.sqlite"
@@ -140,8 +141,6 @@ def _registry():
 
 def search_notes(sandbox: Path, query: str, limit: int = 3) -> str:
     """Paragraphs of the sandbox's .txt/.md files ranked by how many query words they hold."""
-    from edgepick.evaluate.text import normalize, tokens
-
     words = set(tokens(normalize(query)))
     if not words:
         raise ToolFailure("query has no words")

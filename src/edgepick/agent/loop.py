@@ -16,6 +16,7 @@ from edgepick.agent.memory import Memory
 from edgepick.agent.model import AgentModel
 from edgepick.toolcall.prompting import json_call_messages
 from edgepick.agent.tools import ToolResult, ToolSet
+from edgepick.route.context import Snippet
 
 DEFAULT_SYSTEM = "You are a helpful assistant running on this device. Use a tool only when needed."
 Confirm = Callable[[str, dict], bool]
@@ -139,8 +140,6 @@ class Agent:
         history = self.memory.history() if self.memory else []
         recalled = self.memory.recall(user, self.recall_k) if self.memory else []
         if self.context is not None:
-            from edgepick.route.context import Snippet
-
             built = self.context.build(system, history, user,
                                        [Snippet(t, s, "memory") for t, s in recalled])
             return built.messages, tools_for_model

@@ -8,6 +8,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
+from edgepick.backends import get_backend
 from edgepick.toolcall.prompting import ToolPrompter
 from edgepick.records.candidate import Candidate
 
@@ -30,8 +31,6 @@ class BackendModel(AbstractContextManager):
     """A loaded candidate; use as a context manager so the engine is always released."""
 
     def __init__(self, candidate: Candidate, force_mode: str | None = None) -> None:
-        from edgepick.backends import get_backend
-
         self.candidate = candidate
         self.prompter = ToolPrompter.for_model(candidate.model, candidate.backend, force_mode)
         self.mode = self.prompter.mode

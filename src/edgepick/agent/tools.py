@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from edgepick.agent.builtins import BUILTINS, ToolFailure
 from edgepick.errors import EdgepickError, InputError, input_error, known_name
+from edgepick.yaml_input import read_yaml
 
 MAX_RESULT_CHARS = 2000  # what goes back into a small model's window
 
@@ -122,8 +123,6 @@ class ToolSet:
 
 def load_tools(path: str | Path, sandbox: str | Path | None = None) -> ToolSet:
     """A tools.yaml, every problem reported as one line naming the file and the field."""
-    from edgepick.yaml_input import read_yaml
-
     data = read_yaml(path)
     if not isinstance(data, dict) or not isinstance(data.get("tools"), list) or not data["tools"]:
         raise InputError(path, "expected a mapping with a non-empty 'tools' list (and optionally "

@@ -10,6 +10,7 @@ kill, the same package finds its version already built and goes on from the prob
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,8 +68,6 @@ def build_version(reg: Registry, name: str, package: Path, version: str | None,
 
 
 def _sha(path: Path) -> str:
-    import hashlib
-
     with open(path, "rb") as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 

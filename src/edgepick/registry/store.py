@@ -24,7 +24,11 @@ from typing import Callable, Iterator
 from pydantic import BaseModel, ConfigDict, Field
 
 from edgepick.errors import EdgepickError
+from edgepick.models.adapter import read_adapter
+from edgepick.models.gguf_info import read_gguf
+from edgepick.records.candidate import AdapterSetting
 from edgepick.records.update import ProbeResult
+from edgepick.update.manifest import build_manifest, load_manifest
 
 log = logging.getLogger("edgepick.registry")
 STATE = "registry.json"
@@ -108,8 +112,6 @@ def check_gguf(path: Path) -> None:
     """A model file must be a GGUF the engine can read: the magic, a header that parses, and
     tensor data that fits in the file, so a wrong, empty or cut-short file is refused when it
     is added, not when an engine fails to load it."""
-    from edgepick.models.gguf_info import read_gguf
-
     read_gguf(path)
 
 
@@ -204,8 +206,6 @@ class Registry:
         check_gguf(src)
         lora = None
         if adapter is not None:
-            from edgepick.models.adapter import read_adapter
-
             read_adapter(adapter, src)
             if adapter_scale <= 0:
                 raise EdgepickError(f"--adapter-scale: expected a positive scale, got "
@@ -219,8 +219,6 @@ class Registry:
                   adapter: tuple[Path, float] | None = None) -> VersionEntry:
         """`build(tmp)` writes the version's file (a copy, or an update applied); it is
         placed, with its manifest beside it, before the state names it."""
-        from edgepick.update.manifest import build_manifest
-
         check_names(name, version)
         with self._locked():
             if version in self.state().models.get(name, ModelEntry()).versions:
@@ -258,8 +256,6 @@ class Registry:
     def manifest(self, name: str, version: str):
         """The version's per-tensor manifest (built now for a version added before manifests
         were kept)."""
-        from edgepick.update.manifest import build_manifest, load_manifest
-
         ve = self.model(name).versions[version]
         if ve.manifest and (self.root / ve.manifest).is_file():
             return load_manifest(self.root / ve.manifest)
@@ -321,7 +317,6 @@ class Registry:
         pin = self.model(name).versions[version].adapter
         if pin is None:
             return None
-        from edgepick.records.candidate import AdapterSetting
 
         path = self.root / pin.file
         got = pin.sha256 if not check else sha256_of(path) if path.is_file() else "missing"

@@ -14,6 +14,7 @@ from typing import AsyncIterator
 import httpx
 
 from edgepick.backends import llama_server_client as lsc
+from edgepick.serve.edge import sse_error
 from edgepick.serve.router_api import ServedResponse, ServeError
 
 PATHS = {"chat": "/chat/completions", "completion": "/completions"}
@@ -130,8 +131,6 @@ class CloudClient:
 
 
 def _lost(exc: BaseException) -> bytes:
-    from edgepick.serve.edge import sse_error
-
     return sse_error(CloudError("lost", f"cloud stream cut ({type(exc).__name__})"), 502)
 
 

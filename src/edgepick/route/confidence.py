@@ -9,6 +9,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from edgepick.evaluate.scorers.extraction import find_json_object
+from edgepick.evaluate.scorers.labels import find_label
+
 ConfidenceMethod = Literal["mean", "min", "first_k"]
 
 
@@ -49,8 +52,6 @@ class FormatValidator(BaseModel):
     def check(self, text: str) -> tuple[bool, str]:
         """(passed, why not)."""
         if self.kind == "json":
-            from edgepick.evaluate.scorers.extraction import find_json_object
-
             obj, _ = find_json_object(text)
             if obj is None:
                 return False, "no JSON object in the answer"
@@ -63,8 +64,6 @@ class FormatValidator(BaseModel):
                     return False, f"JSON fails the schema: {first.message[:80]}"
             return True, ""
         if self.kind == "labels":
-            from edgepick.evaluate.scorers.labels import find_label
-
             if find_label(text, {lb: [lb] for lb in self.labels or []}) is None:
                 return False, "none of the labels in the answer"
             return True, ""

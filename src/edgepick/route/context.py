@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
+from edgepick.backends.llama_server_client import apply_template, root_of, tokenize
 from edgepick.errors import EdgepickError
 from edgepick.units import whole_pct
 
@@ -262,19 +263,13 @@ class ServerTokenizer:
                  headers: dict[str, str] | None = None) -> None:
         import httpx
 
-        from edgepick.backends.llama_server_client import root_of
-
         self.root = root_of(root)
         self._client = httpx.Client(base_url=self.root, timeout=timeout_s, headers=headers)
 
     def count_text(self, text: str) -> int:
-        from edgepick.backends.llama_server_client import tokenize
-
         return len(tokenize(self._client, text, add_special=False))
 
     def count_messages(self, messages: list[dict]) -> int:
-        from edgepick.backends.llama_server_client import apply_template, tokenize
-
         return len(tokenize(self._client, apply_template(self._client, messages)))
 
     def close(self) -> None:

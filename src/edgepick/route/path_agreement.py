@@ -9,6 +9,9 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from edgepick.evaluate.intervals import wilson
+from edgepick.evaluate.scorers.extraction import find_json_object, flatten
+from edgepick.evaluate.scorers.labels import find_label, yes_no_label
+from edgepick.evaluate.scorers.numeric import parse_number
 from edgepick.evaluate.text import has_cjk
 
 ALERT_ABOVE = 0.05  # seed 003 §8.3: 格式不一致率超过 5%
@@ -35,8 +38,6 @@ class ConsistencyReport(BaseModel):
 
 
 def _json_shape(obj) -> str:
-    from edgepick.evaluate.scorers.extraction import flatten
-
     kinds = {bool: "bool", int: "number", float: "number", str: "string", type(None): "null"}
     return ",".join(f"{k}:{kinds.get(type(v), 'list')}" for k, v in sorted(flatten(obj).items()))
 
@@ -45,22 +46,15 @@ def _key(item, text: str) -> tuple[str, str]:
     """(the check, what this answer says under it)."""
     task = item.task
     if task in ("classification", "yes_no"):
-        from edgepick.evaluate.scorers.labels import find_label, yes_no_label
-
         label = yes_no_label(text) if task == "yes_no" else \
             find_label(text, {lb: [lb] for lb in item.labels or []})
         return "label", str(label)
     if task == "extraction":
-        from edgepick.evaluate.scorers.extraction import find_json_object
-
         obj, _ = find_json_object(text)
         return "json_shape", "no JSON" if obj is None else _json_shape(obj)
     if task == "math":
-        from edgepick.evaluate.scorers.numeric import parse_number
-
         num = parse_number(text)
         return "number", "none" if num is None else f"{num:.6g}"
-    from edgepick.evaluate.scorers.extraction import find_json_object
 
     stripped = text.strip()
     shape = ["empty" if not stripped else "text", "cjk" if has_cjk(stripped) else "latin",

@@ -15,15 +15,19 @@ import json
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from edgepick.backends import get_backend
 from edgepick.errors import EdgepickError
+from edgepick.evaluate.eval_result import score_outputs
 from edgepick.progress import ProgressEvent, Tick
 from edgepick.evaluate.items import EvalItem
 from edgepick.evaluate.gap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from edgepick.evaluate.outputs import DEFAULT_MAX_TOKENS, OUTPUT_KIND, budget, output_key
 from edgepick.records.candidate import Candidate, RuntimeSettings
 from edgepick.records.model_ref import ModelRef
+from edgepick.route import tiers
 from edgepick.route.confidence import ConfidenceSettings, confidence
 from edgepick.route.path_agreement import ConsistencyReport, consistency
-from edgepick.route.router_model import RouterModelResult
+from edgepick.route.router_model import RouterModelResult, accuracy, router_items
 from edgepick.route.tiers import TierResult
 from edgepick.route.curve import (DEFAULT_SHARES, Calibration, Comparison, CurvePoint,
                                   calibrate_quality, calibrate_share, cascade_curve, comparisons,
@@ -100,9 +104,6 @@ def collect(ref: ModelRef, items: list[EvalItem], store: ResultStore, settings: 
             logprobs: bool, progress: Tick | None = None) -> tuple[list[dict], int]:
     """One output per item (text, finish reason, token log-probabilities when asked), from the
     store when there, else generated greedily and stored; and how many were generated now."""
-    from edgepick.backends import get_backend
-    from edgepick.evaluate.outputs import DEFAULT_MAX_TOKENS, OUTPUT_KIND, budget, output_key
-
     cand = _candidate(ref, settings)
     ckey = content_key(cand)
     keys = [output_key(ckey, it, budget(it, DEFAULT_MAX_TOKENS), settings.seed) for it in items]
@@ -150,8 +151,6 @@ def _tiered(req: RouteEvalRequest, edge_out: list[dict], tier_outs: list[list[di
     """The N-tier cascade: the edge, the further tiers, the cloud (route/tiers.py)."""
     if not req.tiers:
         return None
-    from edgepick.evaluate.eval_result import score_outputs
-    from edgepick.route import tiers
 
     outs = [edge_out, *tier_outs]
     scores = [[o.score for o in score_outputs(req.items, out)[0]] for out in outs]
@@ -166,8 +165,6 @@ def analyse(req: RouteEvalRequest, edge_out: list[dict], cloud_out: list[dict],
             ) -> RouteEvalResult:
     """Everything but inference: scores, curve, calibration, comparisons, consistency, and
     with further edge tiers (`tier_outs`, in req.tiers' order) the N-tier cascade."""
-    from edgepick.evaluate.eval_result import score_outputs
-
     items = req.items
     e_outcomes, _ = score_outputs(items, edge_out)
     c_outcomes, _ = score_outputs(items, cloud_out)
@@ -242,8 +239,6 @@ def run(req: RouteEvalRequest, store: ResultStore, progress: Tick | None = None)
                                                     False, progress)
     res = analyse(req, edge_out, cloud_out, generated, tier_outs)
     if req.router_model is not None:
-        from edgepick.route.router_model import accuracy, router_items
-
         asked, n = collect(req.router_model, router_items(req.items), store, req.settings,
                            False, progress)
         res.generated[req.router_model.label] = res.generated.get(req.router_model.label, 0) + n

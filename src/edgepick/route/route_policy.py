@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from edgepick.errors import InputError, input_error
 from edgepick.records.deploy import CloudEndpoint
 from edgepick.route.confidence import ConfidenceSettings, FormatValidator
+from edgepick.yaml_input import read_yaml_mapping
 
 Mode = Literal["edge_first", "cloud_first", "by_task", "cascade"]
 MODES = ("edge_first", "cloud_first", "by_task", "cascade")
@@ -96,8 +97,6 @@ class RoutePolicy(_Strict):
 
 def load_policy(path: str | Path) -> RoutePolicy:
     """The `route:` section of a policy file (a missing section is the default policy)."""
-    from edgepick.yaml_input import read_yaml_mapping
-
     data = read_yaml_mapping(path, "expected a mapping with 'route:' and/or 'swap:' sections")
     return policy_from(data.get("route") or {}, path)
 

@@ -17,18 +17,20 @@ import logging
 from typing import AsyncIterator, Callable
 
 from edgepick.backends import llama_server_client as lsc
+from edgepick.errors import EdgepickError
 from edgepick.records.deploy import DeployConfig
 from edgepick.route.answers import answer_logprobs, answer_text, ask_logprobs, strip_logprobs
 from edgepick.route.cloud import CloudClient, CloudError
 from edgepick.route.confidence import confidence
 from edgepick.route.route_plan import (Plan, all_failed, as_client_wants, route_label,
                                       short_reason, why_failed)
-from edgepick.route.route_policy import Latches, Rule, RoutePolicy
+from edgepick.route.route_policy import Latches, RoutePolicy, Rule, policy_from
 from edgepick.route.serve_context import ContextFitter
 from edgepick.route.probes import DeviceSignals, NetworkProbe
+from edgepick.route.team_cascade import TeamCascade
 from edgepick.serve.forced_routes import FORCE_HEADER
-from edgepick.serve.router_api import (BadRequest, EngineUnavailable, Routed, RouteRequest,
-                                       ServedResponse, ServeError, declared_task)
+from edgepick.serve.router_api import (BadRequest, EdgeOnlyRouter, EngineUnavailable, Routed,
+                                       RouteRequest, ServedResponse, ServeError, declared_task)
 
 log = logging.getLogger("edgepick.route")
 
@@ -39,9 +41,6 @@ def from_section(section: dict | None, deploy: DeployConfig | None = None):
     deploy.yaml. The edge/cloud defaults live here: the deploy's cloud endpoint when the section
     names none, and a hybrid decision's per-task routes (`by_task`) when the section sets no
     mode. No section and nothing routed to a cloud: everything on the edge."""
-    from edgepick.route.route_policy import policy_from
-    from edgepick.serve.router_api import EdgeOnlyRouter
-
     cloud_tasks = [r.task for r in (deploy.routes if deploy else []) if r.route == "cloud"]
     if section is None and not cloud_tasks and deploy is not None and deploy.is_team \
             and deploy.cascades:  # the team's cascades run, and nothing else escalates
@@ -84,7 +83,6 @@ class EdgeCloudRouter:
         self.latches = Latches()
         self.context = ContextFitter(policy.context_budget_share)
         self.classifier = _load_classifier(policy.task_classifier)
-        from edgepick.route.team_cascade import TeamCascade  # it reads this module's helpers
 
         self.tiers = TeamCascade(self)  # a team deploy's cascades over its members
 
@@ -330,7 +328,6 @@ def _load_classifier(spec: str | None) -> Callable[[dict], str | None] | None:
     """A user's task classifier, `module:function`, called with the request body."""
     if not spec:
         return None
-    from edgepick.errors import EdgepickError
 
     mod, _, fn = spec.partition(":")
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from edgepick.evaluate.eval_result import score_outputs
 from edgepick.evaluate.items import EvalItem
 from edgepick.stats import wilson
 
@@ -48,8 +49,6 @@ def router_items(items: list[EvalItem]) -> list[EvalItem]:
 
 
 def accuracy(model: str, items: list[EvalItem], outputs: list[dict]) -> RouterModelResult:
-    from edgepick.evaluate.eval_result import score_outputs
-
     asked = router_items(items)
     outcomes, _ = score_outputs(asked, outputs)
     per: dict[str, list[int]] = {}

@@ -21,7 +21,8 @@ from typing import Any
 import httpx
 
 from edgepick.backends import llama_server_client as lsc
-from edgepick.serve.router_api import DeadlineExceeded, EngineUnavailable, UpstreamError
+from edgepick.serve.router_api import (DeadlineExceeded, EngineUnavailable, ServedResponse,
+                                       UpstreamError)
 
 
 class _Choice:
@@ -176,8 +177,6 @@ def replay(answer: dict, kind: str) -> list[bytes]:
 
 def replayed(answer: dict, kind: str, headers: dict, queue_wait_s: float):
     """`replay` as a streaming ServedResponse."""
-    from edgepick.serve.router_api import ServedResponse
-
     data = replay(answer, kind)
 
     async def chunks():

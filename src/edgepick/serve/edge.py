@@ -39,7 +39,7 @@ from edgepick.serve.forwarded import engine_payload
 from edgepick.serve.metrics import ServeMetrics
 from edgepick.serve.request_checks import as_request
 from edgepick.serve.request_models import OpenAIRequest, value
-from edgepick.serve.scoring import EchoLimits
+from edgepick.serve.scoring import EchoLimits, score_request
 from edgepick.serve.engine_queries import EngineQueries
 from edgepick.serve.supervisor import Supervised
 from edgepick.serve.tool_choice import forced_functions, forward_forced
@@ -188,8 +188,6 @@ class EdgePool(Supervised, EngineQueries):
     async def forward(self, kind: Kind, body: OpenAIRequest | dict, stream: bool, deadline: float,
                       forced: bool = True) -> ServedResponse:
         if kind == "completion" and value(body, "echo"):
-            from edgepick.serve.scoring import score_request
-
             return await score_request(self, body, stream, deadline)
         self._refuse_unless_ready()
         request = as_request(kind, body)

@@ -25,7 +25,7 @@ import psutil
 from edgepick.backends import llama_server_client as lsc
 from edgepick.errors import EdgepickError
 from edgepick.launch.process import AsyncChild, free_port
-from edgepick.llama_tools import repack_unsafe
+from edgepick.llama_tools import repack_unsafe, tool_path
 from edgepick.serve.engine_process import EngineSpec
 
 log = logging.getLogger("edgepick.serve")
@@ -133,8 +133,6 @@ class LlamaServer:
         return self.proc.pid if self.proc else None
 
     async def start(self, timeout_s: float = 120.0) -> None:
-        from edgepick.llama_tools import tool_path
-
         exe = tool_path("llama-server")
         self.port = free_port()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)

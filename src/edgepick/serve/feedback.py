@@ -24,6 +24,9 @@ from pydantic import ValidationError
 from edgepick.errors import first_problem
 from edgepick.serve.history import AGE_HEADER, MetricsHistory
 from edgepick.serve.openapi_doc import describe
+from edgepick.serve.policy_file import ServePolicy
+from edgepick.serve.references import sampler_for
+from edgepick.serve.request_checks import check_json_type, check_key
 from edgepick.serve.request_models import FeedbackBody
 from edgepick.serve.router_api import BadRequest
 
@@ -95,16 +98,12 @@ def configure_sampler(state: LoopState) -> None:
     and its cloud (serve/references.py); a sampler handed to the state already is kept."""
     if state.sampler.metrics is not None:
         return
-    from edgepick.serve.policy_file import ServePolicy
-    from edgepick.serve.references import sampler_for
 
     policy = ServePolicy.load(state.settings.policy)
     state.sampler = sampler_for(state.settings, policy, state.deploy, state.metrics)
 
 
 def loop_router(state: LoopState) -> APIRouter:
-    from edgepick.serve.request_checks import check_json_type, check_key
-
     configure_sampler(state)
     router = APIRouter()
     book = FeedbackBook()

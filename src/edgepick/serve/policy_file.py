@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from edgepick.serve.admission import ResourcePolicy
 from edgepick.serve.signals import Signals
+from edgepick.yaml_input import read_yaml_mapping, validate_input
 
 log = logging.getLogger("edgepick.serve")
 KNOWN_SECTIONS = ("resources", "swap", "route")
@@ -116,7 +117,6 @@ class ServePolicy(BaseModel):
     def load(cls, path: str | Path | None) -> "ServePolicy":
         if path is None:
             return cls()
-        from edgepick.yaml_input import read_yaml_mapping, validate_input
 
         data = read_yaml_mapping(path, "expected a mapping with resources:, swap: or route:")
         extra = {k: v for k, v in data.items() if k not in KNOWN_SECTIONS}

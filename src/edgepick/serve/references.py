@@ -21,8 +21,11 @@ from typing import Any
 
 import httpx
 
+from edgepick.errors import InputError
 from edgepick.evaluate.items import EvalItem
-from edgepick.serve.sampling import ReferencePolicy, Sampler
+from edgepick.records.model_ref import parse_endpoint
+from edgepick.serve.sampling import ReferencePolicy, Sampler, SamplingPolicy
+from edgepick.yaml_input import validate_input
 
 log = logging.getLogger("edgepick.serve")
 PATHS = {"chat": "/chat/completions", "completion": "/completions"}
@@ -166,8 +169,6 @@ def cloud_for(settings: Any, policy: Any, deploy: Any) -> CloudTarget | None:
     if deploy is not None and getattr(deploy, "network", "online") == "offline":
         return None
     if getattr(settings, "cloud", None):
-        from edgepick.records.model_ref import parse_endpoint
-
         url, model = parse_endpoint(settings.cloud)
         return CloudTarget(url, model)
     if deploy is not None and deploy.cloud is not None:
@@ -184,11 +185,6 @@ def sampler_for(settings: Any, policy: Any, deploy: Any, metrics: Any) -> Sample
     """The sampler serve runs: the policy file's `sampling:` section (validated here, errors
     naming the file), deploy.yaml's edge-only tasks, and a cloud reference taker when a cloud
     is configured and the sampled items are written."""
-    from edgepick.serve.sampling import SamplingPolicy
-    from edgepick.yaml_input import validate_input
-
-    from edgepick.errors import InputError
-
     section = (getattr(policy, "extra", None) or {}).get("sampling")
     try:
         sp = SamplingPolicy() if section is None else validate_input(

@@ -27,6 +27,10 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, AsyncContextManager, Protocol
 
+from edgepick.backends import LoadOptions, get_backend
+from edgepick.backends.base import LOGITS, VOCABULARY
+from edgepick.records.candidate import Candidate, RuntimeSettings
+from edgepick.records.model_ref import ModelRef
 from edgepick.serve.admission import Admission
 from edgepick.serve.collect import replayed
 from edgepick.serve.request_checks import as_request
@@ -85,11 +89,6 @@ class PromptScorer:
         self.prompt_s = 0.5 * self.prompt_s + 0.5 * seconds
 
     def _load(self):
-        from edgepick.backends import LoadOptions, get_backend
-        from edgepick.backends.base import LOGITS, VOCABULARY
-        from edgepick.records.candidate import Candidate, RuntimeSettings
-        from edgepick.records.model_ref import ModelRef
-
         ref = ModelRef.of(self.path)
         backend = get_backend(ref.backend)
         backend.require(LOGITS, "echo with logprobs scores the prompt in process")

@@ -7,10 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from edgepick.errors import EdgepickError, InputError, first_problem
 from edgepick.units import parse_size
+from edgepick.yaml_input import read_yaml_mapping
 
 
 class ServeSettings(BaseSettings):
@@ -103,10 +105,6 @@ class ServeSettings(BaseSettings):
     @classmethod
     def load(cls, config: str | Path | None = None, **flags: Any) -> "ServeSettings":
         """Flags given (not None) override the environment, which overrides the file."""
-        from pydantic import ValidationError
-
-        from edgepick.errors import EdgepickError, InputError, first_problem
-
         _YamlSource.path = Path(config) if config else None
         try:
             return cls(**{k: v for k, v in flags.items() if v is not None})
@@ -129,8 +127,6 @@ class _YamlSource(PydanticBaseSettingsSource):
     def __call__(self) -> dict[str, Any]:
         if self.path is None:
             return {}
-        from edgepick.errors import InputError
-        from edgepick.yaml_input import read_yaml_mapping
 
         data = read_yaml_mapping(self.path, "expected a mapping of serve settings")
         data = {str(k).replace("-", "_"): v for k, v in data.items()}

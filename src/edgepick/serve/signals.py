@@ -9,6 +9,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from edgepick.power.battery import has_supplies, on_ac, percent
+from edgepick.power.thermal import hottest, read_all, sensor_files
+from edgepick.yaml_input import read_yaml_mapping, validate_input
+
 PSI_MEMORY = Path("/proc/pressure/memory")
 
 
@@ -32,9 +36,6 @@ def read_os(root: Path = Path("/")) -> Signals:
     """Battery and temperature through edgepick.power (its on-AC rule: mains, USB, USB-C, USB-PD
     and wireless supplies, or a charging battery; every thermal zone and hwmon sensor), and
     the kernel's memory pressure."""
-    from edgepick.power.battery import has_supplies, on_ac, percent
-    from edgepick.power.thermal import hottest, read_all, sensor_files
-
     hot = hottest(read_all(sensor_files(root)))
     return Signals(battery_percent=percent(root),
                    on_ac=on_ac(root) is not None if has_supplies(root) else None,
@@ -54,8 +55,6 @@ def memory_pressure(path: Path = PSI_MEMORY) -> float | None:
 
 def read_file(path: str | Path) -> Signals:
     """A mapping with any of battery_percent, on_ac, temperature_c, memory_pressure."""
-    from edgepick.yaml_input import read_yaml_mapping, validate_input
-
     return validate_input(Signals, read_yaml_mapping(path, "expected a mapping of signals"), path)
 
 

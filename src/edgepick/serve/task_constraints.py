@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from edgepick.backends.llama_cpp_grammar import request_fields
 from edgepick.serve.router_api import RouteRequest
 
 log = logging.getLogger("edgepick.serve")
@@ -20,8 +21,6 @@ CLIENT_FIELDS = ("response_format", "json_schema", "grammar", "tools")
 
 class TaskConstraints:
     def __init__(self, deploy: Any = None) -> None:
-        from edgepick.backends.llama_cpp_grammar import request_fields
-
         # each task's body fields, built once (a label set's grammar too); a task routed to the
         # cloud was not measured under it on the device
         self.fields: dict[str, dict] = {

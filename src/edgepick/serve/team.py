@@ -20,6 +20,7 @@ from typing import Any
 
 from prometheus_client import Counter, Gauge, Histogram
 
+from edgepick.errors import EdgepickError
 from edgepick.records.team import DEFAULT_EDGE, EdgeModel, memory_plan
 from edgepick.serve.edge import EdgePool
 from edgepick.serve.engine_process import EngineSpec
@@ -57,8 +58,6 @@ def check_budget(members: list[Member], budget: int | None) -> None:
     cannot fit (the memory plan of records/team.py, estimated needs filled in)."""
     fit = memory_plan([m.as_edge_model(file_need(m)) for m in members], budget)
     if fit.fits is False:
-        from edgepick.errors import EdgepickError
-
         raise EdgepickError(f"memory budget: {fit.line()}")
 
 

@@ -10,9 +10,11 @@ better, as after a fine-tune that moved a few rows).
 
 from __future__ import annotations
 
+import lzma
 import os
 import zlib
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Iterator
 
@@ -141,8 +143,6 @@ ELEMENT = {"F16": 2, "BF16": 2, "F32": 4}
 
 
 def _meta_codec(data: bytes) -> Codec:
-    import lzma
-
     return "lzma" if len(lzma.compress(data, preset=6)) < PAYS * len(data) else "raw"
 
 
@@ -205,8 +205,6 @@ def _tensor_blob(writer: PackageWriter, p: _Lit, fh, oh) -> Segment:
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("edgepick")
     except PackageNotFoundError:

@@ -17,6 +17,7 @@ from typing import Iterable
 from pydantic import BaseModel, ConfigDict
 
 from edgepick.errors import EdgepickError
+from edgepick.models.gguf_info import read_gguf
 
 MANIFEST_FORMAT = "edgepick-gguf-manifest"
 MANIFEST_VERSION = 1
@@ -81,8 +82,6 @@ class Layout:
 
 
 def read_layout(path: str | Path) -> Layout:
-    from edgepick.models.gguf_info import read_gguf
-
     reader = read_gguf(path)
     size = Path(path).stat().st_size
     kv = []

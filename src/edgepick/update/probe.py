@@ -12,8 +12,13 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from edgepick.backends import get_backend
 from edgepick.errors import EdgepickError
+from edgepick.evaluate.eval_sets import DataSpec, load_sets
+from edgepick.evaluate.fidelity import bundled_text, fidelity
+from edgepick.evaluate.scorers import get_scorer
 from edgepick.progress import ProgressEvent, Tick
+from edgepick.records.candidate import Candidate, RuntimeSettings
 from edgepick.records.model_ref import DEFAULT_ENGINE, ModelRef
 from edgepick.records.update import ProbeCheck, ProbeResult, UpdatePolicy
 
@@ -21,10 +26,6 @@ from edgepick.records.update import ProbeCheck, ProbeResult, UpdatePolicy
 def _format_errors(path: str, items: list, policy: UpdatePolicy, threads: int) -> int:
     """How many of the items the model at `path` answers without the form their task needs
     (greedy, `policy.max_tokens` tokens each)."""
-    from edgepick.backends import get_backend
-    from edgepick.evaluate.scorers import get_scorer
-    from edgepick.records.candidate import Candidate, RuntimeSettings
-
     backend = get_backend(DEFAULT_ENGINE)
     backend.load(Candidate(ref=ModelRef.file(path),
                            settings=RuntimeSettings(threads=threads, n_ctx=1024)))
@@ -39,8 +40,6 @@ def _format_errors(path: str, items: list, policy: UpdatePolicy, threads: int) -
 
 
 def _items(policy: UpdatePolicy) -> list:
-    from edgepick.evaluate.eval_sets import DataSpec, load_sets
-
     if not policy.items or not policy.n_items:
         return []
     loaded = load_sets([DataSpec(set=policy.items, limit=policy.n_items)])
@@ -51,8 +50,6 @@ def probe(new: str | Path, against: str | Path, policy: UpdatePolicy | None = No
           against_label: str = "", format_checks: bool = False, threads: int = 2,
           progress: Tick | None = None) -> ProbeResult:
     """Measure `new` against `against`; `passed` says whether every check held."""
-    from edgepick.evaluate.fidelity import bundled_text, fidelity
-
     policy = policy or UpdatePolicy()
     started = time.monotonic()
     label = against_label or str(against)
