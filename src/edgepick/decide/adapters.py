@@ -16,14 +16,18 @@ from __future__ import annotations
 
 from typing import Callable, TypeVar
 
+import numpy as np
 from pydantic import BaseModel, ValidationError
 
+from edgepick.decide.power_figures import read_bench_energy
+from edgepick.evaluate.intervals import per_item_rate, wilson
 from edgepick.records.bench import BenchResult, MetricStats
+from edgepick.records.candidate import RuntimeSettings
 from edgepick.records.decision import (CandidateSummary, CurvePoint, Figure, LengthPoint,
                                        TaskQuality)
 from edgepick.records.evaluation import CandidateEval, EvalResult, GroupGap, Rate
 from edgepick.records.fidelity import StoredFidelity
-from edgepick.records.fit import StoredFit
+from edgepick.records.fit import StoredFit, decode_tps_at
 from edgepick.records.quantize import QuantizedFile
 
 Get = Callable[..., CandidateSummary | None]
@@ -62,7 +66,6 @@ def rate_figure(r: Rate | dict | None, value: float | None = None,
                       method="wilson")
     if value is None or not n:
         return None
-    from edgepick.evaluate.intervals import wilson
 
     count = round(float(value) * n)
     lo, hi = wilson(count, n)
@@ -142,7 +145,6 @@ def output_lengths(ce: CandidateEval | dict, task: str | None) -> dict[str, floa
     toks = sorted(o.generated_tokens for o in outs if o.finish_reason != "error")
     if not toks:
         return {}
-    import numpy as np
 
     return {"output_tokens_p50": float(np.percentile(toks, 50)),
             "output_tokens_p95": float(np.percentile(toks, 95))}
@@ -154,8 +156,6 @@ def _format_figure(ce: CandidateEval | dict, task: str | None) -> Figure | None:
     items = [o for o in typed(CandidateEval, ce).items if task is None or o.task == task]
     k = max((len(o.samples) for o in items), default=0)
     if k > 1:
-        from edgepick.evaluate.intervals import per_item_rate
-
         shares = [float(o.shares.get("format_ok", o.format_ok)) for o in items]
         p, lo, hi = per_item_rate(shares, k)
         return Figure(value=p, low=lo, high=hi, n=len(items), count=round(p * len(items)),
@@ -163,7 +163,6 @@ def _format_figure(ce: CandidateEval | dict, task: str | None) -> Figure | None:
     flags = [o.format_ok for o in items]
     if not flags:
         return None
-    from edgepick.evaluate.intervals import wilson
 
     lo, hi = wilson(sum(flags), len(flags))
     return Figure(value=sum(flags) / len(flags), low=lo, high=hi, n=len(flags),
@@ -186,13 +185,10 @@ def bench_adapter(payload: BenchResult | dict, get: Get) -> None:
     if s is None:
         return
     if variant and len(s.settings or {}) < 2:  # its settings, even without an eval
-        from edgepick.records.candidate import RuntimeSettings
-
         s.settings = {k: v for k, v in r.settings.items() if k in RuntimeSettings.model_fields}
     if r.status != "ok":
         s.bench_error = str(r.error or r.status)
         return
-    from edgepick.decide.power_figures import read_bench_energy
 
     read_bench_energy(r, s)  # energy, throttling, memory growth, contention
     m = r.metrics
@@ -320,7 +316,6 @@ def align_prediction(s: CandidateSummary) -> None:
     bench, fit = s.bench_decode_conditions, s.predicted_decode_conditions
     if not bench or not s.predicted_decode_curve:
         return
-    from edgepick.records.fit import decode_tps_at
 
     same = all(fit.get(k) in (None, bench.get(k)) for k in ("threads", "n_ubatch"))
     s.predicted_decode_tps = (round(decode_tps_at(s.predicted_decode_curve, bench["fill"]), 2)

@@ -9,6 +9,9 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
+from pydantic import ValidationError
+
+from edgepick.decide.hybrid import edge_latency, task_mix
 from edgepick.decide.scenarios import Scenario
 from edgepick.errors import EdgepickError
 from edgepick.records.candidate import RuntimeSettings
@@ -16,6 +19,7 @@ from edgepick.records.decision import CandidateSummary, Decision
 from edgepick.records.deploy import (TEAM_SCHEMA_VERSION, Baseline, CloudEndpoint, DeployConfig,
                                      DeployModel, Sampling, TaskConstraint, TaskRoute)
 from edgepick.records.team import EdgeModel, MemoryPlan
+from edgepick.store.identity import file_sha256
 
 
 def _cloud(s: CandidateSummary) -> CloudEndpoint | None:
@@ -33,7 +37,6 @@ def _routes(d: Decision, s: CandidateSummary, sc: Scenario) -> list[TaskRoute]:
         return list(d.hybrid.routes)
     if d.team is not None:
         return list(d.team.routes)
-    from edgepick.decide.hybrid import edge_latency, task_mix
 
     mix, _ = task_mix(s, sc)
     out = []
@@ -90,7 +93,6 @@ def build_deploy(d: Decision, summaries: list[CandidateSummary], sc: Scenario, *
 
 def _model(s: CandidateSummary) -> DeployModel:
     is_file = "://" not in s.model and os.path.isfile(s.model)
-    from edgepick.store.identity import file_sha256
 
     return DeployModel(name=s.candidate, path=os.path.realpath(s.model) if is_file else s.model,
                        sha256=file_sha256(s.model) if is_file else "", quant=s.quant,
@@ -107,7 +109,6 @@ def _constraints(s: CandidateSummary, settings: RuntimeSettings) -> dict[str, Ta
     the same constraint. A free candidate's deploy has none."""
     if settings.constrain != "grammar":
         return {}
-    from pydantic import ValidationError
 
     out = {}
     for task, c in sorted(s.constraints.items()):

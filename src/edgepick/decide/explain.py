@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from edgepick.decide.closest import best_value, binding_constraints
 from edgepick.decide.gates import constraint_of, gate_text, measured_memory
+from edgepick.decide.hybrid import routable
 from edgepick.decide.scenarios import Scenario
 from edgepick.decide.team_words import refused_line, team_lines
 from edgepick.decide.texts import (advice, constraint_advice, gate_label, gate_phrase, label,
@@ -104,7 +105,6 @@ def _hybrid_lines(d: Decision, by_name: dict[str, CandidateSummary], sc: Scenari
         why = "; ".join(f"{gate_label(g, lang)} {gate_text(g)} "
                         f"({g.verdict})" for g in bad) or t("nm", lang)
         out.append(t("task_fail", lang, t=task, why=why))
-    from edgepick.decide.hybrid import routable
 
     open_ = [gate_phrase(g, lang) for g in ranked.gates
              if g.verdict in ("undetermined", "unmeasured")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from edgepick.decide.power_figures import contended_speed
 from edgepick.gate_spec import GateSpec, gate_of, gate_table
 from edgepick.decide.scenarios import Scenario
 from edgepick.evaluate.intervals import (Z95, items_to_settle_mean, items_to_settle_rate, verdict,
@@ -264,8 +265,6 @@ def limits(sc: Scenario, budget: int | None) -> dict[str, float | None]:
 
 def candidate_gates(s: CandidateSummary, sc: Scenario, budget: int | None) -> list[Gate]:
     """One gate per constraint the scenario sets, in the gate table's order."""
-    from edgepick.decide.power_figures import contended_speed
-
     lim = limits(sc, budget)
     out = [contended_speed(make_gate(g.metric, candidate_figure(g, s, sc), lim[g.name],
                                      g.direction, gate_length(g, s, sc)), s)

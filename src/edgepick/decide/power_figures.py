@@ -12,6 +12,7 @@ A figure nobody measured stays None (unmeasured), never 0.
 
 from __future__ import annotations
 
+from edgepick.gate_spec import gate_of
 from edgepick.records.bench import BenchResult
 from edgepick.records.decision import CandidateSummary, Figure
 from edgepick.records.deploy import Gate
@@ -53,8 +54,6 @@ def read_bench_energy(r: BenchResult, s: CandidateSummary) -> None:
 def contended_speed(gate: Gate, s: CandidateSummary) -> Gate:
     """A speed gate (the table's `contended: true`: TTFT, decode, end-to-end latency, decay)
     failing on a contended measurement is undetermined, with the load named."""
-    from edgepick.gate_spec import gate_of
-
     spec = gate_of(gate.metric)
     if gate.verdict == "fail" and spec is not None and spec.contended \
             and s.contended_share is not None:

@@ -9,10 +9,19 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from edgepick.decide.decision import decide
+from edgepick.decide.deploy import build_deploy, write_deploy
+from edgepick.decide.power_figures import sustained_power_limit
 from edgepick.decide.scenarios import Scenario
+from edgepick.decide.selection import select
+from edgepick.decide.summary import build_summaries
+from edgepick.decide.wording import describe
 from edgepick.errors import EdgepickError
 from edgepick.progress import ProgressEvent, Tick, silent
 from edgepick.records.decision import DecisionRecord
+from edgepick.report import constraint_section, doctor_section, savings_section, settings_section
+from edgepick.report.route_section import append_to_report, latest_route_eval
+from edgepick.report.writer import LANGS, write_report
 
 STEPS = 5  # summaries, decision, stored record, deploy.yaml, report
 
@@ -42,10 +51,6 @@ class DecideRequest(BaseModel):
 
 def run(request: DecideRequest, store, progress: Tick = silent) -> DecisionRecord:
     """The decision over `store` for `request`, with what was written and what to say."""
-    from edgepick.decide.decision import decide
-    from edgepick.decide.selection import select
-    from edgepick.decide.summary import build_summaries
-
     req, notes = request, []
 
     def step(done: int, what: str) -> None:
@@ -63,9 +68,6 @@ def run(request: DecideRequest, store, progress: Tick = silent) -> DecisionRecor
         if s.candidate in req.failures and not s.bench_error:
             s.bench_error = req.failures[s.candidate]
     step(1, "decision")
-    from edgepick.decide.power_figures import sustained_power_limit
-
-    from edgepick.decide.wording import describe
 
     scenario = sustained_power_limit(req.scenario, req.power_budget_w, summaries)
     decision = decide(summaries, scenario, req.budget)
@@ -89,8 +91,6 @@ def run(request: DecideRequest, store, progress: Tick = silent) -> DecisionRecor
 
 def _deploy(req: DecideRequest, scenario: Scenario, decision, summaries,
             runs: dict[str, list[int]], notes: list[str]) -> tuple[Path | None, bool]:
-    from edgepick.decide.deploy import build_deploy, write_deploy
-
     if decision.recommendation is None and not req.deploy_required:
         notes.append("deploy: no deploy.yaml written, nothing can be recommended")
         return None, False
@@ -106,15 +106,10 @@ def _deploy(req: DecideRequest, scenario: Scenario, decision, summaries,
 def _report(req: DecideRequest, decision, summaries, store) -> list[Path]:
     """The report and every section the store has material for (the route evaluation's;
     tool calls and engines are inside the report itself)."""
-    from edgepick.report.route_section import append_to_report, latest_route_eval
-    from edgepick.report.writer import LANGS, write_report
-
     paths = write_report(summaries, decision, req.report, lang=req.lang, device=req.device)
-    from edgepick.report import savings_section, settings_section
 
     # a model measured under several runtime settings: seed 004 §5.4's table
     settings_section.append_to_report(req.report, summaries, decision, LANGS[req.lang])
-    from edgepick.report import constraint_section
 
     # a model run under a grammar: free and constrained side by side, with its cost in speed
     constraint_section.append_to_report(req.report, summaries, LANGS[req.lang])
@@ -125,7 +120,6 @@ def _report(req: DecideRequest, decision, summaries, store) -> list[Path]:
     routed = latest_route_eval(store)  # `edgepick route eval` into this store: its section
     if routed is not None:
         append_to_report(req.report, routed, LANGS[req.lang])
-    from edgepick.report import doctor_section
 
     found = doctor_section.latest_doctor(store, [s.model for s in summaries])
     if found is not None:  # `edgepick doctor` on one of these files: its causes

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from typing import Iterable
 
+from edgepick.convert.facts import folder_facts
 from edgepick.decide import adapters
 from edgepick.decide.selection import (VARIANT_SEP, Selection, candidate_key, model_key,
                                        select, split_key)
@@ -22,8 +23,6 @@ from edgepick.store import ResultStore
 def _file_facts(s: CandidateSummary) -> None:
     """Params, quant and exact weights bytes from the GGUF header (no weights are loaded)."""
     if "://" not in s.model and os.path.isdir(s.model):  # an engine folder (docs/engines.md)
-        from edgepick.convert.facts import folder_facts
-
         return folder_facts(s)
     if "://" in s.model or not os.path.isfile(s.model):
         return

@@ -3,7 +3,11 @@ report can state the same explanation in either language; the strings are in dat
 
 from __future__ import annotations
 
+from edgepick.decide.gates import constraint_of, gate_text, ruled_out_before_eval
+from edgepick.evaluate.seq_gates import eval_metrics
+from edgepick.gate_spec import gate_table
 from edgepick.records.decision import Violation
+from edgepick.records.deploy import Gate
 from edgepick.strings import catalog, entry, in_lang, say
 from edgepick.units import whole_pct
 
@@ -15,16 +19,12 @@ def t(key: str, lang: str = "en", **kw: object) -> str:
 
 def label(key: str, lang: str = "en") -> str:
     """A gate's own label (the gate table), else the catalog's `labels`."""
-    from edgepick.gate_spec import gate_table
-
     g = gate_table().get(key)
     return g.text(lang) if g else say("labels", key, lang)
 
 
 def gate_label(g, lang: str = "en") -> str:
     """A gate's name with the prompt length its figure was read at ("TTFT P99 at 3000 tokens")."""
-    from edgepick.decide.gates import constraint_of
-
     name = label(constraint_of(g.metric), lang)
     return name + (t("at_len", lang, n=g.at_tokens) if g.at_tokens else "")
 
@@ -34,8 +34,6 @@ def advice(task: str, lang: str = "en") -> str:
 
 
 def constraint_advice(constraint: str, lang: str = "en") -> str:
-    from edgepick.gate_spec import gate_table
-
     g = gate_table().get(constraint)
     e = (g.advice if g else None) or entry("constraint_advice", constraint)
     return in_lang(e or catalog()["default_advice"], lang)
@@ -62,9 +60,6 @@ def unchecked_text(constraint: str, lang: str = "en") -> str:
 
 def gate_phrase(g, lang: str) -> str:
     """An undetermined or unmeasured gate in a sentence, with the items that would settle it."""
-    from edgepick.decide.gates import constraint_of, gate_text
-    from edgepick.records.deploy import Gate
-
     m = gate_label(g, lang)
     if g.verdict == "unmeasured":
         return t("unmeasured", lang, m=m)
@@ -79,9 +74,6 @@ def evaluation_text(ranked, lang: str = "en") -> list[str]:
     """Why the candidate's quality was or was not evaluated, where a bench gate decided it: not,
     when it fails a gate no routing avoids (gates.ruled_out_before_eval, the rule sequential
     evaluation skips on); yes, when its speed gates failed only on contended measurements."""
-    from edgepick.decide.gates import ruled_out_before_eval
-    from edgepick.evaluate.seq_gates import eval_metrics
-
     in_looks = eval_metrics()
     measured = any(g.verdict != "unmeasured" for g in ranked.gates if g.metric in in_looks) \
         or any(ranked.task_gates.values())

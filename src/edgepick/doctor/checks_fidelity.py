@@ -6,14 +6,29 @@ between two builds (conversion; seed 000 §5.4, seed 003 §8.3)."""
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from edgepick.assets import bundled
 from edgepick.doctor.checks import Skip, finding
+from edgepick.doctor.checks_file import _render_error, _template_and_vocab, _with_template
 from edgepick.doctor.finding import Evidence, Fix
+from edgepick.doctor.workdir import work_dir
 from edgepick.errors import EdgepickError
+from edgepick.evaluate.consistency import consistency
+from edgepick.evaluate.fidelity import bundled_text, read_text
+from edgepick.evaluate.fidelity_stage import FidelityRequest, run
+from edgepick.evaluate.fidelity_stats import Accumulator, compare_rows, reference_rows
+from edgepick.models.gguf_fast_reader import fast_reader
+from edgepick.models.spec import spec_of
+from edgepick.quantize.ladder import build
+from edgepick.quantize.sensitivity import analyze
+from edgepick.records.model_ref import ModelRef
+from edgepick.store.identity import file_sha256
 
 QCTX = 256  # tokens per fidelity chunk; one chunk (127 scored positions) separates a collapse
 BISECT_CTX = 128
@@ -28,8 +43,6 @@ KV_MAX_CTX = 1024  # the long context compared, capped: prefill on a 2-core host
 def _shape(path: str) -> tuple:
     """What makes two files the same model at different precisions: architecture, shape of
     every tensor, and the token table."""
-    from edgepick.models.gguf_fast_reader import fast_reader
-
     r = fast_reader(path)
     tokens = r.fields["tokenizer.ggml.tokens"].contents()
     return (r.fields["general.architecture"].contents(),
@@ -40,9 +53,6 @@ def _shape(path: str) -> tuple:
 def _bundled_reference(path: str):
     """The bundled F16 of the same model, when the target is a build of a bundled model (its
     sources' headers are compared first; the F16 is derived only for a match)."""
-    from edgepick.assets import bundled
-    from edgepick.records.model_ref import ModelRef
-
     try:
         mine = _shape(path)
     except (EdgepickError, KeyError, ValueError, OSError):
@@ -63,7 +73,6 @@ def _reference(ctx):
     if ctx.reference is None or not ctx.reference.path:
         raise Skip("needs --reference: the F16 (or the build it was converted from), a GGUF "
                    "with the same vocabulary")
-    import os
 
     if os.path.realpath(ctx.reference.path) == os.path.realpath(ctx.target.model_path):
         raise Skip("the target is its own reference: nothing to compare")
@@ -71,10 +80,6 @@ def _reference(ctx):
 
 
 def _fidelity(ctx, cand_path: str, chunks: int = 1):
-    from edgepick.evaluate.fidelity import bundled_text
-    from edgepick.evaluate.fidelity_stage import FidelityRequest, run
-    from edgepick.records.model_ref import ModelRef
-
     req = FidelityRequest(reference=ctx.reference, candidate=ModelRef.file(cand_path),
                           text=str(bundled_text()), ctx=QCTX, max_chunks=chunks,
                           threads=ctx.threads)
@@ -87,9 +92,6 @@ def _bad(r) -> bool:
 
 def _bisect(ctx, low: str):
     """The tensor class whose lowering alone costs the most KLD (quantize/sensitivity.py)."""
-    from edgepick.evaluate.fidelity import bundled_text
-    from edgepick.quantize.sensitivity import analyze
-
     rep = analyze(ctx.reference.path, low=low, high="Q8_0", text=str(bundled_text("calibration")),
                   by="class", ctx=BISECT_CTX, chunks=1, threads=ctx.threads, store=ctx.store,
                   on_unit=lambda ev: ctx.tick(ev.done, ev.total or 0, f"bisect {ev.what}"))
@@ -97,9 +99,6 @@ def _bisect(ctx, low: str):
 
 
 def _fixed_build(ctx, ftype: str) -> tuple[str, object]:
-    from edgepick.doctor.workdir import work_dir
-    from edgepick.quantize.ladder import build
-
     src = Path(ctx.reference.path)
     dst = work_dir() / f"{src.stem}.{ftype}.gguf"
     build(str(src), dst, ftype, threads=ctx.threads)
@@ -107,9 +106,6 @@ def _fixed_build(ctx, ftype: str) -> tuple[str, object]:
 
 
 def quantization(ctx):
-    from edgepick.models.spec import spec_of
-    from edgepick.store.identity import file_sha256
-
     ref = _reference(ctx)
     r = _fidelity(ctx, ctx.target.model_path)
     cmd = shlex.join(["edgepick", "fidelity", "-m", ctx.target.model_path, "-r", ref.path,
@@ -170,9 +166,6 @@ def _kv_rows(ctx, kv: str, n: int, tokens: list[int]) -> np.ndarray:
 
 
 def _kv_compare(ctx, kv: str, n: int) -> dict:
-    from edgepick.evaluate.fidelity import bundled_text, read_text
-    from edgepick.evaluate.fidelity_stats import Accumulator, compare_rows, reference_rows
-
     def baseline() -> tuple:
         eng = ctx.engine(need_logits=True, kv_type="f16", n_ctx=n, n_batch=n,
                          n_ubatch=min(n, 512))
@@ -241,18 +234,11 @@ def kv_cache_type(ctx):
 
 # -- conversion -----------------------------------------------------------------------------
 def _renders(path: str) -> bool:
-    from edgepick.doctor.checks_file import _render_error, _template_and_vocab
-
     template = _template_and_vocab(path)[0]
     return bool(template) and _render_error(template) is None
 
 
 def conversion(ctx):
-    import tempfile
-
-    from edgepick.evaluate.consistency import consistency
-    from edgepick.records.model_ref import ModelRef
-
     ref = _reference(ctx)
     if _shape(ref.path)[2] != _shape(ctx.target.model_path)[2]:
         raise Skip("the reference has another vocabulary: another model, not another build")
@@ -283,9 +269,6 @@ def conversion(ctx):
                    "(tokenizer.* keys of its GGUF), then re-run the consistency test (seed 000 "
                    "§5.4)")
     if m["prompt_differs"]:
-        from edgepick.doctor.checks_file import _template_and_vocab, _with_template
-        from edgepick.store.identity import file_sha256
-
         fixed = _with_template(ctx, _template_and_vocab(ref.path)[0])
         fix = Fix(text=f"take the reference's chat template (doctor wrote {fixed}, this build "
                        "with it)", deploy_edit={"model.path": fixed,

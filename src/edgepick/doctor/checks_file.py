@@ -13,9 +13,18 @@ from pathlib import Path
 
 import numpy as np
 
+from edgepick.assets import bundled
+from edgepick.backends.registry import unsupported
 from edgepick.doctor.checks import Skip, finding
 from edgepick.doctor.finding import Evidence, Fix
+from edgepick.doctor.workdir import work_dir
 from edgepick.errors import EdgepickError
+from edgepick.evaluate.unacceptable import repetition_loop
+from edgepick.models.gguf_fast_reader import fast_reader
+from edgepick.models.gguf_info import read_gguf
+from edgepick.models.gguf_rewrite import rewrite_gguf
+from edgepick.models.spec import spec_of
+from edgepick.store.identity import file_sha256
 
 _FLOAT_SAMPLE = 1 << 20  # elements of each F32/F16 tensor read for NaN/Inf
 
@@ -27,9 +36,6 @@ def _inspect(path: str) -> str:
 def file_integrity(ctx):
     """Header and tensor table against the file size, NaN/Inf in float tensors, sha256 against
     deploy.yaml."""
-    from edgepick.models.gguf_info import read_gguf
-    from edgepick.store.identity import file_sha256
-
     path = ctx.target.model_path
     size = os.path.getsize(path) if os.path.isfile(path) else 0
     restore = (f"restore {path} from its source (copy or download it again) and compare "
@@ -75,9 +81,6 @@ def file_integrity(ctx):
 
 
 def engine_support(ctx):
-    from edgepick.backends.registry import unsupported
-    from edgepick.models.spec import spec_of
-
     spec = spec_of(ctx.target.model_path)
     why = unsupported(ctx.target.backend, spec)
     if not why:
@@ -101,8 +104,6 @@ _PROBE_CHAT = [{"role": "system", "content": "You are helpful."},
 
 
 def _template_and_vocab(path: str) -> tuple[str | None, str, list[str]]:
-    from edgepick.models.gguf_fast_reader import fast_reader
-
     r = fast_reader(path)
     f = r.fields.get("tokenizer.chat_template")
     template = f.contents() if f is not None else None
@@ -128,7 +129,6 @@ def _template_source(ctx, fingerprint: str) -> tuple[str, str] | None:
     paths = []
     if ctx.reference is not None and ctx.reference.path:
         paths.append(ctx.reference.path)
-    from edgepick.assets import bundled
 
     for getter in (bundled.smollm2_q4_1, bundled.gemma3_270m_q4_k_m):
         try:
@@ -148,8 +148,6 @@ def _template_source(ctx, fingerprint: str) -> tuple[str, str] | None:
 
 
 def _answers(ctx, path: str | None) -> dict:
-    from edgepick.evaluate.unacceptable import repetition_loop
-
     eng = ctx.engine(path)
     stops = loops = 0
     for p in ctx.prompts[:2]:
@@ -163,11 +161,6 @@ def _with_template(ctx, template: str) -> str:
     """The target's file with `template` written in, beside doctor's other files."""
     import gguf
 
-    from edgepick.doctor.workdir import work_dir
-    from edgepick.models.gguf_rewrite import rewrite_gguf
-
-    from edgepick.store.identity import file_sha256
-
     src = Path(ctx.target.model_path)
     tag = hashlib.sha256((file_sha256(str(src)) + template).encode()).hexdigest()[:10]
     dst = work_dir() / f"{src.stem}.{tag}.with-template.gguf"
@@ -180,8 +173,6 @@ def _with_template(ctx, template: str) -> str:
 def chat_template(ctx):
     """A template that does not render, or none in a model whose vocabulary's family ships one:
     answers with the family's template against the engine's plain-transcript fallback."""
-    from edgepick.store.identity import file_sha256
-
     template, fp, _ = _template_and_vocab(ctx.target.model_path)
     if template:
         err = _render_error(template)
@@ -226,8 +217,6 @@ def chat_template(ctx):
 def _unsourced(ctx):
     """No template and none to copy: an instruct model (by its name) whose vocabulary holds
     chat turn markers is still missing one; a base model's format is the plain transcript."""
-    from edgepick.models.gguf_fast_reader import fast_reader
-
     r = fast_reader(ctx.target.model_path)
     name = r.fields.get("general.name")
     name = str(name.contents()) if name is not None else Path(ctx.target.model_path).stem

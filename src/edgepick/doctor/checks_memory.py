@@ -8,8 +8,20 @@ from __future__ import annotations
 import importlib
 import time
 
+from edgepick.bench.need import measure_need as worker, need_bytes
+from edgepick.bench.runner import measure_config
+from edgepick.bench.sustained import memory_growth as slope_of
+from edgepick.bench.sweeps import BenchRequest, expand
+from edgepick.devices.catalog import load_device
+from edgepick.devices.probe import cpu_features
 from edgepick.doctor.checks import Skip, finding
 from edgepick.doctor.finding import Evidence, Fix
+from edgepick.errors import EdgepickError
+from edgepick.fit.planner import fit_one
+from edgepick.launch import run_isolated
+from edgepick.models.spec import spec_of
+from edgepick.monitor.live import scrape
+from edgepick.records.device import DeviceProfile
 from edgepick.units import human_bytes as format_bytes
 
 SUSTAIN_S = 12.0  # a few hundred tokens on a busy 2-core host: enough for a stable slope
@@ -17,18 +29,12 @@ MIN_CTX = 256
 
 
 def _device(ctx, budget: int):
-    from edgepick.devices.catalog import load_device
-    from edgepick.errors import EdgepickError
-    from edgepick.records.device import DeviceProfile
-
     if ctx.target.device and ctx.target.device != "local":
         try:
             return load_device(ctx.target.device)
         except EdgepickError:
             pass
     import psutil
-
-    from edgepick.devices.probe import cpu_features
 
     return DeviceProfile(name="this host", total_ram_bytes=psutil.virtual_memory().total,
                          model_budget_bytes=budget, bandwidth_gbps=10.0,
@@ -38,9 +44,6 @@ def _device(ctx, budget: int):
 def fit_need(ctx, n_ctx: int | None = None, kv_type: str | None = None,
              quant: str | None = None) -> int | None:
     """fit's predicted need (anonymous memory + file pages read) at these settings."""
-    from edgepick.fit.planner import fit_one
-    from edgepick.models.spec import spec_of
-
     s = ctx.target.settings
     est = fit_one(spec_of(ctx.target.model_path), quant, n_ctx or s.n_ctx,
                   _device(ctx, ctx.target.budget(ctx.budget_bytes).bytes),
@@ -50,17 +53,11 @@ def fit_need(ctx, n_ctx: int | None = None, kv_type: str | None = None,
 
 
 def _weights_need(ctx) -> int:
-    from edgepick.models.spec import spec_of
-
     return sum(t.n_bytes for t in spec_of(ctx.target.model_path).tensors)
 
 
 def measure_need(ctx, **changes) -> dict:
     """The need measured in a worker (bench/need.py): load, a prompt, a few tokens."""
-    from edgepick.bench.need import measure_need as worker
-    from edgepick.bench.need import need_bytes
-    from edgepick.launch import run_isolated
-
     cand = ctx.candidate(**changes)
     n_ctx = cand.settings.n_ctx
     out = run_isolated(worker, cand.model_dump(mode="json"), min(128, n_ctx // 2), 16,
@@ -169,9 +166,6 @@ def sustained(ctx) -> dict:
     """bench's sustained run of fixed-size requests, its report as stored (reused when this
     file and these settings were run before)."""
     def measure() -> dict:
-        from edgepick.bench.runner import measure_config
-        from edgepick.bench.sweeps import BenchRequest, expand
-
         cand = ctx.candidate()
         req = BenchRequest(models=[cand.ref], settings=cand.settings, prompt_lengths=[16],
                            gen_tokens=16, warmup=1, repeats=1, sustain_s=SUSTAIN_S)
@@ -194,9 +188,6 @@ LIVE_WARMUP, LIVE_REQUESTS, LIVE_TOKENS = 4, 20, 32  # a fresh server's first bu
 def _live(ctx) -> dict:
     """A running `edgepick serve`: its engine's RssAnon+VmSwap gauge (/metrics) read after each
     of a run of fixed-size requests, the slope per 1000 generated tokens (bench's fit)."""
-    from edgepick.bench.sustained import memory_growth as slope_of
-    from edgepick.monitor.live import scrape
-
     def gauge() -> float | None:
         s = scrape(ctx.target.url)
         return s.total("edgepick_engine_memory_bytes") if s.has(

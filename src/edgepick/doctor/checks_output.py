@@ -6,7 +6,14 @@ tool calls against their JSON schema through the agent's guard (tool_schema; see
 from __future__ import annotations
 
 from edgepick.doctor.checks import Skip, finding
+from edgepick.doctor.checks_memory import fit_need
 from edgepick.doctor.finding import Evidence, Fix
+from edgepick.evaluate.unacceptable import repetition_loop
+from edgepick.models.spec import spec_of
+from edgepick.route.context import BackendTokenizer, ContextBuilder, ContextOverflow
+from edgepick.toolcall.calls import tool_schemas
+from edgepick.toolcall.guard import Guard
+from edgepick.toolcall.prompting import json_call_messages
 
 TEMPERATURE_MAX = 1.0  # above this the deployed sampling is outside the seeds' range
 REPEAT_PENALTY_MAX = 1.3  # the seeds' 1.1-1.2, with room: a harsher penalty bans the answer's words
@@ -16,8 +23,6 @@ GEN_TOKENS = 32
 
 
 def _answers(ctx, sampling: dict | None) -> dict:
-    from edgepick.evaluate.unacceptable import repetition_loop
-
     eng = ctx.engine()
     lps, loops, texts = [], 0, []
     for p in ctx.prompts[:2]:
@@ -91,15 +96,11 @@ def sampling(ctx):
 
 # -- context ---------------------------------------------------------------------------------
 def _fits_memory(ctx, n_ctx: int) -> bool:
-    from edgepick.doctor.checks_memory import fit_need
-
     need = fit_need(ctx, n_ctx=n_ctx)
     return need is not None and need <= ctx.target.budget(ctx.budget_bytes).bytes
 
 
 def context_overflow(ctx):
-    from edgepick.route.context import BackendTokenizer, ContextBuilder, ContextOverflow
-
     n_ctx = ctx.target.settings.n_ctx
     answer = ctx.target.output_p95 or 64
     lengths: dict[str, int] = {}
@@ -134,7 +135,6 @@ def context_overflow(ctx):
                     pass
         ev.append(Evidence(what="over-long prompts the context builder cuts to fit "
                                 "(70% of the window)", value=fitted, baseline=len(over)))
-    from edgepick.models.spec import spec_of
 
     trained = spec_of(ctx.target.model_path).context_length or 0
     want = -(-(longest + answer) // 256) * 256
@@ -160,10 +160,6 @@ TYPE_REPAIRS = {"number_as_string", "boolean_as_string", "whole_number"}
 
 
 def tool_schema(ctx):
-    from edgepick.toolcall.calls import tool_schemas
-    from edgepick.toolcall.guard import Guard
-    from edgepick.toolcall.prompting import json_call_messages
-
     items = [p for p in ctx.prompts if p.tools]
     if not items:
         raise Skip("no prompts with tools (--prompts FILE with `tools`, optionally a recorded "

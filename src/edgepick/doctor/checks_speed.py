@@ -11,7 +11,11 @@ import time
 
 import psutil
 
+from edgepick.backends import get_backend
+from edgepick.bench.hostload import (CONTENDED_SHARE, OwnTree, describe, is_contended, load_between,
+                                     snapshot)
 from edgepick.doctor.checks import Skip, finding
+from edgepick.doctor.checks_memory import SUSTAIN_S, sustained
 from edgepick.doctor.finding import Evidence, Fix
 from edgepick.units import whole_pct
 
@@ -50,9 +54,6 @@ def _top(procs: dict[int, psutil.Process], n: int = 3) -> list[tuple[int, str, f
 def host_load(ctx):
     """Other work's share of all CPUs while the target decodes (never reused: a reading of the
     moment), with the processes behind it."""
-    from edgepick.bench.hostload import (CONTENDED_SHARE, OwnTree, describe, is_contended,
-                                         load_between, snapshot)
-
     own = OwnTree()
     me = {os.getpid()} | {c.pid for c in psutil.Process().children(recursive=True)
                           if c.pid not in own.before}
@@ -98,8 +99,6 @@ def host_load(ctx):
 
 
 def thermal_throttling(ctx):
-    from edgepick.doctor.checks_memory import SUSTAIN_S, sustained
-
     rep = sustained(ctx)
     if rep.get("error"):
         raise Skip(f"the sustained run failed: {rep['error']}")
@@ -122,8 +121,6 @@ def thermal_throttling(ctx):
 
 def cold_start(ctx):
     """A freshly loaded engine's first request against the next three, same prompt."""
-    from edgepick.backends import get_backend
-
     def measure() -> dict:
         cand = ctx.candidate()
         eng = get_backend(cand.backend)

@@ -10,11 +10,13 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from edgepick.backends import LoadOptions, get_backend
 from edgepick.doctor.prompts import Prompt
 from edgepick.doctor.target import Target
 from edgepick.progress import ProgressEvent, Tick
 from edgepick.records.candidate import Candidate, RuntimeSettings
 from edgepick.records.model_ref import ModelRef
+from edgepick.store.identity import model_identity
 
 FIGURE_KIND = "doctor_figure"  # one measured figure set of one check
 
@@ -46,8 +48,6 @@ class Ctx:
 
     # -- the store ------------------------------------------------------------------------
     def key(self, check: str, *parts: Any, changes: dict | None = None) -> str:
-        from edgepick.store.identity import model_identity
-
         model = self.target.model_path or self.target.url or self.target.text
         ident = model_identity(model) if self.target.model_path else model
         settings = self.target.settings.model_copy(update=changes or {})
@@ -80,8 +80,6 @@ class Ctx:
     def engine(self, path: str | None = None, need_logits: bool = False, **changes: Any):
         """A loaded engine for the target (or `path`) with `changes` to its settings, kept
         loaded for the next check that asks the same."""
-        from edgepick.backends import LoadOptions, get_backend
-
         cand = self.candidate(path, **changes)
         name = json.dumps([cand.model, cand.backend, cand.settings.key_dict(), need_logits],
                           sort_keys=True)

@@ -11,8 +11,12 @@ from typing import Callable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from edgepick.doctor import prompts as pr
 from edgepick.doctor.checks import Skip
+from edgepick.doctor.context import Ctx
 from edgepick.doctor.finding import SYMPTOMS, CheckRun, DoctorReport, ranked
+from edgepick.doctor.plan import BLOCKING, CHECKS, STOP_CONFIDENCE, plan
+from edgepick.doctor.target import resolve_target
 from edgepick.errors import EdgepickError, known_name
 from edgepick.progress import ProgressEvent, Tick, silent
 from edgepick.records.model_ref import ModelRef
@@ -47,10 +51,6 @@ def store_key(report: DoctorReport) -> str:
 
 
 def _context(req: DoctorRequest, store, progress: Tick):
-    from edgepick.doctor import prompts as pr
-    from edgepick.doctor.context import Ctx
-    from edgepick.doctor.target import resolve_target
-
     target = resolve_target(req.target)
     reference = req.reference
     given = pr.load(req.prompts) if req.prompts else None
@@ -63,8 +63,6 @@ def _context(req: DoctorRequest, store, progress: Tick):
 def run(req: DoctorRequest, store, progress: Tick = silent,
         on_check: Callable[[CheckRun, float], None] | None = None) -> DoctorReport:
     """Run the plan; `on_check(run, seconds_left)` after each check (the CLI prints it)."""
-    from edgepick.doctor.plan import BLOCKING, CHECKS, STOP_CONFIDENCE, plan
-
     ctx = _context(req, store, progress)
     checks = plan(req.symptom)
     if ctx.target.model_path and not req.checks:

@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from edgepick.devices.catalog import load_device
 from edgepick.errors import EdgepickError
 from edgepick.records.candidate import RuntimeSettings
 from edgepick.records.deploy import DeployConfig
@@ -59,8 +60,6 @@ class Target(BaseModel):
         if given:
             found.append(Budget(bytes=given, source="--budget"))
         if self.device and self.device != "local":
-            from edgepick.devices.catalog import load_device
-
             beside = Path(self.text).resolve().parent / self.device  # a profile next to it
             try:
                 dev = load_device(str(beside) if self.kind == "deploy" and beside.is_file()

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from edgepick.markup import html_table, md_table
 from edgepick.records.decision import CandidateSummary, Figure
+from edgepick.report.append import append_section
 from edgepick.strings import texts
 from edgepick.units import pct, pct_ci
 
@@ -76,8 +77,6 @@ def render_html(groups: dict, lang: str) -> str:
 def append_to_report(out: str | Path, summaries: list[CandidateSummary],
                      langs: list[str]) -> list[Path]:
     """The section in the report's files when a model ran under a grammar; [] otherwise."""
-    from edgepick.report.append import append_section
-
     groups = constraint_groups(summaries)
     if not groups:
         return []

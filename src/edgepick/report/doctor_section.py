@@ -11,7 +11,9 @@ from pathlib import Path
 
 from edgepick.doctor.finding import DoctorReport
 from edgepick.doctor.render import checks_table, evidence_lines, findings_table
+from edgepick.doctor.runner import KIND
 from edgepick.markup import html_table, md_table
+from edgepick.report.append import append_section
 from edgepick.strings import texts
 
 _BEGIN, _END = "<!-- edgepick-doctor -->", "<!-- /edgepick-doctor -->"
@@ -20,8 +22,6 @@ _OLD = re.compile(re.escape(_BEGIN) + ".*?" + re.escape(_END), re.S)
 
 def latest_doctor(store, models: list[str | None]) -> DoctorReport | None:
     """The newest stored doctor report of any of `models` (file paths)."""
-    from edgepick.doctor.runner import KIND
-
     wanted = {m for m in models if m}
     last = None
     for _, payload in store.items(KIND):
@@ -62,8 +62,6 @@ def render_html(rep: DoctorReport, lang: str) -> str:
 
 def append_to_report(out: str | Path, rep: DoctorReport, langs: list[str]) -> list[Path]:
     """The section in the report's files, replacing an earlier doctor section."""
-    from edgepick.report.append import append_section
-
     out = Path(out)
     for lg in langs:
         for page in (out / f"report.{lg}.md", out / f"report.{lg}.html"):

@@ -4,6 +4,7 @@ cost and pitfalls sit next to the speed and quality figures)."""
 
 from __future__ import annotations
 
+from edgepick.convert.facts import conversion_record, pitfalls_of
 from edgepick.records.decision import CandidateSummary, Decision
 from edgepick.report.tables import fig_pct
 from edgepick.units import mib
@@ -30,8 +31,6 @@ def _t(key: str, lang: str) -> str:
 def engine_table(summaries: list[CandidateSummary],
                  lang: str) -> tuple[list[str], list[list[str]]] | None:
     """One row per candidate when the candidates run on more than one engine, else None."""
-    from edgepick.convert.facts import conversion_record, pitfalls_of
-
     if len({s.backend for s in summaries}) < 2:
         return None
     nm = _t("nm", lang)

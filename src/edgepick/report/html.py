@@ -6,6 +6,7 @@ from __future__ import annotations
 from html import escape
 
 from edgepick.markup import html_table
+from edgepick.report.engines import engine_section
 from edgepick.report.i18n import tr
 from edgepick.report.markdown import scenario_lines
 from edgepick.report.model import ReportModel
@@ -67,7 +68,6 @@ def render_html(m: ReportModel, lang: str) -> str:
         body = f"<div class='chart' id='chart-{name}'>{svg}</div>" if svg \
             else f"<p class='muted'>{escape(tr('no_data', lang))}</p>"
         parts.append(f"<h3>{escape(title)}</h3>{body}")
-    from edgepick.report.engines import engine_section
 
     if (eng := engine_section(m.summaries, d, lang)):  # one model on two engines
         parts += [f"<h2>{escape(eng[0])}</h2>",

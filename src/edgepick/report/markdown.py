@@ -5,6 +5,7 @@ from __future__ import annotations
 from edgepick.markup import md_table
 from edgepick.records.decision import Decision
 from edgepick.records.decision_texts import ScenarioFacts
+from edgepick.report.engines import engine_section
 from edgepick.report.i18n import tr
 from edgepick.report.model import ReportModel
 from edgepick.report.tool_section import tool_table
@@ -53,7 +54,6 @@ def render_markdown(m: ReportModel, lang: str) -> str:
         out.append(f"![{title}](charts/{name}.svg)" if m.charts[name]["svg"]
                    else f"*{tr('no_data', lang)}*")
         out.append("")
-    from edgepick.report.engines import engine_section
 
     if (eng := engine_section(m.summaries, d, lang)):  # one model on two engines
         out += [f"## {eng[0]}", "", eng[3], "", md_table(eng[1], eng[2]), ""]

@@ -9,7 +9,11 @@ from html import escape
 from pathlib import Path
 
 from edgepick.markup import html_table, md_table
-from edgepick.route.route_eval import RouteEvalResult
+from edgepick.report.append import append_section
+from edgepick.report.charts import _svg, plt
+from edgepick.report.html import CSS
+from edgepick.route.route_eval import ROUTE_EVAL_KIND, RouteEvalResult
+from edgepick.route.tiers import PASS_ALL
 from edgepick.strings import say, texts
 from edgepick.units import pct
 
@@ -24,8 +28,6 @@ def curve_rows(res: RouteEvalResult, max_rows: int = 11) -> list[dict]:
 
 
 def curve_chart(res: RouteEvalResult) -> str:
-    from edgepick.report.charts import _svg, plt
-
     fig, ax = plt.subplots(figsize=(6.4, 3.8))
     xs = [p.cloud_share * 100 for p in res.curve]
     ax.plot(xs, [p.quality * 100 for p in res.curve], marker=".", label="cascade (edge confidence)")
@@ -94,8 +96,6 @@ def summary_lines(res: RouteEvalResult, lang: str) -> list[str]:
 
 
 def _threshold(v: float, lang: str) -> str:
-    from edgepick.route.tiers import PASS_ALL
-
     return texts("route_report", lang)["pass_all"] if v >= PASS_ALL else f"{v:.3f}"
 
 
@@ -132,8 +132,6 @@ def tier_table(tr, lang: str) -> tuple[list[str], list[list[str]]]:
 def tier_chart(tr) -> str:
     """Quality against cloud share: the best thresholds at each share (all items), random
     assignment with the same shares, and the calibrated point judged held out."""
-    from edgepick.report.charts import _svg, plt
-
     fig, ax = plt.subplots(figsize=(6.4, 3.8))
     xs = [p.shares[-1] * 100 for p in tr.front]
     ax.plot(xs, [p.quality * 100 for p in tr.front], marker=".", label="cascade over tiers")
@@ -213,7 +211,6 @@ def write_route_report(res: RouteEvalResult, out: str | Path, lang: str = "en") 
     svg, tiers_svg = _write_charts(res, out)
     md = out / f"route.{lang}.md"
     md.write_text(render_markdown(res, lang, level=1), encoding="utf-8")
-    from edgepick.report.html import CSS
 
     html = out / f"route.{lang}.html"
     title = escape(texts("route_report", lang)["title"])
@@ -225,8 +222,6 @@ def write_route_report(res: RouteEvalResult, out: str | Path, lang: str = "en") 
 
 def latest_route_eval(store) -> RouteEvalResult | None:
     """The most recent `route eval` stored in a results store, if any."""
-    from edgepick.route.route_eval import ROUTE_EVAL_KIND
-
     last = None
     for _, payload in store.items(ROUTE_EVAL_KIND):
         last = payload
@@ -238,7 +233,6 @@ def append_to_report(out: str | Path, res: RouteEvalResult, langs: list[str]) ->
     inserted before </body>), with its chart and data beside the others."""
     out = Path(out)
     svg, tiers_svg = _write_charts(res, out)
-    from edgepick.report.append import append_section
 
     return append_section(out, langs, lambda lg: render_markdown(res, lg),
                           lambda lg: render_html(res, lg, svg, tiers_svg))

@@ -9,9 +9,11 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
+from edgepick.evaluate.eval_result import EVAL_KIND
 from edgepick.evaluate.savings import savings
 from edgepick.markup import html_table, md_table
 from edgepick.records.evaluation import EvalResult
+from edgepick.report.append import append_section
 from edgepick.strings import texts
 from edgepick.units import pct
 
@@ -19,8 +21,6 @@ from edgepick.units import pct
 def latest_sequential(store, names: list[str]) -> EvalResult | None:
     """The latest eval row of any of `names` (the decision's candidates), when it was
     sequential; None for a fixed-N one or none at all."""
-    from edgepick.evaluate.eval_result import EVAL_KIND
-
     last = None
     for _, payload in store.items(EVAL_KIND):
         left_out = (payload.get("sequential") or {}).get("not_evaluated", {})
@@ -84,8 +84,6 @@ def render_html(res: EvalResult, lang: str) -> str:
 
 def append_to_report(out: str | Path, res: EvalResult, langs: list[str]) -> list[Path]:
     """The section in the report's files, and data/sequential.json beside the other data."""
-    from edgepick.report.append import append_section
-
     data = Path(out) / "data"
     data.mkdir(parents=True, exist_ok=True)
     (data / "sequential.json").write_text(res.sequential.model_dump_json(indent=2),

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from edgepick.markup import html_table, md_table
 from edgepick.records.decision import CandidateSummary, Decision
+from edgepick.report.append import append_section
 from edgepick.strings import texts
 from edgepick.units import mib, pct
 
@@ -87,8 +88,6 @@ def render_html(groups: dict, d: Decision, lang: str) -> str:
 def append_to_report(out: str | Path, summaries: list[CandidateSummary], d: Decision,
                      langs: list[str]) -> list[Path]:
     """The section in the report's files when a model has several settings; [] otherwise."""
-    from edgepick.report.append import append_section
-
     groups = settings_groups(summaries)
     if not groups:
         return []
