@@ -15,6 +15,7 @@ from typing import Callable
 
 from edgepick.cluster.executor import EXECUTORS, Executor, LocalExecutor, deferred_interrupt
 from edgepick.cluster.jobs import Job, JobResult, Row, scoped_key
+from edgepick.cluster.ray_executor import RayExecutor
 from edgepick.errors import EdgepickError
 
 JOB_KIND = "cluster_job"
@@ -27,8 +28,6 @@ def get_executor(name: str, address: str | None = None, **options) -> Executor:
             raise EdgepickError("--address names a Ray cluster; it needs --executor ray")
         return LocalExecutor()
     if name == "ray":
-        from edgepick.cluster.ray_executor import RayExecutor
-
         return RayExecutor(address=address, **options)
     raise EdgepickError(f"unknown executor '{name}' (known: {', '.join(EXECUTORS)})")
 

@@ -13,8 +13,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from edgepick.bench import runner as bench_runner
 from edgepick.bench.sweeps import BenchRequest
+from edgepick.errors import EdgepickError
+from edgepick.evaluate import fidelity_stage, stage as eval_stage
+from edgepick.evaluate.eval_result import EVAL_KIND
+from edgepick.evaluate.eval_sets import specs_of
+from edgepick.evaluate.outputs import collect_outputs
 from edgepick.records.candidate import Candidate
+from edgepick.records.model_ref import parse_endpoint
 
 NETWORK_KIND = "network"
 
@@ -77,9 +84,6 @@ def measure_rtt(url: str, samples: int = 7) -> dict:
     after one warm-up, no inference involved, so it can be set beside TTFT (which includes it)."""
     import httpx
 
-    from edgepick.errors import EdgepickError
-    from edgepick.records.model_ref import parse_endpoint
-
     base, _ = parse_endpoint(url)
     times = []
     with httpx.Client(timeout=httpx.Timeout(30.0, connect=10.0)) as client:
@@ -96,33 +100,26 @@ def measure_rtt(url: str, samples: int = 7) -> dict:
 
 
 def bench(req: BenchJobRequest, store) -> None:
-    from edgepick.bench.runner import run
 
     if req.network_key:
         rtt = measure_rtt(req.bench.models[0].locator)
         rtt.update(status="ok", node=socket.gethostname(), measured=time.time())
         store.put(NETWORK_KIND, req.network_key, rtt)
-    run(req.bench, store)
+    bench_runner.run(req.bench, store)
 
 
 def outputs(req: OutputsJobRequest, store) -> None:
     """One model's eval outputs (the reference's, once for every device)."""
-    from edgepick.evaluate.outputs import collect_outputs
-
     collect_outputs(req.candidate, req.items, store, req.budgets, sampling=req.sampling,
                     samples=req.samples, parallel=req.parallel)
 
 
 def evaluate(req: EvalJobRequest, store) -> None:
-    from edgepick.evaluate.eval_result import EVAL_KIND
-    from edgepick.evaluate.eval_sets import specs_of
-    from edgepick.evaluate.stage import run
-
     ev = req.eval
     with tempfile.TemporaryDirectory(prefix="edgepick-eval-") as tmp:
         specs = [s.model_copy(update={"set": f.here(tmp)})
                  for s, f in zip(specs_of(ev.data, ev.limit), req.sets)]
-        res = run(ev.model_copy(update={"data": specs}), store)
+        res = eval_stage.run(ev.model_copy(update={"data": specs}), store)
     if res is None:
         return
     # The record names the driver's files, whichever copies were read (the same bytes).
@@ -130,8 +127,7 @@ def evaluate(req: EvalJobRequest, store) -> None:
 
 
 def fidelity(req: FidelityJobRequest, store) -> None:
-    from edgepick.evaluate.fidelity_stage import run
 
     with tempfile.TemporaryDirectory(prefix="edgepick-fidelity-") as tmp:
-        run(req.fidelity.model_copy(update={"text": req.text.here(tmp)}), store)
+        fidelity_stage.run(req.fidelity.model_copy(update={"text": req.text.here(tmp)}), store)
 

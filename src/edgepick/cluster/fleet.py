@@ -15,25 +15,30 @@ from pathlib import Path
 
 from edgepick.cluster.dispatch import get_executor, run_jobs
 from edgepick.cluster.entries import NETWORK_KIND
+from edgepick.cluster.executor import LocalExecutor
 from edgepick.cluster.fleet_report import (DeviceOutcome, fleet_choice, recommendation_text,
                                            write_fleet)
 from edgepick.cluster.jobs import scoped_key
+from edgepick.cluster.nodes import cluster_nodes, published_profiles
 from edgepick.cluster.planjobs import (DeviceWork, bench_jobs, eval_job, fidelity_jobs,
                                        reference_job)
+from edgepick.decide.selection import select
+from edgepick.decide.stage import run as run_stage
+from edgepick.devices.catalog import catalog, load_device
 from edgepick.errors import EdgepickError
+from edgepick.plan.requests import decide_request, eval_request
+from edgepick.plan.runner import RunResult, plan_candidates, say_grid
+from edgepick.plan.stages import RunState, fit_stage, quantize_stage
 from edgepick.progress import JobBoard, QuietDisplay, RunDisplay, silent
+from edgepick.records.device import DeviceProfile
+from edgepick.store import ResultStore
 
 
 def device_profiles(lp, tags: list[str], executor: str) -> dict:
     """Each tag's profile: the one its node probed and published, else a catalog name or a
     profile file of that name, else `local` probed here."""
-    from edgepick.devices.catalog import catalog, load_device
-    from edgepick.records.device import DeviceProfile
-
     published = {}
     if executor == "ray":
-        from edgepick.cluster.nodes import published_profiles
-
         published = published_profiles()
     out = {}
     for tag in tags:
@@ -53,7 +58,6 @@ def device_profiles(lp, tags: list[str], executor: str) -> dict:
 def _live_tags(executor: str) -> set[str]:
     if executor != "ray":
         return {"local"}
-    from edgepick.cluster.nodes import cluster_nodes
 
     return {t for n in cluster_nodes() if n.alive for t in n.devices} | {"local"}
 
@@ -63,9 +67,6 @@ def _prepare(lp, store, profiles: dict, runs: dict, multi: bool,
     """Fit (and build) per device, each under its own run: what cannot fit a device is not
     measured there; a build is made once, by the first device that can hold it. A device that
     an endpoint names and no node carries (a phone) runs no Python: only its endpoints."""
-    from edgepick.plan.runner import plan_candidates
-    from edgepick.plan.stages import RunState, fit_stage, quantize_stage
-
     cands = plan_candidates(lp)
     only = {c.name: c.device for c in cands}
     http_only = {only[c.name] for c in cands if c.ref.is_endpoint and only.get(c.name)} - live
@@ -86,8 +87,6 @@ def _prepare(lp, store, profiles: dict, runs: dict, multi: bool,
 
 def _predicted_bytes(store) -> dict[str, int]:
     """Model path -> the fit stage's memory estimate in this run (what a job asks Ray for)."""
-    from edgepick.decide.selection import select
-
     return {m: row.payload["total_bytes"] for row in select(store, [store.run_id]).rows
             if row.kind == "fit" and row.payload.get("total_bytes") for m in row.models}
 
@@ -97,9 +96,6 @@ def run_fleet(lp, executor: str = "ray", address: str | None = None,
     """The plan over its devices (or its one device) through `executor`; a `RunResult` whose
     decision is the first device's, with every device's report and the fleet's. `display`
     shows the lines and the jobs by device (the CLI's; none: nothing is shown)."""
-    from edgepick.plan.runner import RunResult
-    from edgepick.store import ResultStore
-
     plan = lp.plan
     display = display or QuietDisplay()
     multi = bool(plan.devices)
@@ -107,12 +103,9 @@ def run_fleet(lp, executor: str = "ray", address: str | None = None,
     options = {} if executor == "local" else {"max_retries": plan.cluster.max_retries,
                                               "node_timeout_s": plan.cluster.node_timeout_s}
     if executor == "local":  # before any work: this machine cannot stand in for a Pi
-        from edgepick.cluster.executor import LocalExecutor
-
         LocalExecutor.check_devices(tags)
     else:
         address = address or plan.cluster.address
-    from edgepick.plan.runner import plan_candidates, say_grid
 
     say_grid(lp, plan_candidates(lp), display.say)  # a refused grid stops here, before any work
     ex = get_executor(executor, address, **options)
@@ -177,8 +170,6 @@ def _dispatch(board: JobBoard, jobs: list, store, ex, scope_runs: dict) -> dict:
 def _eval_jobs(works: list[DeviceWork], runs: dict, store, multi: bool):
     """(the reference's job or None, device tag -> its eval job). Each device's EvalRequest is
     built after its bench is stored, under its own run, as the local eval stage builds it."""
-    from edgepick.plan.requests import eval_request
-
     reqs = {}
     for w in works:
         store.run_id = runs[w.tag]
@@ -194,9 +185,6 @@ def _eval_jobs(works: list[DeviceWork], runs: dict, store, multi: bool):
 
 
 def _outcome(w: DeviceWork, jobs: list, results: dict, ref_job, multi: bool) -> DeviceOutcome:
-    from edgepick.decide.stage import run as run_stage
-    from edgepick.plan.requests import decide_request
-
     store = w.state.store
     failures, network, job_failed = [], {}, {}
     for j in jobs:

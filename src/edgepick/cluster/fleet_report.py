@@ -9,6 +9,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from edgepick.backends import supports
+from edgepick.backends.base import IN_PROCESS
 from edgepick.markup import md_table
 from edgepick.report.writer import LANGS
 from edgepick.strings import say, texts
@@ -37,9 +39,6 @@ def _fmt(v, t: dict, spec: str = ".0f", unit: str = "") -> str:
 
 def _remote(backend: str) -> bool:
     """Whether a network round trip is part of this engine's figures (it does not run here)."""
-    from edgepick.backends import supports
-    from edgepick.backends.base import IN_PROCESS
-
     return not supports(backend, IN_PROCESS)
 
 

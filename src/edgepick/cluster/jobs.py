@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from edgepick.errors import EdgepickError
+from edgepick.store import ResultStore
+
 Row = tuple[str, str, dict]  # (kind, key, payload), keys as the stage computes them
 
 
@@ -81,9 +84,6 @@ def execute(job: Job, seed: list[Row] | None = None, after: JobResult | None = N
     """Run `job` here, against a scratch store pre-filled with `seed` (rows the driver already
     holds, so the stage resumes instead of redoing them) and with the rows of the job it waited
     for; returns the rows it added."""
-    from edgepick.errors import EdgepickError
-    from edgepick.store import ResultStore
-
     t0 = time.perf_counter()
     node = socket.gethostname()
     if after is not None:

@@ -15,9 +15,15 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
+from edgepick.bench.sweeps import request_keys
 from edgepick.cluster.entries import (NETWORK_KIND, BenchJobRequest, EvalJobRequest,
                                       FidelityJobRequest, OutputsJobRequest, Shipped)
 from edgepick.cluster.jobs import Job
+from edgepick.evaluate import fidelity_stage, stage as eval_stage
+from edgepick.evaluate.eval_sets import load_sets, specs_of
+from edgepick.evaluate.outputs import DEFAULT_MAX_TOKENS, OUTPUT_KIND, output_keys
+from edgepick.evaluate.stage import request_items
+from edgepick.plan.requests import bench_requests, fidelity_requests
 from edgepick.plan.state import RunState
 
 ENTRY = "edgepick.cluster.entries:"
@@ -50,9 +56,6 @@ def _job(kind: str, dev: DeviceWork, name: str, endpoint: bool, entry: str, requ
 
 def bench_jobs(dev: DeviceWork) -> list[Job]:
     """One job per candidate, each the candidate's share of its group's BenchRequest."""
-    from edgepick.bench.sweeps import request_keys
-    from edgepick.plan.requests import bench_requests
-
     names = {(c.ref.spec, c.variant): c.name for c in dev.state.active()}
     jobs = []
     for group in bench_requests(dev.state):
@@ -71,16 +74,13 @@ def bench_jobs(dev: DeviceWork) -> list[Job]:
 
 
 def fidelity_jobs(dev: DeviceWork) -> list[Job]:
-    from edgepick.evaluate.fidelity_stage import store_key
-    from edgepick.plan.requests import fidelity_requests
-
     jobs = []
     for c, req in fidelity_requests(dev.state):
         text = Shipped.of(req.text)
         # a runtime-axes candidate is compared at each of the scenario's contexts: a job each
         name = c.name if req.settings is None else f"{c.name} ctx={req.ctx}"
         jobs.append(_job("fidelity", dev, name, False, "fidelity", FidelityJobRequest(req, text),
-                         [("fidelity", store_key(req))], dev.fit_bytes.get(c.ref.locator),
+                         [("fidelity", fidelity_stage.store_key(req))], dev.fit_bytes.get(c.ref.locator),
                          threads=req.threads))
     return jobs
 
@@ -88,9 +88,6 @@ def fidelity_jobs(dev: DeviceWork) -> list[Job]:
 def reference_job(req, scopes: tuple) -> Job:
     """The reference's outputs on every item of `req` (an EvalRequest), with its sampling, once
     on the driver's machine when it is a file (that is where it is), stored under every device."""
-    from edgepick.evaluate.outputs import DEFAULT_MAX_TOKENS, OUTPUT_KIND, output_keys
-    from edgepick.evaluate.stage import request_items
-
     ref = req.reference
     _, items = request_items(req)
     budgets = dict(DEFAULT_MAX_TOKENS, **req.max_tokens)
@@ -108,16 +105,12 @@ def reference_job(req, scopes: tuple) -> Job:
 def eval_job(dev: DeviceWork, req, ref_job: Job | None) -> Job:
     """The device's EvalRequest as one job, as the local eval stage runs it: the candidates'
     outputs come back with the result."""
-    from edgepick.evaluate.eval_sets import load_sets, specs_of
-    from edgepick.evaluate.outputs import OUTPUT_KIND
-    from edgepick.evaluate.stage import store_key
-
     specs = specs_of(req.data, req.limit)
     shipped = EvalJobRequest(req, [Shipped.of(s.set) for s in specs], load_sets(specs).label)
     endpoint = all(c.ref.is_endpoint for c in req.candidates) and (
         ref_job is not None or req.reference.ref.is_endpoint)
     memory = max((dev.fit_bytes.get(c.ref.locator) or 0 for c in req.candidates), default=0)
     return _job("eval", dev, "candidates", endpoint, "evaluate", shipped,
-                [("eval", store_key(req))], memory or None, returns=(OUTPUT_KIND,),
+                [("eval", eval_stage.store_key(req))], memory or None, returns=(OUTPUT_KIND,),
                 seed_keys=ref_job.keys if ref_job else (),
                 after=ref_job.id if ref_job else None)

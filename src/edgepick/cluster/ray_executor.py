@@ -8,21 +8,18 @@ as failed with the reason. Ctrl-C cancels every outstanding task before the driv
 
 from __future__ import annotations
 
+import socket
 import time
 from typing import Iterator
 
 from edgepick.cluster.executor import Event, ordered
-from edgepick.cluster.jobs import Job, JobResult, Row
+from edgepick.cluster.jobs import Job, JobResult, Row, execute
 from edgepick.cluster.nodes import RAY_NAMESPACE, NodeInfo, cluster_nodes, connect, tag_resource
 from edgepick.errors import EdgepickError
 from edgepick.units import mib
 
 
 def _run(job: Job, seed: list[Row], tracker, after: JobResult | None = None) -> JobResult:
-    import socket
-
-    from edgepick.cluster.jobs import execute
-
     tracker.start.remote(job.id, socket.gethostname())  # an attempt began (retries count too)
     return execute(job, seed, after)
 

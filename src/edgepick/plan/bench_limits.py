@@ -9,6 +9,10 @@ Tails, memory and decay are not medians: more repetitions do not settle them.
 
 from __future__ import annotations
 
+from edgepick.bench.stopping import Limit
+from edgepick.decide.gates import context_length, limits
+from edgepick.gate_spec import gate_table
+
 # gate metric -> the per-repetition figure the bench judges it on
 MEDIAN_FIGURES = {"ttft_p50_ms": "ttft_ms", "decode_tps": "decode_tps",
                   "e2e_p50_ms": "answer_ms", "e2e_p95_ms": "answer_ms"}
@@ -18,10 +22,6 @@ def bench_limits(scenario, lengths: list[int]) -> dict[int, list]:
     """Prompt length -> the Limits on its concurrency-1 point. `scenario`: the one decide
     gates under (plan/context_from.gated_scenario), so each limit lands on the length decide
     reads it at: the context percentile, else the shortest prompt."""
-    from edgepick.bench.stopping import Limit
-    from edgepick.gate_spec import gate_table
-    from edgepick.decide.gates import context_length, limits
-
     if not lengths:
         return {}
     values = limits(scenario, None)

@@ -9,6 +9,9 @@ import math
 import os
 from pathlib import Path
 
+from edgepick.backends.base import CHAT_TEMPLATE, TOKENIZE
+from edgepick.backends.registry import get_backend
+from edgepick.decide.scenarios import ContextTokens
 from edgepick.errors import InputError
 
 _EXPECTED = "expected a JSON object with 'prompt' (a string) or 'messages' (a chat list)"
@@ -61,8 +64,6 @@ def _prompt(raw, path: Path, lineno: int) -> str | list[dict]:
 def count_tokens(backend, prompts: list[str | list[dict]]) -> list[int]:
     """Each prompt's length in the loaded `backend`'s own tokens; messages are rendered with its
     chat template, as its generate(chat=True) does."""
-    from edgepick.backends.base import CHAT_TEMPLATE, TOKENIZE
-
     backend.require(TOKENIZE, "context_from counts prompts with the candidate's own tokenizer")
     if any(isinstance(p, list) for p in prompts):
         backend.require(CHAT_TEMPLATE, "context_from has chat messages")
@@ -82,8 +83,6 @@ def nearest_rank(counts: list[int], pct: float) -> int:
 
 
 def percentiles(counts: list[int]):
-    from edgepick.decide.scenarios import ContextTokens
-
     return ContextTokens(p50=nearest_rank(counts, 50), p95=nearest_rank(counts, 95),
                          p99=nearest_rank(counts, 99))
 
@@ -91,10 +90,6 @@ def percentiles(counts: list[int]):
 def candidate_context(candidate, prompts, path: str):
     """(ContextTokens, note) for one candidate (a Candidate): loaded, counted, unloaded (the
     contract has no vocabulary-only load)."""
-    from edgepick.backends.registry import get_backend
-
-    from edgepick.backends.base import TOKENIZE
-
     backend = get_backend(candidate.backend)
     backend.require(TOKENIZE, "context_from counts prompts with the candidate's own tokenizer")
     backend.load(candidate)

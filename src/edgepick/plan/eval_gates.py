@@ -4,6 +4,12 @@ that a measured speed or memory failure already rules out, so they are not evalu
 
 from __future__ import annotations
 
+from edgepick.decide.gates import candidate_gates, limits, ruled_out_before_eval
+from edgepick.decide.selection import select
+from edgepick.decide.summary import build_summaries
+from edgepick.evaluate.seq_gates import EvalGate
+from edgepick.gate_spec import gate_of, gate_table
+
 # A hybrid routes around task-scope gates only (decide/hybrid.py); a failure of any other
 # gate rules the candidate out of the edge whatever its quality.
 
@@ -13,10 +19,6 @@ def eval_gates(scenario) -> list:
     gate under task weights is a weighted mix of per-task intervals the looks do not model: it
     is left out, and the candidate's cells stay open while it could matter (never stop early
     on it)."""
-    from edgepick.gate_spec import gate_table
-    from edgepick.decide.gates import limits
-    from edgepick.evaluate.seq_gates import EvalGate
-
     lim = limits(scenario, None)
     out = []
     for g in gate_table().values():
@@ -45,11 +47,6 @@ def unroutable_failures(st, active, scenario) -> dict[str, str]:
     run's measurements (decide/gates.ruled_out_before_eval, the rule the decision states): settled
     fails only; an undetermined one (a speed gate failing on a contended measurement among
     them) or an unmeasured one keeps it in."""
-    from edgepick.gate_spec import gate_of
-    from edgepick.decide.gates import candidate_gates, ruled_out_before_eval
-    from edgepick.decide.selection import select
-    from edgepick.decide.summary import build_summaries
-
     run_id = getattr(st.store, "run_id", None)
     summaries = build_summaries(st.store, models=[c.ref.locator for c in active],
                                 names={c.ref.locator: c.name for c in active},

@@ -12,9 +12,12 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
+from edgepick.decide.scenarios import load_scenario, preset_names
 from edgepick.errors import EdgepickError, InputError, pydantic_problem
+from edgepick.evaluate.eval_sets import set_path, specs_of
 from edgepick.plan.model import Plan
 from edgepick.inputs import resolve_ref
+from edgepick.plan.semantic_checks import check_plan
 from edgepick.records.model_ref import ModelRef
 from edgepick.yaml_input import parse_yaml, read_user_text
 
@@ -61,8 +64,6 @@ class LoadedPlan:
 
     def scenario_location(self) -> str:
         """The scenario as the loader reads it: a preset's name, else its file made absolute."""
-        from edgepick.decide.scenarios import preset_names
-
         name = self.plan.scenario.name
         return name if name in preset_names() else self.resolve(name)
 
@@ -72,8 +73,6 @@ class LoadedPlan:
         remembers its file (`Scenario.source`), against which its own `context_from` resolves."""
         section = self.plan.scenario.model_dump_json()  # a caller may edit the plan after loading
         if self._scenario is None or self._scenario[0] != section:
-            from edgepick.decide.scenarios import load_scenario
-
             self._scenario = (section, load_scenario(self.scenario_location(),
                                                      self.plan.scenario.overrides))
         return self._scenario[1]
@@ -89,8 +88,6 @@ class LoadedPlan:
 
     def eval_specs(self) -> list:
         """The plan's eval sets (DataSpec), paths resolved, each with its limit."""
-        from edgepick.evaluate.eval_sets import set_path, specs_of
-
         return [s.model_copy(update={"set": set_path(s.set, self.resolve)})
                 for s in specs_of(self.plan.eval.data, self.plan.eval.limit)]
 
@@ -160,7 +157,6 @@ def load_plan(path: str | Path) -> LoadedPlan:
             if len(errs) > 1 else ""
         raise InputError(path, msg + more, line=_node_line(root, loc), field=_field(loc)) from None
     lp = LoadedPlan(plan=plan, path=path, base=base or path.resolve().parent)
-    from edgepick.plan.semantic_checks import check_plan
 
     check_plan(lp, lambda loc: _node_line(root, loc))
     return lp

@@ -9,20 +9,27 @@ two paths cannot drift apart. What a request will store under is the stage's own
 
 from __future__ import annotations
 
+from edgepick.bench.session import power_source
+from edgepick.bench.sweeps import BenchRequest
+from edgepick.convert.stage import ConvertBuild, ConvertRequest
+from edgepick.decide.selection import candidate_key
+from edgepick.decide.stage import DecideRequest
+from edgepick.errors import EdgepickError
+from edgepick.evaluate.fidelity_stage import FidelityRequest
+from edgepick.evaluate.stage import EvalRequest
+from edgepick.plan.bench_lengths import bench_lengths
+from edgepick.plan.bench_limits import bench_limits
+from edgepick.plan.context_from import candidate_context, context_path, gated_scenario, read_prompts
+from edgepick.plan.eval_gates import eval_gates, sampling_of, unroutable_failures
 from edgepick.plan.state import RunCandidate, RunState
+from edgepick.records.candidate import Candidate
+from edgepick.units import parse_size
 
 
 def bench_requests(st: RunState) -> list:
     """One BenchRequest per group of candidates benched at the same lengths: the plan's own,
     plus the scenario's context percentiles (counted from `context_from` with each candidate's
     tokenizer) and answer length, with the limits decide reads at each length."""
-    from edgepick.bench.session import power_source
-    from edgepick.bench.sweeps import BenchRequest
-    from edgepick.plan.bench_lengths import bench_lengths
-    from edgepick.plan.bench_limits import bench_limits
-    from edgepick.plan.context_from import gated_scenario
-    from edgepick.units import parse_size
-
     plan = st.lp.plan
     b = plan.bench
     active = st.active()
@@ -59,8 +66,6 @@ def _context_from(st: RunState, active: list[RunCandidate], scenario) -> dict:
     candidate's tokenizer (empty: context_tokens given, or no context_from)."""
     if scenario.context_tokens is not None or not scenario.context_from:
         return st.context
-    from edgepick.errors import EdgepickError
-    from edgepick.plan.context_from import candidate_context, context_path, read_prompts
 
     prompts = read_prompts(context_path(st.lp))
     for c in active:
@@ -82,10 +87,6 @@ def eval_request(st: RunState):
     scenario's sampling and gates; None when nothing is left to evaluate. Sequential: a
     candidate that this run's measurements already rule out on a gate no routing avoids is
     left out and named (read from the store, so the bench must have run)."""
-    from edgepick.evaluate.stage import EvalRequest
-    from edgepick.plan.eval_gates import eval_gates, sampling_of, unroutable_failures
-    from edgepick.records.candidate import Candidate
-
     plan = st.lp.plan
     active = st.active()
     if not active:
@@ -119,8 +120,6 @@ def eval_request(st: RunState):
 def convert_request(st: RunState):
     """(the candidates to build, the ConvertRequest building them) for the plan's `convert:`
     section (convert/plan_section.py planned each build's recipe and folder); None: none."""
-    from edgepick.convert.stage import ConvertBuild, ConvertRequest
-
     todo = [c for c in st.active() if c.build is not None]
     if not todo:
         return None
@@ -135,8 +134,6 @@ def fidelity_requests(st: RunState) -> list[tuple[RunCandidate, object]]:
     runtime axes is compared with its own file at the f16-KV baseline instead, at the
     scenario's P95 and P99 context (a quantized cache's error grows with the fill): what its
     settings alone do to the answers."""
-    from edgepick.evaluate.fidelity_stage import FidelityRequest
-
     f = st.lp.plan.fidelity
     out = []
     for c in st.active(local_only=True):
@@ -169,10 +166,6 @@ def decide_request(st: RunState, run_id: int, scope: str | None = None,
     """The decision over this device's run: gated at the lengths the bench measured, under
     the device's memory and power budgets. `scope`: the device's tag in a plan of several
     devices, whose decision, deploy and report are stored apart."""
-    from edgepick.decide.selection import candidate_key
-    from edgepick.decide.stage import DecideRequest
-    from edgepick.plan.context_from import gated_scenario
-
     lp, plan = st.lp, st.lp.plan
     out = lp.output
     report = (out / "report" / scope if scope else out / "report") if plan.report.enabled \

@@ -3,6 +3,7 @@ progress display (an overall bar and one bar per stage) drawn by the caller's `R
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import importlib.util
 import os
@@ -10,11 +11,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from edgepick.errors import EdgepickError
+from edgepick.backends.registry import backend_class
+from edgepick.clock import now
+from edgepick.convert.plan_section import convert_candidates
+from edgepick.decide.stage import run as run_stage
+from edgepick.devices.catalog import load_device
+from edgepick.devices.local import describe, local_device
+from edgepick.errors import EdgepickError, InputError
+from edgepick.models.adapter import read_adapter
+from edgepick.models.draft_vocab import draft_mismatch
+from edgepick.models.quant_types import normalize_ftype
 from edgepick.plan.loader import LoadedPlan
+from edgepick.plan.requests import decide_request
+from edgepick.plan.runtime_axes import check_grid, combinations, statement, unhonoured
 from edgepick.plan.stages import STAGES, RunCandidate, RunState
 from edgepick.progress import QuietDisplay, RunDisplay
+from edgepick.quantize.ladder import output_path
+from edgepick.records.candidate import AdapterSetting
 from edgepick.records.decision import CandidateSummary, Decision
+from edgepick.records.model_ref import ModelRef
+from edgepick.store import ResultStore
+from edgepick.store.identity import file_sha256
 
 
 @dataclass
@@ -31,10 +48,6 @@ class RunResult:
 def plan_candidates(lp: LoadedPlan) -> list[RunCandidate]:
     """The plan's candidates (models resolved once, by the loader) and its quant builds, each
     given the path it will be written to."""
-    from edgepick.models.quant_types import normalize_ftype
-    from edgepick.quantize.ladder import output_path
-    from edgepick.records.model_ref import ModelRef
-
     plan = lp.plan
     out: list[RunCandidate] = []
     for i, c in enumerate(plan.candidates):
@@ -53,7 +66,6 @@ def plan_candidates(lp: LoadedPlan) -> list[RunCandidate]:
             out.append(RunCandidate(
                 name=name, ref=target, reference=lp.ref(q.reference) if q.reference else src,
                 source=src, qtype=ftype, imatrix=lp.resolve(q.imatrix) if q.imatrix else None))
-    from edgepick.convert.plan_section import convert_candidates
 
     out.extend(convert_candidates(lp, RunCandidate))
     out = settings_candidates(lp, out)
@@ -70,11 +82,6 @@ def _with_adapter(lp: LoadedPlan, i: int, entry, ref):
     checks it; None without an adapter. An engine that does not load adapters refuses it."""
     if not entry.adapter:
         return None
-    from edgepick.backends.registry import backend_class
-    from edgepick.errors import InputError
-    from edgepick.models.adapter import read_adapter
-    from edgepick.records.candidate import AdapterSetting
-    from edgepick.store.identity import file_sha256
 
     if "adapter" not in backend_class(ref.backend).honoured_settings:
         raise InputError(lp.path, f"engine '{ref.backend}' does not load adapters",
@@ -97,12 +104,6 @@ def settings_candidates(lp: LoadedPlan, models: list[RunCandidate]) -> list[RunC
     (plan/runtime_axes.py); the models as they are when the plan lists no alternatives. A grid
     over the plan's cap without `run --yes`, or an axis an engine does not apply, is refused in
     one line; a combination an engine cannot run at all is kept, unmeasured, with its reason."""
-    import copy
-
-    from edgepick.backends.registry import backend_class
-    from edgepick.errors import EdgepickError
-    from edgepick.plan.runtime_axes import check_grid, combinations, unhonoured
-
     axes = lp.plan.runtime_axes
     combos = [with_draft(lp, rt) for rt in combinations(lp.plan.runtime, axes)]
     if len(combos) == 1 and combos[0].speculative is None:
@@ -132,8 +133,6 @@ def settings_candidates(lp: LoadedPlan, models: list[RunCandidate]) -> list[RunC
 def with_draft(lp: LoadedPlan, rt):
     """`rt` with its draft model's path resolved against the plan and its content hashed (the
     draft's content, not its path, enters stored keys); `rt` itself without a draft."""
-    from edgepick.store.identity import file_sha256
-
     spec = rt.speculative
     if spec is None or not spec.model:
         return rt
@@ -151,8 +150,6 @@ def with_draft(lp: LoadedPlan, rt):
 def draft_problem(ref, rt) -> str | None:
     """Why `rt`'s draft model cannot speculate for the model `ref`, in one line naming both
     files; None without a draft or when the two share a vocabulary."""
-    from edgepick.models.draft_vocab import draft_mismatch
-
     spec = rt.speculative
     if spec is None or not spec.model or ref.is_endpoint:
         return None
@@ -176,19 +173,13 @@ def run_plan(lp: LoadedPlan, display: RunDisplay | None = None,
     """`budget_s` (`run --budget`): the run's time; eval spends what the stages before it left
     on the least settled cells first, and a stage that would start after it is skipped.
     `display` shows the bars and lines (the CLI's; none: nothing is shown)."""
-    from edgepick.clock import now
-
     started = now()
-    from edgepick.devices.catalog import load_device
-    from edgepick.store import ResultStore
 
     plan = lp.plan
     display = display or QuietDisplay()
     candidates = plan_candidates(lp)  # a refused runtime grid stops here, before any work
     say_grid(lp, candidates, display.say)
     if plan.device == "local":  # the cached probe; the engine is never re-probed here
-        from edgepick.devices.local import describe, local_device
-
         device = local_device(notify=lambda m: display.say(f"{m}…"))
         display.say(f"device local: {describe(device)}")
     else:
@@ -234,8 +225,6 @@ def say_grid(lp: LoadedPlan, candidates: list[RunCandidate],
              say: Callable[[str], None]) -> None:
     """Before any work: with runtime axes, how many candidates and roughly how long, and
     which combinations will not be measured."""
-    from edgepick.plan.runtime_axes import statement
-
     axes = lp.plan.runtime_axes
     if axes is None or axes.count() < 2:
         return
@@ -250,15 +239,10 @@ def say_grid(lp: LoadedPlan, candidates: list[RunCandidate],
 def _decide(st: RunState, run_id: int, progress):
     """The decide stage over this run's rows: decision stored, `<output>/deploy.yaml` (none:
     nothing to deploy, said in notes) and the report."""
-    from edgepick.decide.stage import run as run_stage
-    from edgepick.plan.requests import decide_request
-
     return run_stage(decide_request(st, run_id), st.store, progress)
 
 
 def _data_sha(lp: LoadedPlan) -> str | None:
-    from edgepick.store.identity import file_sha256
-
     if not lp.plan.eval.enabled:
         return None
     shas = [file_sha256(s.set) for s in lp.eval_specs()]

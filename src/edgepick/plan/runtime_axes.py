@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from edgepick.backends.registry import backend_class, backend_names
 from edgepick.errors import EdgepickError
 from edgepick.records.candidate import RuntimeSettings
 from edgepick.records.speculative import Speculation, parse_speculative
@@ -138,8 +139,6 @@ def unhonoured(backend: str, axes: RuntimeAxes | None,
     """One line when the engine `backend` does not apply a setting the plan varies (or sets, for
     SET_ONCE); None when it applies them all (the engine declares them:
     Backend.honoured_settings). The line names the engines that do apply them."""
-    from edgepick.backends.registry import backend_class, backend_names
-
     varied = list(axes.lists()) if axes is not None else []
     varied += [f for f in SET_ONCE if base is not None and getattr(base, f) is not None
                and f not in varied]

@@ -5,8 +5,18 @@ from __future__ import annotations
 import os
 from typing import Callable
 
+from edgepick.backends import backend_names
+from edgepick.backends.registry import backend_class
+from edgepick.convert.plan_section import check_convert
+from edgepick.decide.scenarios import preset_names
+from edgepick.devices.catalog import catalog, load_device
 from edgepick.errors import EdgepickError, InputError
 from edgepick.evaluate.eval_sets import specs_of
+from edgepick.models.quant_types import normalize_ftype
+from edgepick.plan.cluster_section import check_fleet
+from edgepick.plan.runtime_axes import combinations
+from edgepick.records.model_ref import DEFAULT_ENGINE
+from edgepick.units import parse_size
 
 LineOf = Callable[[tuple], int | None]
 
@@ -24,15 +34,11 @@ def _check_engine_settings(lp, fail) -> None:
     """Each local engine the plan runs takes the runtime's engine knobs, typed by its own
     settings model (Backend.settings_model): a knob it does not have or a value it refuses is
     the plan's line, not a failure at load. An endpoint runs with its server's settings."""
-    from edgepick.backends.registry import backend_class
-    from edgepick.records.model_ref import DEFAULT_ENGINE
-
     engines = {DEFAULT_ENGINE} if lp.plan.quantize else set()
     for c in lp.plan.candidates:
         ref = lp.ref(c.model, c.backend)
         if not ref.is_endpoint:
             engines.add(ref.backend)
-    from edgepick.plan.runtime_axes import combinations
 
     for name in sorted(engines):
         for runtime in combinations(lp.plan.runtime, lp.plan.runtime_axes):
@@ -42,9 +48,6 @@ def _check_engine_settings(lp, fail) -> None:
 
 
 def check_plan(lp, line_of: LineOf) -> None:
-    from edgepick.backends import backend_names
-    from edgepick.models.quant_types import normalize_ftype
-
     plan = lp.plan
 
     def fail(loc: tuple, problem: str) -> None:
@@ -55,7 +58,6 @@ def check_plan(lp, line_of: LineOf) -> None:
         fail(("candidates",), "the plan names no candidates (give candidates, quantize or "
                               "convert)")
     _check_device(plan.device, lp, fail)
-    from edgepick.plan.cluster_section import check_fleet
 
     check_fleet(plan, fail)
     for i, c in enumerate(plan.candidates):
@@ -78,7 +80,6 @@ def check_plan(lp, line_of: LineOf) -> None:
                 fail(("quantize", i, "types", j), str(exc))
         if q.imatrix and not os.path.isfile(lp.resolve(q.imatrix)):
             fail(("quantize", i, "imatrix"), f"'{q.imatrix}': no such file")
-    from edgepick.convert.plan_section import check_convert
 
     check_convert(plan, lp, fail)
     _check_engine_settings(lp, fail)
@@ -100,8 +101,6 @@ def check_plan(lp, line_of: LineOf) -> None:
     if plan.fidelity.enabled and not os.path.isfile(lp.fidelity_text()):
         fail(("fidelity", "text"), f"'{plan.fidelity.text}': no such text file (or 'bundled')")
     if plan.bench.mem_limit not in (None, "budget"):
-        from edgepick.units import parse_size
-
         try:
             parse_size(plan.bench.mem_limit)
         except ValueError as exc:
@@ -110,8 +109,6 @@ def check_plan(lp, line_of: LineOf) -> None:
 
 
 def _check_device(device: str, lp, fail) -> None:
-    from edgepick.devices.catalog import catalog, load_device
-
     if device == "local" or device in catalog():
         return
     path = lp.resolve(device)
@@ -122,8 +119,6 @@ def _check_device(device: str, lp, fail) -> None:
 
 
 def _check_scenario(lp, fail) -> None:
-    from edgepick.decide.scenarios import preset_names
-
     sc = lp.plan.scenario
     name = lp.scenario_location()
     if sc.name not in preset_names() and not os.path.isfile(name):

@@ -11,8 +11,18 @@ from __future__ import annotations
 
 from typing import Callable
 
+from edgepick.bench import runner as bench
+from edgepick.convert import stage as convert
+from edgepick.errors import EdgepickError
+from edgepick.evaluate import fidelity_stage as fidelity, stage as evaluate
+from edgepick.evaluate.savings import savings_lines
+from edgepick.fit import stage as fit
+from edgepick.fit.stage import FitRequest, FitTarget
+from edgepick.plan.requests import bench_requests, convert_request, eval_request, fidelity_requests
 from edgepick.plan.state import RunCandidate, RunState
 from edgepick.progress import ProgressEvent, Tick
+from edgepick.quantize import stage as quantize
+from edgepick.quantize.stage import QuantizeBuild, QuantizeRequest
 from edgepick.units import mib, whole_pct
 
 __all__ = ["STAGES", "RunCandidate", "RunState"]
@@ -21,8 +31,6 @@ __all__ = ["STAGES", "RunCandidate", "RunState"]
 def fit_stage(st: RunState, tick: Tick) -> None:
     """Predict memory and speed; drop what cannot fit before spending time on it. Candidates
     with other runtime settings (the plan's runtime axes) are estimated with their own."""
-    from edgepick.fit.stage import FitRequest, FitTarget, run
-
     plan = st.lp.plan
     # a converted engine build has no GGUF header to estimate from: bench measures it
     todo = [c for c in st.candidates if not c.ref.is_endpoint and c.build is None
@@ -43,7 +51,7 @@ def fit_stage(st: RunState, tick: Tick) -> None:
                                   for c in group],
                          ctxs=[rt.n_ctx], device=st.device, margin=plan.fit.margin,
                          **_fit_settings(rt, FitRequest))
-        for c, est in zip(group, run(req, st.store, tick)):
+        for c, est in zip(group, fit.run(req, st.store, tick)):
             _fit_verdict(st, c, est)
 
 
@@ -65,15 +73,13 @@ def _fit_verdict(st: RunState, c: RunCandidate, est) -> None:
 
 
 def quantize_stage(st: RunState, tick: Tick) -> None:
-    from edgepick.quantize.stage import QuantizeBuild, QuantizeRequest, run
-
     todo = [c for c in st.active() if c.source]
     if not todo:
         return tick(ProgressEvent(0, 0, "done"))
     req = QuantizeRequest(threads=st.lp.plan.runtime.threads, builds=[
         QuantizeBuild(source=c.source, qtype=c.qtype, target=c.ref.path, imatrix=c.imatrix,
                       label=c.name) for c in todo])
-    for c, res in zip(todo, run(req, st.store, tick)):
+    for c, res in zip(todo, quantize.run(req, st.store, tick)):
         if res.error:
             c.skipped = f"build failed: {res.error}"
             st.notes.append(f"quantize: {c.name} {c.skipped}")
@@ -84,14 +90,11 @@ def quantize_stage(st: RunState, tick: Tick) -> None:
 
 def convert_stage(st: RunState, tick: Tick) -> None:
     """Build every planned conversion; a failed build skips its candidate, with the reason."""
-    from edgepick.convert.stage import run
-    from edgepick.plan.requests import convert_request
-
     planned = convert_request(st)
     if planned is None:
         return tick(ProgressEvent(0, 0, "done"))
     todo, req = planned
-    for c, res in zip(todo, run(req, st.store, tick)):
+    for c, res in zip(todo, convert.run(req, st.store, tick)):
         if res.error is not None:
             c.skipped = f"conversion failed: {res.error}"
             st.notes.append(f"convert: {c.name} {c.skipped}")
@@ -101,15 +104,12 @@ def convert_stage(st: RunState, tick: Tick) -> None:
 
 
 def bench_stage(st: RunState, tick: Tick) -> None:
-    from edgepick.bench.runner import run
-    from edgepick.plan.requests import bench_requests
-
     requests = bench_requests(st)
     if not requests:
         return tick(ProgressEvent(0, 0, "done"))
     names = {(c.ref.spec, c.variant): c.name for c in st.active()}
     for req in requests:
-        _bench_group(st, run(req, st.store, tick), names)
+        _bench_group(st, bench.run(req, st.store, tick), names)
 
 
 def _bench_group(st: RunState, results, names: dict) -> None:
@@ -130,29 +130,20 @@ def _bench_group(st: RunState, results, names: dict) -> None:
 
 
 def eval_stage(st: RunState, tick: Tick) -> None:
-    from edgepick.evaluate.stage import run
-    from edgepick.plan.requests import eval_request
-
     req = eval_request(st)
     if req is None:
         return tick(ProgressEvent(0, 0, "done"))
-    result = run(req, st.store, tick)
+    result = evaluate.run(req, st.store, tick)
     if result is None:
         st.notes.append("eval: the time budget ran out before the first item; quality unmeasured")
         return None
     for p in result.problems[:5]:
         st.notes.append(f"eval: skipped bad line — {p}")
     if result.sequential is not None:
-        from edgepick.evaluate.savings import savings_lines
-
         st.notes.extend(f"eval: {line}" for line in savings_lines(result))
 
 
 def fidelity_stage(st: RunState, tick: Tick) -> None:
-    from edgepick.errors import EdgepickError
-    from edgepick.evaluate.fidelity_stage import run
-    from edgepick.plan.requests import fidelity_requests
-
     if not any(c.reference or c.variant for c in st.active(local_only=True)):
         st.notes.append("fidelity: no candidate names a same-tokenizer reference; skipped")
     todo = fidelity_requests(st)
@@ -162,10 +153,10 @@ def fidelity_stage(st: RunState, tick: Tick) -> None:
 
         tick(ProgressEvent(i, len(todo), c.name))
         if req.settings is None:
-            run(req, st.store, step)
+            fidelity.run(req, st.store, step)
             continue
         try:  # a runtime-axes comparison at the scenario's context: a text too short is a note
-            run(req, st.store, step)
+            fidelity.run(req, st.store, step)
         except EdgepickError as exc:
             st.notes.append(f"fidelity: {c.name} at ctx {req.ctx} not measured ({exc})")
     tick(ProgressEvent(len(todo), len(todo), "done"))

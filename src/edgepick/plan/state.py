@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from edgepick.clock import now
 from edgepick.plan.loader import LoadedPlan
 from edgepick.records.candidate import Candidate, RuntimeSettings
 from edgepick.records.device import DeviceProfile
@@ -45,7 +46,6 @@ class RunState:
     def remaining_s(self) -> float | None:
         if self.deadline is None:
             return None
-        from edgepick.clock import now
 
         return max(1e-3, self.deadline - now())
 

@@ -15,7 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edgepick.errors import EdgepickError
+from edgepick.evaluate.items import load_eval_set
+from edgepick.evaluate.reference_free import SKIPPED, USED
 from edgepick.plan.loader import LoadedPlan
+from edgepick.plan.runner import run_plan
 from edgepick.progress import RunDisplay
 from edgepick.records.deploy import DeployConfig
 from edgepick.units import whole_pct
@@ -33,8 +36,6 @@ class TrafficMix:
 def _count(path: str, limit: int | None) -> tuple[int, int, int]:
     """(usable items, items refused, usable items without a reference) of an eval set, as
     evaluate loads it."""
-    from edgepick.evaluate.items import load_eval_set
-
     items, problems = load_eval_set(path)
     n = len(items) if limit is None else min(limit, len(items))
     return n, len({p.line for p in problems}), sum(it.reference_free for it in items)
@@ -62,8 +63,6 @@ def with_traffic(lp: LoadedPlan, traffic: Path, weight: float | None,
         mix.notes.append(f"traffic: {refused} sampled item(s) with a bad line or reference were "
                          "left out")
     if free:
-        from edgepick.evaluate.reference_free import SKIPPED, USED
-
         mix.notes.append(f"traffic: {free} sampled item(s) without a reference count for "
                          f"{', '.join(USED)}, not for {', '.join(SKIPPED)}")
     specs = lp.eval_specs()
@@ -146,8 +145,6 @@ class Reselection:
 
 def reselect(lp: LoadedPlan, traffic: Path, weight: float | None, deployed: Path | None,
              display: RunDisplay | None = None) -> Reselection:
-    from edgepick.plan.runner import run_plan
-
     deployed = deployed or (lp.output / "deploy.yaml")
     old = DeployConfig.load(deployed) if deployed.is_file() else None
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
