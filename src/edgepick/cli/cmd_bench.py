@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from edgepick.cli.options import STORE_HELP, int_list, open_store, split_list
 from edgepick.cli.output import console, err_console, print_json
@@ -139,9 +140,6 @@ def register(app: typer.Typer) -> None:
 
 
 def _run_with_progress(req, store, fresh: bool, *, quiet_stdout: bool, run):
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, \
-        TimeElapsedColumn
-
     # With --json, stdout carries only the JSON; progress goes to stderr.
     target = err_console if quiet_stdout else console
     with store, Progress(TextColumn("[bold]{task.description}"), BarColumn(),

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from pydantic import ValidationError
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -65,8 +66,6 @@ def register(app: typer.Typer) -> None:
 
         The recipe and what happened (steps, times, checks, warnings) are written to
         OUT/edgepick_convert.json; the same command rebuilds the same bytes."""
-        from pydantic import ValidationError
-
         from edgepick.convert.recipe import ConvertRecipe
         from edgepick.convert.run import convert_gguf, convert_hf, store_record
         from edgepick.inputs import resolve_ref

@@ -4,6 +4,7 @@ results, the report, and the whole pipeline from a plan."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import typer
 
@@ -81,8 +82,6 @@ def register(app: typer.Typer) -> None:
 
         Eliminate, score, rank and explain; --deploy writes the deploy.yaml that `edgepick serve`
         runs."""
-        from pathlib import Path
-
         rec = _decide(store, run_ids, scenario, device, deploy=Path(deploy) if deploy else None,
                       deploy_required=bool(deploy))
         decision, summaries, runs = rec.decision, rec.summaries, rec.runs
@@ -117,8 +116,6 @@ def register(app: typer.Typer) -> None:
                                           "'local': its model budget is the peak-memory limit"),
                lang: str = typer.Option("both", "--lang", help="en | zh | both")) -> None:
         """Write the Markdown and self-contained HTML report plus CSV/JSON of every figure."""
-        from pathlib import Path
-
         from edgepick.errors import EdgepickError
         from edgepick.report.writer import LANGS
 
@@ -149,8 +146,6 @@ def register(app: typer.Typer) -> None:
         """Run a whole plan: a decision, its report and, when something passes, a deploy.yaml.
 
         The stages: fit → quantize → bench → eval → fidelity → decide → report."""
-        from pathlib import Path
-
         from edgepick.plan.loader import load_plan
         from edgepick.plan.runner import run_plan
 

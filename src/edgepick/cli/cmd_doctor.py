@@ -3,6 +3,7 @@ symptom to its cause, measured, with the fix (docs/doctor.md)."""
 
 from __future__ import annotations
 
+import os
 from typing import Optional
 
 import typer
@@ -73,8 +74,6 @@ def register(app: typer.Typer) -> None:
         target_path = target
         if "://" not in target and not target.endswith((".yaml", ".yml")):
             from edgepick.inputs import resolve_ref
-
-            import os
 
             if not os.path.exists(target):
                 target_path = resolve_ref(target).path or target  # a bundled name

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import typer
+from rich import box
 from rich.table import Table
 
 from edgepick.cli.options import STORE_HELP, int_list, merged, open_store, split_list
@@ -124,8 +125,6 @@ def register(app: typer.Typer) -> None:
 
 def _print_tables(rows, names: list[str], dev, margin: float) -> None:
     """Memory, then speed: two narrow tables, so that both read at 80 columns."""
-    from rich import box
-
     from edgepick.fit.speed import band_text
 
     mib = lambda n: f"{n / 2**20:.1f}"  # noqa: E731

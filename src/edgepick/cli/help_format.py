@@ -22,6 +22,8 @@ from __future__ import annotations
 import typing
 from pathlib import Path
 
+import typer.core as core
+
 _installed = False
 
 
@@ -73,7 +75,6 @@ def install() -> None:
     global _installed
     if _installed:
         return
-    import typer.core as core
 
     def option_label(self, ctx):  # noqa: ARG001 - typer's signature
         return value_label(self)

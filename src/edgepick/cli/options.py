@@ -7,6 +7,11 @@ import shlex
 import sys
 from typing import Any, Iterable
 
+try:  # Typer >= 0.20 runs on its own copy of click; older ones on click itself
+    from typer._click.globals import get_current_context
+except ImportError:
+    from click import get_current_context
+
 from edgepick.cli.output import err_console
 from edgepick.errors import EdgepickError
 
@@ -60,11 +65,6 @@ def one_model(models: list[str] | None, positional: str | None, what: str) -> st
 
 
 def _context():
-    # Typer ≥ 0.20 runs on its own copy of click; older ones on click itself.
-    try:
-        from typer._click.globals import get_current_context
-    except ImportError:
-        from click import get_current_context
     return get_current_context(silent=True)
 
 
