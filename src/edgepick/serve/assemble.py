@@ -24,6 +24,7 @@ from edgepick.serve.scoring import EchoLimits
 from edgepick.serve.settings import ServeSettings
 from edgepick.serve.swap import HotSwap
 from edgepick.serve.team import Member, TeamPool, check_budget
+from edgepick.serve.template_warning import warn_without_template
 from edgepick.serve.watchdog import MemoryWatchdog
 from edgepick.store.identity import ref_identity
 
@@ -236,6 +237,8 @@ def build_state(settings: ServeSettings, source: Source, *, registry: Registry |
                           runtime=source.runtime, slots=settings.slots)
         pool = EdgePool(spec, queue=settings.queue, embeddings=source.embeddings, **pool_args)
         engines = [pool, pool.embedder]
+    warn_without_template([(m.spec.name, m.spec.path) for m in source.team or []]
+                          or [(source.name, source.path)])
     # one watchdog per engine: a team's members each have their own, as one engine has
     background += [MemoryWatchdog(p, settings.mem_limit, settings.mem_check,
                                   settings.restart_cooldown).run
