@@ -194,15 +194,13 @@ def update(name: str = typer.Argument(..., help="NAME of the model in the regist
     from edgepick.cli.cmd_update import package_from
     from edgepick.errors import EdgepickError
     from edgepick.evaluate.eval_sets import bundled_set_path
-    from edgepick.records.deploy import DeployConfig
     from edgepick.records.update import UpdatePolicy
     from edgepick.registry.activation import activate as do_activate
     from edgepick.serve.engine_check import check_engine
     from edgepick.registry.store import Registry
     from edgepick.registry.install import install
 
-    cfg = DeployConfig.load(deploy) if deploy else None
-    policy = (cfg.update if cfg else None) or UpdatePolicy()
+    policy = _update_policy(deploy) if deploy else UpdatePolicy()
     if deploy is not None:  # files named in deploy.yaml are relative to its folder
         policy = policy.model_copy(update={
             k: str(deploy.parent / v) for k in ("reference", "text", "items")
@@ -212,7 +210,7 @@ def update(name: str = typer.Argument(..., help="NAME of the model in the regist
     reg.model(name)  # a wrong name or registry is refused before anything is fetched
     pkg = package_from(package, url, sha256)
     with _progress(True) as tick:
-        done = install(reg, name, pkg, version, policy, format_checks=cfg is not None,
+        done = install(reg, name, pkg, version, policy, format_checks=deploy is not None,
                        threads=threads, progress=tick)
     console.print(f"{name}@{done.version}: {'already built' if done.reused else 'built'} from "
                   f"{name}@{done.base} and verified")
@@ -238,6 +236,20 @@ def update(name: str = typer.Argument(..., help="NAME of the model in the regist
 
     before = asyncio.run(do_activate(reg, name, done.version, start))
     console.print(f"{name}: {before or '-'} → {done.version} (active)")
+
+
+def _update_policy(deploy: Path):
+    """deploy.yaml's `update:` section; a file holding only `update:` is read as just that
+    (every key of it is optional, docs/registry.md), a whole deploy.yaml as the deploy it is."""
+    from edgepick.records.deploy import DeployConfig
+    from edgepick.records.update import UpdatePolicy
+    from edgepick.yaml_input import read_yaml_mapping, validate_input
+
+    data = read_yaml_mapping(deploy, "expected a mapping (a deploy.yaml, or one with only "
+                                     "update:)", empty_ok=False)
+    if set(data) <= {"update", "schema_version"}:
+        return validate_input(UpdatePolicy, data.get("update") or {}, deploy)
+    return DeployConfig.load(deploy).update or UpdatePolicy()
 
 
 def _probe_items(policy) -> list[dict]:
