@@ -61,6 +61,7 @@ class OpenAIHttpBackend(Backend):
         self.width = options.n_seq if options is not None else 1
         self._props = None  # the server's own settings (its slots): read again for this one
         self.root = lsc.root_of(self.base)
+        self.key_env = getattr(candidate.ref, "api_key_env", None)  # named in a refusal's hint
         # httpx verifies https against certifi's CAs, or SSL_CERT_FILE / SSL_CERT_DIR when set
         self._client = httpx.Client(timeout=httpx.Timeout(self.timeout_s, connect=10.0),
                                     headers=auth_headers(candidate.ref))
@@ -266,15 +267,17 @@ class OpenAIHttpBackend(Backend):
         self._check(r)
         return r.json()
 
-    @staticmethod
-    def _check(r) -> None:
+    def _check(self, r) -> None:
         if r.status_code in (401, 403):
+            name = getattr(self, "key_env", None)
+            hint = (f"the key in {name} was refused: check its value (the variable was sent as "
+                    "a Bearer token)" if name else
+                    "a key-protected endpoint: name the variable holding its key "
+                    "(--reference-key-env / --model-key-env NAME, or api_key_env in a plan)")
             try:
                 lsc.check(r)
             except EdgepickError as exc:
-                raise EdgepickError(f"{exc} — a key-protected endpoint: name the variable holding "
-                                    "its key (--reference-key-env / --model-key-env NAME, or "
-                                    "api_key_env in a plan)") from None
+                raise EdgepickError(f"{exc} — {hint}") from None
         lsc.check(r)
 
 
