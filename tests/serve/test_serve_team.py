@@ -155,8 +155,10 @@ def test_ad_hoc_models_without_a_deploy(tiny_model, smollm2_q4_1, tmp_path):
         assert len(names) == 2
         r = ask(s.url, model=names[1])
         assert r.status_code == 200 and r.headers["x-edgepick-model"] == names[1]
+        assert r.headers["x-edgepick-route-reason"] == f"model:{names[1]}"
         r = ask(s.url)  # no member named: the first -m, the default
         assert r.status_code == 200 and r.headers["x-edgepick-model"] == names[0]
+        assert r.headers["x-edgepick-route-reason"] == "default"
         assert s.metric("edgepick_model_loads_total") == 2
         assert states(s.url) == {names[0]: "loaded", names[1]: "unloaded"}
 

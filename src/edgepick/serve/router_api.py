@@ -169,7 +169,8 @@ class EdgeOnlyRouter(RouterDefaults):
     async def route(self, request: RouteRequest, edge: Edge) -> Routed:
         resp = await edge.forward(request.kind, request.typed(), request.stream,
                                   request.deadline)
-        return Routed(resp, "edge", "default")
+        # a team's member says why it was chosen (named by the request, its task's route)
+        return Routed(resp, "edge", getattr(edge, "why", None) or "default")
 
     async def aclose(self) -> None:
         return None

@@ -227,19 +227,23 @@ class TeamPool:
         return self.default
 
     def edge_for(self, rr: Any) -> "MemberEdge":
-        return MemberEdge(self, self.member_for(rr.model, rr.task))
+        name = self.member_for(rr.model, rr.task)
+        named = bool(rr.model) and name in (rr.model, rr.model.rsplit("@", 1)[0])
+        why = f"model:{name}" if named else f"task:{rr.task}" if name != self.default \
+            else "default"
+        return MemberEdge(self, name, why)
 
 
 class MemberEdge:
     """The edge a router gets for one request: the chosen member, loaded on demand and
     counted in flight until its answer is complete (so it is never evicted mid-answer)."""
 
-    def __init__(self, team: TeamPool, name: str) -> None:
-        self.team, self.name = team, name
+    def __init__(self, team: TeamPool, name: str, why: str = "default") -> None:
+        self.team, self.name, self.why = team, name, why  # why: the route reason's words
         self.pool = team.pools[name]
 
     def __getattr__(self, attr: str) -> Any:  # spec, metrics, ready, n_vocab ... of the member
-        if attr in ("team", "name", "pool"):
+        if attr in ("team", "name", "pool", "why"):
             raise AttributeError(attr)
         return getattr(self.pool, attr)
 
