@@ -6,6 +6,7 @@ import typer
 from rich.table import Table
 
 from edgepick.cli.output import console, err_console, human_bytes, print_json
+from edgepick.cli.probe_backends import print_backend_devices, with_backend_devices
 
 
 def register(app: typer.Typer) -> None:
@@ -15,6 +16,8 @@ def register(app: typer.Typer) -> None:
         engine: bool = typer.Option(False, "--engine/--no-engine",
                                     help="also decode small synthetic models with the engine "
                                          "(20-30 s) to calibrate the decode-speed estimate"),
+        rpc: list[str] = typer.Option([], "--rpc", help="an rpc-server HOST:PORT to list as a "
+                                      "backend device of its own; repeatable"),
     ) -> None:
         """Measure this machine (cores, RAM, bandwidth, compute) and cache it for --device local.
 
@@ -27,6 +30,7 @@ def register(app: typer.Typer) -> None:
         what = "bandwidth, compute and engine decode speed" if engine else "bandwidth and compute"
         with console.status(f"measuring memory {what}…"):
             dev = run_probe(engine=engine)
+        dev = with_backend_devices(dev, rpc)
         previous = local.read_cached()
         if not engine and previous is not None and previous.calibrated_at is not None:
             # its scales were solved against the bandwidth measured beside them, not this one
@@ -55,6 +59,7 @@ def register(app: typer.Typer) -> None:
         ]:
             t.add_row(k, str(v))
         console.print(t)
+        print_backend_devices(dev)
 
     @app.command()
     def devices(json_out: bool = typer.Option(False, "--json", help="print JSON")) -> None:

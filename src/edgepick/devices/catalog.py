@@ -15,18 +15,29 @@ from edgepick.units import parse_size
 from edgepick.yaml_input import read_yaml
 
 _SIZE_FIELDS = {"total_ram": "total_ram_bytes", "model_budget": "model_budget_bytes"}
+_PART_SIZE_FIELDS = {"size": "memory_bytes", "budget": "budget_bytes"}  # of each compute device
+
+
+def _sizes(data: dict, fields: dict[str, str], source: str, where: str = "") -> dict:
+    data = dict(data)
+    for short, full in fields.items():
+        if short in data:
+            try:
+                data[full] = parse_size(data.pop(short))
+            except ValueError as exc:
+                raise InputError(source, f"{where}{exc}", field=short) from None
+    return data
 
 
 def _profile(entry: dict, source: str, index: int | None = None) -> DeviceProfile:
     if not isinstance(entry, dict):
         raise InputError(source, "each device must be a mapping of fields")
-    data = dict(entry)
-    for short, full in _SIZE_FIELDS.items():
-        if short in data:
-            try:
-                data[full] = parse_size(data.pop(short))
-            except ValueError as exc:
-                raise InputError(source, str(exc), field=short) from None
+    data = _sizes(entry, _SIZE_FIELDS, source)
+    parts = data.get("compute_devices")
+    if isinstance(parts, list):
+        data["compute_devices"] = [
+            _sizes(p, _PART_SIZE_FIELDS, source, f"compute device #{i + 1}: ")
+            if isinstance(p, dict) else p for i, p in enumerate(parts)]
     try:
         return DeviceProfile(**data)
     except ValidationError as exc:

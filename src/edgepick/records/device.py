@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from edgepick.records.compute_device import ComputeDevice, DeviceLink
 
 
 class DecodeCalibration(BaseModel):
@@ -77,3 +79,19 @@ class DeviceProfile(BaseModel):
     measured: bool = False  # True when probed on this machine rather than taken from a spec sheet
     extra: dict = Field(default_factory=dict)  # thermal, battery, load readings from a probe
     decode_calibration: DecodeCalibration | None = None  # measured with the engine, local only
+    # the backend devices that hold the model (records/compute_device.py); none: one CPU pool
+    compute_devices: list[ComputeDevice] = Field(default_factory=list)
+    links: list[DeviceLink] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _parts(self) -> "DeviceProfile":
+        names = [d.name for d in self.compute_devices]
+        if len(set(names)) != len(names):
+            raise ValueError("compute device names must be unique")
+        if self.compute_devices and not any(d.kind == "cpu" for d in self.compute_devices):
+            raise ValueError("compute_devices needs the CPU (llama.cpp keeps the input layer there)")
+        for link in self.links:
+            missing = [n for n in link.between if n not in names]
+            if missing:
+                raise ValueError(f"link names unknown compute device {missing[0]}")
+        return self
