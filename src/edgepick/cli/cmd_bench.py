@@ -10,6 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from edgepick.cli.options import STORE_HELP, int_list, open_store, split_list
 from edgepick.cli.output import console, err_console, print_json
 from edgepick.errors import EdgepickError
+from edgepick.llama_tools import repack_reason
 from edgepick.progress import ProgressEvent
 from edgepick.records.candidate import DEFAULTS
 from edgepick.units import whole_pct
@@ -134,6 +135,8 @@ def register(app: typer.Typer) -> None:
             err_console.print(f"{contended} measurement(s) contended: other work used more than "
                               f"{whole_pct(contended_share)} of the CPUs (speed gates on them are "
                               "undetermined)")
+        if (why := repack_reason()) is not None:  # it changes speed and memory: said
+            err_console.print(why, highlight=False)
         if any(r.status == "failed" for r in results):
             failed = sum(r.status == "failed" for r in results)
             err_console.print(f"{failed} of {len(results)} configurations failed (see 'error')")

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from edgepick.cli.options import STORE_HELP, open_store
 from edgepick.cli.output import console, err_console, print_json
+from edgepick.llama_tools import repack_reason
 from edgepick.records.candidate import DEFAULTS
 
 
@@ -141,5 +142,7 @@ def register(app: typer.Typer) -> None:
         console.print(ct)
         if report.stopped:
             console.print(t["stopped"].format(why=report.stopped), highlight=False)
+        if (why := repack_reason()) is not None:  # doctor's speeds and memory ran without it
+            console.print(why, highlight=False)
         console.print(t["elapsed"].format(s=report.elapsed_s, budget=report.budget_s))
         return 1 if report.findings else 0

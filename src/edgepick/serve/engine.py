@@ -70,7 +70,7 @@ def llama_server_command(spec: EngineSpec, exe: str, port: int) -> list[str]:
         # the pinned llama-server has no --no-mmap (common/arg.cpp): --load-mode none reads the
         # weights as llama-cpp-python's use_mmap=False does (LLAMA_LOAD_MODE_NONE)
         cmd += ["--load-mode", "none"]
-    if repack_unsafe():  # ggml's AMX kernels crash here (llama_tools.repack_unsafe)
+    if repack_unsafe("tools"):  # ggml's AMX kernels crash here (llama_tools.repack_unsafe)
         cmd.append("--no-repack")
     return cmd
 
