@@ -6,6 +6,8 @@ import typer
 from rich import box
 from rich.table import Table
 
+from edgepick.cli.fit_place import (auto_placement, place_rows, placement_from_options,
+                                    print_plans)
 from edgepick.cli.options import STORE_HELP, int_list, merged, open_store, split_list
 from edgepick.cli.output import console, err_console, print_json
 from edgepick.cli.remote_text import say_remote
@@ -55,6 +57,23 @@ def register(app: typer.Typer) -> None:
         refresh: bool = typer.Option(False, "--refresh", help="with --device local: measure "
                                      "this machine again instead of reading its cached probe"),
         store: str = typer.Option(None, "--store", help=STORE_HELP),
+        ngl: str = typer.Option(None, "--ngl", help="place the model: the last N layers (the "
+                                "output layer first) or 'all' on the devices (-ngl)"),
+        ot: list[str] = typer.Option([], "--ot", help="tensor overrides PATTERN=BUFFER, e.g. "
+                                     r"'\.ffn_.*_exps=CPU' (-ot); repeatable"),
+        n_cpu_moe: int = typer.Option(0, "--n-cpu-moe", min=0, help="keep the experts of the "
+                                      "first N layers on the CPU (--n-cpu-moe)"),
+        tensor_split: str = typer.Option(None, "--tensor-split", help="share of the offloaded "
+                                         "layers per device, e.g. 3,1 (-ts)"),
+        rpc: list[str] = typer.Option([], "--rpc", help="an rpc-server HOST:PORT holding "
+                                      "layers as a device of its own (--rpc); repeatable"),
+        place: str = typer.Option(None, "--place", help="'auto': choose -ngl (and -ot for "
+                                  "experts) as llama.cpp's --fit does, within the host's memory too"),
+        fit_target: str = typer.Option(None, "--fit-target", help="with --place auto: MiB to "
+                                       "leave free per device (llama.cpp's --fit-target; 1024)"),
+        slots: int = typer.Option(None, "--slots", min=1, help="plan for llama-server with N "
+                                  "slots (-np), which reserves N logits rows; default: the "
+                                  "in-process engine, which reserves n_batch rows"),
         json_out: bool = typer.Option(False, "--json", help="print a JSON list"),
     ) -> None:
         """Predict whether models fit a device before running them: memory against the budget
@@ -93,6 +112,12 @@ def register(app: typer.Typer) -> None:
             raise EdgepickError("--calibrate and --refresh measure this machine: use --device local")
         else:
             dev = load_device(device)
+        placement = placement_from_options(dev, ngl, ot, n_cpu_moe, tensor_split, rpc)
+        settings = dict(kv_type=kv_type, kv_type_v=kv_type_v, flash_attn=flash_attn,
+                        n_batch=batch, n_ubatch=n_ubatch, n_outputs_max=slots, swa_full=swa_full)
+        if place is not None:
+            placement = _auto(place, placement, refs, quants, ctxs, dev, ngl, ot, n_cpu_moe,
+                              fit_target, settings)
         req = FitRequest.for_models(refs, quants, adapter=adapter, ctxs=ctxs, device=dev,
                                     kv_type=kv_type,
                                     margin=margin, efficiency=efficiency, fill=fill,
@@ -100,12 +125,20 @@ def register(app: typer.Typer) -> None:
                                     flash_attn=flash_attn, n_batch=batch, kv_type_v=kv_type_v)
         with open_store(store) as rs:
             rows = run(req, rs)
+        plans = None
+        if placement is not None:
+            rows, plans = place_rows(rows, refs, quants, ctxs, dev, placement,
+                                     dict(settings, mmap=mmap, fill=fill), margin)
         if json_out:
-            print_json(rows)
+            print_json(rows if plans is None else [
+                dict(r.model_dump(mode="json"), placement_plan=p.model_dump(mode="json"))
+                for r, p in zip(rows, plans)])
             return
         per_model = len(rows) // max(1, len(refs))
         names = [refs[i // per_model].label if per_model else r.model for i, r in enumerate(rows)]
         _print_tables(rows, names, dev, margin)
+        if plans is not None:
+            print_plans(rows, names, plans)
         for r in rows:
             for note in r.fallbacks[:3]:
                 console.print(f"[dim]{r.quant}: fallback {note}[/]")
@@ -121,6 +154,20 @@ def register(app: typer.Typer) -> None:
             console.print("[bold]task priors[/] (seed 000 §3.3, seed 004 §2.3):")
             for risk in risks:
                 console.print(f"  [yellow]•[/] {risk}")
+
+
+def _auto(place, placement, refs, quants, ctxs, dev, ngl, ot, n_cpu_moe, fit_target,
+          settings):
+    if place != "auto":
+        raise EdgepickError(f"--place: expected 'auto', got {place!r}")
+    if ngl is not None or ot or n_cpu_moe:
+        raise EdgepickError("--place auto chooses -ngl and -ot itself: drop --ngl, --ot and "
+                            "--n-cpu-moe")
+    if len(refs) != 1 or len(quants) != 1 or len(ctxs) != 1:
+        raise EdgepickError("--place auto places one model at one type and one context")
+    base = placement or placement_from_options(dev, "0", [], 0, None, [])
+    quant = None if quants[0] == "native" else quants[0]
+    return auto_placement(refs[0], quant, ctxs[0], dev, base, fit_target, settings)
 
 
 def _print_tables(rows, names: list[str], dev, margin: float) -> None:

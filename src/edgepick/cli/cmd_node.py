@@ -18,6 +18,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
+from edgepick.cli.node_rpc import rpc_command
 from edgepick.cli.output import console, human_bytes, print_json
 from edgepick.errors import EdgepickError
 from edgepick.launch.process import run_child
@@ -199,6 +200,9 @@ def list_nodes(address: str = typer.Option("auto", "--address",
                   human_bytes(p.get("model_budget_bytes")),
                   f"{p['bandwidth_gbps']:.1f} GB/s" if p.get("bandwidth_gbps") else "-")
     console.print(t)
+
+
+node_app.command("rpc")(rpc_command)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,91 @@
+"""The compute buffer of each backend when a model is split across devices.
+
+ggml's scheduler (ggml/src/ggml-backend.cpp, `ggml_backend_sched_split_graph`) runs each op on
+the backend that holds its weight, gives the ops between weights their neighbours' backend,
+keeps the graph inputs (token ids, positions, the KQ mask) on the CPU ("1.inp": the last
+backend), and copies every tensor a split reads from another backend into the split's own
+buffer. Each backend's compute buffer (`sched_reserve`: "<buffer> compute buffer size") is then
+the most alive at one point of the nodes it runs, with the same points as on the CPU alone
+(fit/compute.py):
+- a feed-forward it holds the weights of: gate, up and their product `3 × width` plus four
+  `n_embd` rows per token, the width of routed experts being `n_ff_exp × n_expert_used`;
+- an attention it holds: five `n_embd` rows and K and V of the batch, plus the scores without
+  flash attention;
+- the LM head, on the output layer's device: `n_vocab + 2 n_embd` per output row;
+- the KQ mask beside the layers' points, on every backend that runs an attention (a copy there).
+The CPU also holds the input embedding's rows (`get_rows` on `token_embd`, which never leaves
+the CPU).
+
+The rows of logits reserved depend on the engine: `n_outputs = min(n_tokens, n_outputs_max)`,
+which llama-cpp-python leaves at n_batch and llama-server sets to its slots
+(tools/server/server-context.cpp: `params_base.n_outputs_max = output_limits.total`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from edgepick.fit.compute import F32, Batches, _kv_width, mask_bytes
+from edgepick.fit.placement import CPU, TensorHome
+from edgepick.records.model import ModelSpec
+
+FFN_UP = ("ffn_up.weight", "ffn_up_shexp.weight", "ffn_up_exps.weight")
+ATTN_Q = ("attn_q.weight", "attn_qkv.weight", "attn_q_a.weight")
+
+
+def _layer(name: str) -> int:
+    return int(name.split(".")[1]) if name.startswith("blk.") else -1
+
+
+def backend_compute_bytes(spec: ModelSpec, homes: list[TensorHome], layers: list[str],
+                          cells: list[int], b: Batches, flash_attn: bool,
+                          n_outputs_max: int | None = None) -> dict[str, int]:
+    """Backend -> compute buffer bytes, for the prompt graph llama.cpp reserves."""
+    n_tokens = min(b.n_ctx, b.n_ubatch)
+    n_outputs = min(n_tokens, b.n_batch if n_outputs_max is None else n_outputs_max)
+    e, last = spec.n_embd, spec.n_layers - 1
+    row = F32 * n_tokens * e
+    dense: dict[str, int] = defaultdict(int)  # widest dense FFN a backend runs for every token
+    experts: dict[str, int] = defaultdict(int)  # widest routed experts
+    attn: set[str] = set()
+    for h in homes:
+        name, shape = h.tensor.name, h.tensor.shape
+        il = _layer(name)
+        if name.endswith(ATTN_Q):
+            attn.add(h.device)
+        # the last layer's feed-forward runs on the output rows only (build_inp_out_ids)
+        elif name.endswith(FFN_UP) and len(shape) >= 2 and il != last:
+            if name.endswith("_exps.weight"):
+                experts[h.device] = max(experts[h.device], shape[1] * max(1, spec.n_experts_used))
+            else:
+                dense[h.device] = max(dense[h.device], shape[1])
+    masks = mask_bytes(cells, n_tokens, flash_attn)
+    attn_pt = F32 * n_tokens * (2 * e + 2 * _kv_width(spec))
+    if not flash_attn:
+        attn_pt += F32 * n_tokens * spec.n_heads * max(cells or [0]) + row
+    output = layers[-1]
+    first_ffn = next((h.device for h in homes if h.tensor.name.startswith("blk.0.")
+                      and h.tensor.name.endswith(FFN_UP)), None)
+    out: dict[str, int] = {}
+    for dev in {CPU, *layers, *dense, *experts, *attn}:
+        width = max(dense.get(dev, 0), experts.get(dev, 0))
+        ffn_pt = F32 * n_tokens * (3 * width + 2 * e) if width else 0
+        layer_pt = max(attn_pt if dev in attn else 0, ffn_pt)
+        if dev == CPU:
+            # the input embedding's rows stay beside whatever the CPU runs; a CPU that only
+            # runs routed experts has them copied in and out per layer instead
+            only_experts = dev not in attn and not dense.get(dev)
+            points = [2 * row, (F32 * n_tokens * (3 * experts[dev] + e)) if only_experts
+                      and experts.get(dev) else 2 * row + layer_pt]
+        else:
+            # the embedding copied in when the device runs the first layer, a split input alive
+            # through that split: beside its attention, and beside its feed-forwards when the
+            # first layer's feed-forward runs there too (no split back to the CPU in between)
+            first = row if layers[0] == dev else 0
+            points = [(attn_pt + first) if dev in attn else 0,
+                      ffn_pt + (first if first_ffn == dev else 0)]
+            layer_pt = max(points)
+        if dev == output:
+            points.append(F32 * n_outputs * (spec.vocab_size + 2 * e))
+        out[dev] = masks + max(points) if dev == CPU or layer_pt else max(points)
+    return out
