@@ -85,11 +85,15 @@ def test_an_upward_import_inside_a_function_is_refused(tmp_path):
 
 
 # -- imports inside functions --------------------------------------------------------------------
-def allowed_lazy(text: str) -> dict[str, str]:
-    """Imported module (top-level name, or `edgepick`) → the package it may be imported inside a
-    function in (`edgepick`: anywhere)."""
-    return {_names(cells[0])[0]: _names(cells[1])[0]
-            for cells in _table_rows(text, "lazy imports")}
+def allowed_lazy(text: str) -> list[tuple[str, str]]:
+    """(imported module, the package it may be imported inside a function in) for each row;
+    a module stands for its submodules too, and `edgepick` as the package means anywhere."""
+    return [(_names(cells[0])[0], _names(cells[1])[0])
+            for cells in _table_rows(text, "lazy imports")]
+
+
+def _within(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
 
 
 def _module_name(path: Path, src: Path) -> str:
@@ -115,11 +119,10 @@ def imports_inside_functions(src: Path) -> list[tuple[str, int, str]]:
     return sorted(set(found))
 
 
-def lazy_problems(src: Path, allowed: dict[str, str]) -> list[str]:
+def lazy_problems(src: Path, allowed: list[tuple[str, str]]) -> list[str]:
     out = []
     for module, line, target in imports_inside_functions(src):
-        where = allowed.get(target.split(".")[0])
-        if where is None or not (module == where or module.startswith(where + ".")):
+        if not any(_within(target, what) and _within(module, where) for what, where in allowed):
             out.append(f"{module}:{line} imports {target} inside a function; import it at the "
                        "top of the module (docs/architecture.md: the allow-list of lazy imports)")
     return out
