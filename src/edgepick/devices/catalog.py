@@ -8,7 +8,6 @@ from importlib.resources import files
 
 from pydantic import ValidationError
 
-from edgepick.devices.local import local_device
 from edgepick.errors import EdgepickError, InputError, input_error
 from edgepick.records.device import DeviceProfile
 from edgepick.units import parse_size
@@ -55,6 +54,8 @@ def catalog() -> dict[str, DeviceProfile]:
 def load_device(name_or_path: str) -> DeviceProfile:
     """`local` is this machine (its cached probe, or measured and cached: devices/local.py); a
     catalog name; or a YAML file with one profile (or a list)."""
+    from edgepick.devices.local import local_device
+
     if name_or_path == "local":
         return local_device()
     if name_or_path in catalog():
