@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
+import edgepick.cli as pkg
 from edgepick.cli import help_format
 from edgepick.errors import EdgepickError, pydantic_problem
 
@@ -37,8 +38,6 @@ err_console = Console(stderr=True)
 
 
 def _register_commands() -> None:
-    import edgepick.cli as pkg
-
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
         if info.name.startswith("cmd_"):
             module = importlib.import_module(f"edgepick.cli.{info.name}")

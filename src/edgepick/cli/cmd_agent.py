@@ -11,6 +11,9 @@ from typing import List, Optional
 import typer
 
 from edgepick.cli.output import console, err_console, print_json
+from edgepick.errors import EdgepickError
+from edgepick.records.candidate import Candidate, RuntimeSettings
+from edgepick.units import parse_size
 
 
 def _confirm(auto_yes: bool):
@@ -94,10 +97,7 @@ def register(app: typer.Typer) -> None:
         """Run requests through a guarded agent: validated calls, confirmation, bounded steps."""
         from edgepick.agent import Agent, LongTermMemory, Memory, load_tools
         from edgepick.agent.model import BackendModel
-        from edgepick.errors import EdgepickError
-        from edgepick.records.candidate import Candidate, RuntimeSettings
         from edgepick.inputs import resolve_ref
-        from edgepick.units import parse_size
 
         if mode not in (None, "native", "json"):
             raise EdgepickError(f"--tool-format: expected native or json, got '{mode}'")

@@ -9,6 +9,8 @@ from typing import Optional
 import typer
 
 from edgepick.cli.output import console
+from edgepick.errors import EdgepickError
+from edgepick.records.deploy import DeployConfig
 
 
 def register(app: typer.Typer) -> None:
@@ -31,10 +33,8 @@ def register(app: typer.Typer) -> None:
 
         TTFT P50/P99 and decode P5 via histogram_quantile, engine memory, sampled
         unacceptable and format-error rates, 5xx and rejection rates, not-ready and OOM."""
-        from edgepick.errors import EdgepickError
         from edgepick.monitor.alerts import AlertSettings, rules_yaml
         from edgepick.monitor.window import parse_window
-        from edgepick.records.deploy import DeployConfig
 
         for flag, value in (("--window", window), ("--quality-window", quality_window),
                             ("--for", hold)):

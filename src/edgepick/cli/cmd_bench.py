@@ -7,13 +7,15 @@ from typing import Optional
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from edgepick.cli.bench_pair import bench_pair
+from edgepick.cli.bench_tables import curve_tables, results_table, write_csv
 from edgepick.cli.options import STORE_HELP, int_list, open_store, split_list
 from edgepick.cli.output import console, err_console, print_json
 from edgepick.errors import EdgepickError
 from edgepick.llama_tools import repack_reason
 from edgepick.progress import ProgressEvent
-from edgepick.records.candidate import DEFAULTS
-from edgepick.units import whole_pct
+from edgepick.records.candidate import DEFAULTS, RuntimeSettings
+from edgepick.units import parse_size, whole_pct
 
 
 def register(app: typer.Typer) -> None:
@@ -79,9 +81,7 @@ def register(app: typer.Typer) -> None:
         from edgepick.bench.session import power_source
         from edgepick.power import PowerConfig
         from edgepick.bench.sweeps import BenchRequest
-        from edgepick.records.candidate import RuntimeSettings
         from edgepick.inputs import resolve_ref
-        from edgepick.units import parse_size
 
         for name, v in (("--gen", gen), ("--repeats", repeats), ("--ctx", ctx)):
             if v < 1:
@@ -100,8 +100,6 @@ def register(app: typer.Typer) -> None:
         settings = RuntimeSettings(n_ctx=ctx, n_batch=batch, n_ubatch=ubatch, kv_type=kv_type,
                                    flash_attn=flash_attn, seed=seed)
         if resident:
-            from edgepick.cli.bench_pair import bench_pair
-
             return bench_pair(refs, settings.model_copy(update={
                 "threads": int_list(threads, "--threads")[0]}),
                 int_list(prompt_lengths, "--prompt-lengths")[0], gen, repeats, timeout,
@@ -118,14 +116,10 @@ def register(app: typer.Typer) -> None:
         results = _run_with_progress(req, open_store(store), fresh, quiet_stdout=json_out,
                                      run=run)
         if csv_path:
-            from edgepick.cli.bench_tables import write_csv
-
             write_csv(results, csv_path)
         if json_out:
             print_json([r.summary() for r in results])
         else:
-            from edgepick.cli.bench_tables import curve_tables, results_table
-
             # the shared console lays a table out vertically when it would not fit (cli/output.py)
             console.print(results_table(results))
             for t in curve_tables(results):

@@ -8,11 +8,13 @@ from pathlib import Path
 
 import typer
 
+from edgepick.cli.cmd_reselect import show_reselection
 from edgepick.cli.options import RUN_HELP, STORE_HELP
 from edgepick.cli.decision_print import (print_decision, print_none_next_steps, print_notes,
                                           runs_line)
 from edgepick.cli.output import console, print_json
 from edgepick.cli.run_display import RichRunDisplay
+from edgepick.errors import EdgepickError
 
 # `edgepick run`'s longer option texts, one table (typer reflows them to the terminal)
 PLAN_RUN_HELP = {
@@ -116,7 +118,6 @@ def register(app: typer.Typer) -> None:
                                           "'local': its model budget is the peak-memory limit"),
                lang: str = typer.Option("both", "--lang", help="en | zh | both")) -> None:
         """Write the Markdown and self-contained HTML report plus CSV/JSON of every figure."""
-        from edgepick.errors import EdgepickError
         from edgepick.report.writer import LANGS
 
         if lang not in LANGS:  # before any work, as the report writer would say it
@@ -151,7 +152,6 @@ def register(app: typer.Typer) -> None:
 
         budget_s = None
         if budget is not None:
-            from edgepick.errors import EdgepickError
             from edgepick.monitor.window import parse_window
 
             try:
@@ -167,8 +167,6 @@ def register(app: typer.Typer) -> None:
         if store:
             lp.plan.store = os.path.abspath(store)
         if traffic or traffic_weight is not None or deployed:
-            from edgepick.cli.cmd_reselect import show_reselection
-            from edgepick.errors import EdgepickError
             from edgepick.plan.traffic import reselect
 
             if not traffic:
@@ -184,8 +182,6 @@ def register(app: typer.Typer) -> None:
             from edgepick.cluster.fleet import run_fleet
 
             if budget_s is not None:
-                from edgepick.errors import EdgepickError
-
                 raise EdgepickError("--budget runs on this machine only (not with a fleet)")
 
             result = run_fleet(lp, executor, address, RichRunDisplay())

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from edgepick.cli.options import STORE_HELP, open_store, split_list
 from edgepick.cli.output import console, err_console, human_bytes, print_json, to_jsonable
+from edgepick.records import RuntimeSettings
 
 
 def register(app: typer.Typer) -> None:
@@ -32,7 +33,6 @@ def register(app: typer.Typer) -> None:
         from edgepick.bench.sweeps import BenchRequest
         from edgepick.devices.local import describe, local_device
         from edgepick.fit.stage import FitRequest, run as fit
-        from edgepick.records import RuntimeSettings
         from edgepick.inputs import resolve_ref
 
         say = err_console if json_out else console  # stdout stays clean for --json

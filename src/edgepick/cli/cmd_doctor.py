@@ -9,10 +9,15 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from edgepick.cli.options import STORE_HELP, open_store
+from edgepick.cli.cmd_fidelity import _progress
+from edgepick.cli.options import STORE_HELP, open_store, split_list
 from edgepick.cli.output import console, err_console, print_json
+from edgepick.errors import EdgepickError
 from edgepick.llama_tools import repack_reason
+from edgepick.progress import silent
 from edgepick.records.candidate import DEFAULTS
+from edgepick.strings import texts
+from edgepick.units import parse_size
 
 
 def register(app: typer.Typer) -> None:
@@ -55,14 +60,9 @@ def register(app: typer.Typer) -> None:
         host_load, thermal_throttling, memory_budget, memory_growth, engine_support,
         file_integrity, cold_start, conversion, tool_schema. Figures already in the results
         store for this file and these settings are reused."""
-        from edgepick.cli.cmd_fidelity import _progress
-        from edgepick.cli.options import split_list
         from edgepick.doctor.plan import plan
         from edgepick.doctor.render import checks_table, evidence_lines, findings_table
         from edgepick.doctor.runner import DoctorRequest, run
-        from edgepick.errors import EdgepickError
-        from edgepick.strings import texts
-        from edgepick.units import parse_size
 
         check = split_list(check) or None
         if lang not in ("en", "zh"):
@@ -108,8 +108,6 @@ def register(app: typer.Typer) -> None:
                                      else ""), highlight=False)
 
         with _progress(not json_out) as cb, open_store(store) as rs:
-            from edgepick.progress import silent
-
             report = run(req, rs, cb or silent, on_check=on_check)
         if report.kind == "deploy":
             from edgepick.report.doctor_section import append_to_report, report_dir_of

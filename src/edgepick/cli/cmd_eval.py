@@ -14,7 +14,7 @@ from rich.table import Table
 from edgepick.cli.options import STORE_HELP, open_store, split_list
 from edgepick.cli.output import console, err_console, print_json
 from edgepick.progress import ProgressEvent
-from edgepick.records.candidate import DEFAULTS
+from edgepick.records.candidate import DEFAULTS, Candidate, RuntimeSettings
 from edgepick.units import pct
 
 ELIMINATE_ABOVE = 0.05  # seed 004 §2.3: more than 5% unacceptable outputs eliminates a candidate
@@ -130,7 +130,6 @@ def register(app: typer.Typer) -> None:
         """Score candidates and a reference on an eval set: gap per task with bootstrap CI, badcases."""
         from edgepick.evaluate.eval_sets import bundled_set_path
         from edgepick.evaluate.stage import EvalRequest, distinct_names, run
-        from edgepick.records.candidate import Candidate, RuntimeSettings
         from edgepick.inputs import resolve_ref
 
         paths = [bundled_set_path(d) or d for d in (data or ["demo"])]

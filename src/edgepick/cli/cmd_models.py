@@ -11,7 +11,13 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
+from edgepick.cli.cmd_fidelity import _progress
+from edgepick.cli.cmd_update import package_from
 from edgepick.cli.output import console, human_bytes, print_json
+from edgepick.errors import EdgepickError
+from edgepick.records.deploy import DeployConfig
+from edgepick.records.update import UpdatePolicy
+from edgepick.yaml_input import read_yaml_mapping, validate_input
 
 models_app = typer.Typer(help="The model registry: versions verified by SHA-256, activate, "
                               "rollback (docs/registry.md).", no_args_is_help=True)
@@ -37,8 +43,6 @@ def _switch_live(server: str, action: str, payload: dict, api_key: Optional[str]
 
 def _server_call(server: str, action: str, payload: dict, api_key: Optional[str]) -> dict:
     import httpx
-
-    from edgepick.errors import EdgepickError
 
     key = api_key or os.environ.get("EDGEPICK_API_KEY")
     headers = {"Authorization": f"Bearer {key}"} if key else {}
@@ -190,11 +194,7 @@ def update(name: str = typer.Argument(..., help="NAME of the model in the regist
     top-1 and, with --deploy, format checks), and activate it only if the probe holds; the probe
     is recorded with the version. With --server the running server switches and watches the new
     version for the canary window, rolling back by itself if it serves worse."""
-    from edgepick.cli.cmd_fidelity import _progress
-    from edgepick.cli.cmd_update import package_from
-    from edgepick.errors import EdgepickError
     from edgepick.evaluate.eval_sets import bundled_set_path
-    from edgepick.records.update import UpdatePolicy
     from edgepick.registry.activation import activate as do_activate
     from edgepick.serve.engine_check import check_engine
     from edgepick.registry.store import Registry
@@ -241,10 +241,6 @@ def update(name: str = typer.Argument(..., help="NAME of the model in the regist
 def _update_policy(deploy: Path):
     """deploy.yaml's `update:` section; a file holding only `update:` is read as just that
     (every key of it is optional, docs/registry.md), a whole deploy.yaml as the deploy it is."""
-    from edgepick.records.deploy import DeployConfig
-    from edgepick.records.update import UpdatePolicy
-    from edgepick.yaml_input import read_yaml_mapping, validate_input
-
     data = read_yaml_mapping(deploy, "expected a mapping (a deploy.yaml, or one with only "
                                      "update:)", empty_ok=False)
     if set(data) <= {"update", "schema_version"}:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
+from edgepick.cli.cmd_fit import attention_text, compute_text
 from edgepick.cli.output import console, err_console, human_bytes, print_json
 from edgepick.cli.probe_backends import print_backend_devices, with_backend_devices
 
@@ -94,8 +95,6 @@ def _power_rows(extra: dict) -> list[tuple[str, str]]:
 
 
 def _calibration_rows(dev) -> list[tuple[str, str]]:
-    from edgepick.cli.cmd_fit import attention_text, compute_text
-
     cal = dev.decode_calibration
     if cal is None:
         return [("engine decode", dev.extra.get("engine_probe_error", "not measured (--no-engine)"))]

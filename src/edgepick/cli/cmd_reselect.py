@@ -10,8 +10,9 @@ from typing import Optional
 import typer
 
 from edgepick.cli.decision_print import print_decision, print_notes
-from edgepick.cli.output import console
+from edgepick.cli.output import console, print_json
 from edgepick.cli.run_display import RichRunDisplay
+from edgepick.errors import EdgepickError
 
 
 def show_reselection(sel) -> None:
@@ -50,8 +51,6 @@ def register(app: typer.Typer) -> None:
         Run the plan's candidates on the sampled traffic (alone or mixed at a weight) and write
         a decision naming what changed from the deployed one; its deploy.yaml is written beside
         DEPLOY.yaml under a new name."""
-        from edgepick.cli.output import print_json
-        from edgepick.errors import EdgepickError
         from edgepick.plan.loader import load_plan
         from edgepick.plan.traffic import reselect as run_reselect
 

@@ -10,8 +10,12 @@ from typing import Optional
 import typer
 from rich.table import Table
 
+from edgepick.cli.cmd_eval import demo_eval_path
+from edgepick.cli.cmd_fidelity import _progress
 from edgepick.cli.options import STORE_HELP, open_store
 from edgepick.cli.output import console, err_console, print_json
+from edgepick.errors import EdgepickError
+from edgepick.records.candidate import RuntimeSettings
 from edgepick.units import pct
 
 route_app = typer.Typer(help="Edge–cloud routing: evaluate a cascade on your own data.",
@@ -19,8 +23,6 @@ route_app = typer.Typer(help="Edge–cloud routing: evaluate a cascade on your o
 
 
 def _shares(text: str) -> list[float]:
-    from edgepick.errors import EdgepickError
-
     try:
         vals = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
@@ -112,11 +114,7 @@ def register(app: typer.Typer) -> None:
         With the router comparison and the edge/cloud consistency rate. Several --edge give a
         cascade over tiers: each step's threshold calibrated on half the items, judged on the
         other half against random assignment at the same shares."""
-        from edgepick.cli.cmd_eval import demo_eval_path
-        from edgepick.cli.cmd_fidelity import _progress
-        from edgepick.errors import EdgepickError
         from edgepick.evaluate.items import load_eval_set
-        from edgepick.records.candidate import RuntimeSettings
         from edgepick.inputs import resolve_ref
         from edgepick.route import route_eval as stage
         from edgepick.route.confidence import ConfidenceSettings

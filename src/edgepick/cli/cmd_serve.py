@@ -14,6 +14,8 @@ from typing import Any, Optional
 
 import typer
 
+from edgepick.errors import EdgepickError
+from edgepick.records.candidate import DEFAULTS
 from edgepick.serve.settings import ServeSettings
 
 # ServeSettings field → its flag (None: --field-name); sizes (1MiB) are read as text
@@ -56,8 +58,6 @@ def _shown(name: str, field) -> str | bool:
 
 
 def _runtime_default(field: str) -> str:
-    from edgepick.records.candidate import DEFAULTS
-
     return f"the deploy.yaml's, else {getattr(DEFAULTS, field)}"
 
 
@@ -98,7 +98,6 @@ def serve(
     /v1/embeddings, /v1/models, /health, /metrics) on supervised llama-server engines, with
     bounded admission, deadlines, liveness probes, a memory watchdog, a model registry and hot
     swap by policy."""
-    from edgepick.errors import EdgepickError
     from edgepick.registry.store import Registry
     from edgepick.serve import assemble
 

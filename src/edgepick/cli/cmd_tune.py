@@ -12,6 +12,7 @@ from rich.table import Table
 from edgepick.cli.cmd_fidelity import _progress
 from edgepick.cli.output import console, err_console, print_json
 from edgepick.errors import EdgepickError
+from edgepick.records.candidate import RuntimeSettings
 
 # the grid searched when the user names none (seed 000 §4.4, seed 001 §4.3, seed 004 §5.2)
 DEFAULT_AXES = {"threads": None, "n_ubatch": [128, 512], "flash_attn": [True, False],
@@ -21,7 +22,6 @@ DEFAULT_AXES = {"threads": None, "n_ubatch": [128, 512], "flash_attn": [True, Fa
 def _values(text: Optional[str], field: str) -> list | None:
     if text is None:
         return None
-    from edgepick.records.candidate import RuntimeSettings
 
     kind = type(getattr(RuntimeSettings(), field))
     out = []
@@ -73,7 +73,6 @@ def register(app: typer.Typer) -> None:
         (docs/tune.md)."""
         from edgepick.decide.scenarios import load_scenario
         from edgepick.inputs import resolve_ref
-        from edgepick.records.candidate import RuntimeSettings
         from edgepick.tune.search import TuneRequest, run, write_fragment
 
         ref = resolve_ref(model)
