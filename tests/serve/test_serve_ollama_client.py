@@ -120,6 +120,8 @@ def test_embed_list_ps_show_and_version(server, ollama):
     out = ollama.embed(model=embedder, input=["The cat sat.", "Small models."])
     assert len(out.embeddings) == 2 and len(out.embeddings[0]) > 8
     assert out.prompt_eval_count > 0
+    legacy = ollama.embeddings(model=embedder, prompt="The cat sat.")  # Ollama's older call
+    assert legacy.embedding == pytest.approx(out.embeddings[0], abs=1e-6)
     ps = {m.model: m for m in ollama.ps().models}
     assert ps["smollm2"].size > 100 << 20 and ps["smollm2"].size_vram == 0
     assert ps["smollm2"].context_length == 1024 and ps["smollm2"].expires_at is not None

@@ -213,6 +213,10 @@ HOSTILE = [
     ("/api/embed", json.dumps({"input": "x"}).encode(), "application/json"),
     ("/api/embed", json.dumps({"model": "fake-embed", "input": "x", "options": {"a": 1}})
      .encode(), "application/json"),
+    ("/api/embeddings", json.dumps({"model": "fake-embed", "prompt": ["x"]}).encode(),
+     "application/json"),
+    ("/api/embeddings", json.dumps({"model": "fake-model", "prompt": "x"}).encode(),
+     "application/json"),
     ("/api/show", json.dumps({"model": "nope"}).encode(), "application/json"),
     ("/api/show", json.dumps({}).encode(), "application/json"),
     ("/api/pull", json.dumps({"model": "llama3"}).encode(), "application/json"),
@@ -263,3 +267,34 @@ def test_the_status_page_holds_no_data_and_its_status_needs_the_key(client):
     assert status["window"]["asked_s"] == 300
     assert [m["name"] for m in status["models"]] == ["fake-model", "fake-embed"]
     assert any(r["figure"] == "TTFT P99" for r in status["figures"])
+
+
+@pytest.fixture(scope="module")
+def port():
+    from fake_edge import running
+
+    with running(APP) as p:
+        yield p
+
+
+@pytest.mark.parametrize("garbage", [
+    b"POST /api/chat HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
+    b"POST /api/generate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\n\r\nxx",
+    b"GET /api/tags HTTP/1.1\r\nHost: x\x00y\r\n\r\n",
+    b"HEAD /api/ps HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
+])
+def test_malformed_http_on_ollama_paths_is_refused_in_ollama_shape(port, garbage):
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(garbage)
+        raw = b""
+        try:
+            while chunk := s.recv(65536):
+                raw += chunk
+        except (socket.timeout, ConnectionResetError):
+            pass
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert head.split()[1] == b"400" and b"x-request-id: " in head.lower()
+    if not garbage.startswith(b"HEAD"):
+        assert list(json.loads(body)) == ["error"], body

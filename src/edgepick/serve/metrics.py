@@ -76,8 +76,7 @@ class ServeMetrics:
         self.active_model = Gauge("edgepick_active_model", "1 for the model version serving",
                                   ["name", "version"], registry=r)
         self.ready = _ReadyGauge("edgepick_ready", "1 when an engine is ready", registry=r)
-        # the last restarts, loads and unloads, (unix time, kind, text): the status page's list
-        self.events: deque[tuple[float, str, str]] = deque(maxlen=20)
+        self.events: deque[tuple[float, str, str]] = deque(maxlen=20)  # the status page's list
         # the loop's figures (seed 000 §7.4): availability, exits/OOM, peak memory,
         # per-task sampled verdicts, user feedback, cloud references for sampled items
         self.ready_clock = self.ready.clock = ReadyClock()

@@ -26,14 +26,18 @@ import httptools
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from edgepick.serve.errors import BadRequest, RequestTimeout, ServeError
+from edgepick.serve.ollama_shape import OLLAMA_PREFIX, payload as ollama_payload
 
 log = logging.getLogger("edgepick.serve")
 
 
-def refusal_bytes(err: ServeError, request_id: str) -> bytes:
-    """A whole HTTP/1.1 response carrying `err`, written straight to the socket."""
-    body = json.dumps(err.payload()).encode()
-    head = [STATUS_LINE[err.status],
+def refusal_bytes(err: ServeError, request_id: str, path: bytes = b"") -> bytes:
+    """A whole HTTP/1.1 response carrying `err`, written straight to the socket; in Ollama's
+    shape when the request's path, as far as it was read, is one of its API's."""
+    status, payload = (ollama_payload(err) if path.startswith(OLLAMA_PREFIX.encode())
+                       else (err.status, err.payload()))
+    body = json.dumps(payload).encode()
+    head = [STATUS_LINE[status],
             b"content-type: application/json\r\n",
             b"content-length: " + str(len(body)).encode() + b"\r\n",
             b"x-request-id: " + request_id.encode() + b"\r\n",
@@ -133,7 +137,8 @@ class EdgepickHttpProtocol(HttpToolsProtocol):
         self._unset_keepalive_if_required()
         rid = uuid.uuid4().hex
         log.info("[%s] refused below the app: %s %s", rid, err.status, err.message)
-        self.transport.write(refusal_bytes(err, rid))
+        # uvicorn's on_url keeps what the parser read of the request target
+        self.transport.write(refusal_bytes(err, rid, bytes(getattr(self, "url", b"") or b"")))
         self.transport.close()
 
     def send_400_response(self, msg: str) -> None:  # uvicorn's own path, if it is taken

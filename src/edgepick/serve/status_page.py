@@ -59,7 +59,9 @@ def status(state: ServeState, window_s: float) -> dict:
     for s in catalog.served(state.pool):
         models.append({"name": s.name, "state": s.state, "bytes": s.size, "pinned": s.pinned,
                        "embedding": s.embedding, "ttl_s": s.ttl,
-                       "expires_at": catalog.expires_at(s) if s.state == "loaded" else None,
+                       # a ttl's end; none while pinned or until the budget evicts it
+                       "expires_at": catalog.expires_at(s) if s.state == "loaded"
+                       and s.ttl is not None and not s.pinned else None,
                        "version": s.spec.version})
     resident = sum(m["bytes"] for m in models if m["state"] == "loaded")
     pool = state.pool

@@ -124,9 +124,12 @@ def _with_note(resp: JSONResponse, out: dict, note: str | None) -> JSONResponse:
     return resp
 
 
-async def _embed(state: ServeState, request: Request) -> Response:
+async def _embed(state: ServeState, request: Request, legacy: bool = False) -> Response:
+    """`/api/embed` ({input} → {embeddings}), or with `legacy` Ollama's older `/api/embeddings`
+    ({prompt} → {embedding})."""
     t0 = time.monotonic()
     s = state.settings
+    endpoint = "/api/embeddings" if legacy else "/api/embed"
     note = None
     try:
         check_key(request, s.api_key)
@@ -141,18 +144,23 @@ async def _embed(state: ServeState, request: Request) -> Response:
         asked = keep_alive.parse(raw.get("keep_alive"))
         if asked is not None and not asked.pin:
             note = f"{found.name} stays loaded: it is this server's embedding engine"
-        inputs = raw.get("input", [])
-        if inputs == [] or inputs == "":
-            out: dict = {"model": model, "embeddings": []}
+        inputs = raw.get("prompt" if legacy else "input", [])
+        if legacy and inputs is not None and not isinstance(inputs, str):
+            raise BadRequest("'prompt' must be a string", param="prompt")
+        if inputs in ([], "", None):
+            out: dict = {"embedding": []} if legacy else {"model": model, "embeddings": []}
             return _with_note(JSONResponse(out), out, note)
-        body = {k: raw[k] for k in ("input", "dimensions") if raw.get(k) is not None}
-        answer, _ = await embedding_of(state, body, t0)
+        body = {"input": inputs, "dimensions": raw.get("dimensions")}
+        answer, _ = await embedding_of(state, {k: v for k, v in body.items() if v is not None},
+                                       t0)
     except ServeError as err:
-        return error_response(count_refusal(state, "/api/embed", err))
-    count_embedding(state, answer, t0, "/api/embed")
-    out = {"model": model, "embeddings": [d["embedding"] for d in answer["data"]],
-           "total_duration": int((time.monotonic() - t0) * 1e9), "load_duration": 0,
-           "prompt_eval_count": int(answer["usage"]["prompt_tokens"])}
+        return error_response(count_refusal(state, endpoint, err))
+    count_embedding(state, answer, t0, endpoint)
+    vectors = [d["embedding"] for d in answer["data"]]
+    out = {"embedding": vectors[0]} if legacy else {
+        "model": model, "embeddings": vectors,
+        "total_duration": int((time.monotonic() - t0) * 1e9), "load_duration": 0,
+        "prompt_eval_count": int(answer["usage"]["prompt_tokens"])}
     return _with_note(JSONResponse(out), out, note)
 
 
@@ -171,6 +179,10 @@ def ollama_router(state: ServeState) -> APIRouter:
     @router.post("/api/embed")
     async def api_embed(request: Request) -> Response:
         return await _embed(state, request)
+
+    @router.post("/api/embeddings")
+    async def api_embeddings(request: Request) -> Response:
+        return await _embed(state, request, legacy=True)
 
     def listing(path: str, answer: Callable[[], dict]) -> None:
         """A GET that reads no body: the key, then the answer."""
