@@ -169,3 +169,16 @@ def running(app) -> Iterator[int]:
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+
+
+def raw_exchange(port: int, data: bytes, timeout: float = 5.0) -> bytes:
+    """`data` sent as it is to the server on `port`; everything it answers until it closes."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(data)
+        out = b""
+        try:
+            while chunk := s.recv(65536):
+                out += chunk
+        except (socket.timeout, ConnectionResetError):
+            pass
+    return out

@@ -11,7 +11,7 @@ import time
 import httpx
 import pytest
 
-from fake_edge import FakePool, FakeSpec, make_app
+from fake_edge import FakePool, FakeSpec, make_app, raw_exchange as _raw
 
 KEY = "hostile-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -170,18 +170,6 @@ def test_a_refused_cors_preflight_is_openai_shaped(client):
     r = client.options("/v1/chat/completions", headers={
         "origin": "https://evil.example", "access-control-request-method": "POST"})
     assert "origin" in _refusal(r, 400)["message"]
-
-
-def _raw(port: int, data: bytes, timeout: float = 5.0) -> bytes:
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-        s.sendall(data)
-        out = b""
-        try:
-            while chunk := s.recv(65536):
-                out += chunk
-        except (socket.timeout, ConnectionResetError):
-            pass
-    return out
 
 
 def _answers(raw: bytes) -> list[tuple[int, dict, bytes]]:

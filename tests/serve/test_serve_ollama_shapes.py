@@ -12,7 +12,7 @@ import pytest
 from edgepick.serve.errors import BadRequest
 from edgepick.serve.ollama.keep_alive import parse
 from edgepick.serve.router_api import ServedResponse
-from fake_edge import FakePool, FakeSpec, chat_body, make_app
+from fake_edge import FakePool, FakeSpec, chat_body, make_app, raw_exchange
 
 KEY = "ollama-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -284,17 +284,7 @@ def port():
     b"HEAD /api/ps HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
 ])
 def test_malformed_http_on_ollama_paths_is_refused_in_ollama_shape(port, garbage):
-    import socket
-
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-        s.sendall(garbage)
-        raw = b""
-        try:
-            while chunk := s.recv(65536):
-                raw += chunk
-        except (socket.timeout, ConnectionResetError):
-            pass
-    head, _, body = raw.partition(b"\r\n\r\n")
+    head, _, body = raw_exchange(port, garbage).partition(b"\r\n\r\n")
     assert head.split()[1] == b"400" and b"x-request-id: " in head.lower()
     if not garbage.startswith(b"HEAD"):
         assert list(json.loads(body)) == ["error"], body
