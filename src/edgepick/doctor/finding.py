@@ -11,7 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field
 # The cause vocabulary (docs/doctor.md): each is shown by changing one axis against a baseline.
 Cause = Literal["quantization", "kv_cache_type", "sampling", "chat_template", "context_overflow",
                 "host_load", "thermal_throttling", "memory_budget", "memory_growth",
-                "engine_support", "file_integrity", "cold_start", "conversion", "tool_schema"]
+                "engine_support", "file_integrity", "cold_start", "conversion", "tool_schema",
+                "speculation"]
 CAUSES: tuple[str, ...] = Cause.__args__  # type: ignore[attr-defined]
 SYMPTOMS = ("garbled", "repetition", "slow", "slow-first-token", "oom", "load-failure",
             "memory-growth", "tool-calls", "context-overflow", "mismatch")
@@ -21,13 +22,13 @@ SHOWS_AS = {"quantization": "garbled", "kv_cache_type": "garbled", "sampling": "
             "host_load": "slow", "thermal_throttling": "slow", "memory_budget": "oom",
             "memory_growth": "memory-growth", "engine_support": "load-failure",
             "file_integrity": "load-failure", "cold_start": "slow-first-token",
-            "conversion": "mismatch", "tool_schema": "tool-calls"}
+            "conversion": "mismatch", "tool_schema": "tool-calls", "speculation": "slow"}
 # Ties in confidence go to what stops everything else first: a file that cannot load explains
 # any symptom; a busy host explains only speed.
 PRIORITY = {c: i for i, c in enumerate((
     "file_integrity", "engine_support", "memory_budget", "chat_template", "context_overflow",
     "sampling", "kv_cache_type", "quantization", "conversion", "tool_schema", "memory_growth",
-    "host_load", "thermal_throttling", "cold_start"))}
+    "host_load", "speculation", "thermal_throttling", "cold_start"))}
 
 
 class _Data(BaseModel):
@@ -40,6 +41,7 @@ class Evidence(_Data):
     what: str
     value: Any = None
     baseline: Any = None  # the same figure with the one axis changed back to known-good
+    limit: Any = None  # the threshold the figure is judged against (not a measured figure)
     unit: str = ""
     command: str | None = None  # reproduces the figure
 

@@ -8,6 +8,7 @@ from edgepick.doctor import checks_file as f
 from edgepick.doctor import checks_fidelity as q
 from edgepick.doctor import checks_memory as m
 from edgepick.doctor import checks_output as o
+from edgepick.doctor import checks_speculation as sp
 from edgepick.doctor import checks_speed as s
 from edgepick.doctor.checks import Check
 
@@ -26,6 +27,8 @@ CHECKS = {c.name: c for c in (
     Check("thermal_throttling", "thermal_throttling", s.thermal_throttling, 20),
     Check("host_load", "host_load", s.host_load, 5, needs_file=False),
     Check("cold_start", "cold_start", s.cold_start, 10),
+    # skipped at once when the target does not speculate
+    Check("speculation", "speculation", sp.speculation, 60),
 )}
 
 # Post-processing and input before the execution path and the weights (seed 001 §5.2).
@@ -33,7 +36,8 @@ BY_SYMPTOM = {
     "garbled": ("file_integrity", "chat_template", "sampling", "context_overflow",
                 "kv_cache_type", "quantization", "conversion"),
     "repetition": ("chat_template", "sampling", "kv_cache_type", "quantization"),
-    "slow": ("host_load", "thermal_throttling", "memory_budget", "kv_cache_type"),
+    "slow": ("host_load", "speculation", "thermal_throttling", "memory_budget",
+             "kv_cache_type"),
     "slow-first-token": ("cold_start", "host_load", "context_overflow"),
     "oom": ("memory_budget", "memory_growth", "context_overflow"),
     "load-failure": ("memory_budget", "file_integrity", "engine_support"),
