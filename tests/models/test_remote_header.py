@@ -166,3 +166,40 @@ def test_offline_uses_the_cache_and_refuses_what_it_lacks(sparse, monkeypatch):
         assert resolve_ref(url, remote_ok=True).remote.requests == 0
         with pytest.raises(EdgepickError, match="offline"):
             resolve_ref(f"{srv.url}/other.gguf", remote_ok=True)
+
+
+def test_cli_fit_by_url_prints_the_figures_of_the_file(cli, sparse, tmp_path):
+    whole, _ = sparse
+    env = {"EDGEPICK_CACHE": str(tmp_path / "cache")}
+    args = ["--device", "raspberry-pi-5", "--ctx", "2048,8192", "--json"]
+    local = cli("fit", "-m", str(whole), *args, env=env)
+    assert local.returncode == 0, local.stderr
+    with file_server({whole.name: whole}) as srv:
+        remote = cli("fit", "-m", f"{srv.url}/{whole.name}", *args, env=env)
+        assert remote.returncode == 0, remote.stderr
+        assert srv.sent < 0.02 * whole.stat().st_size
+    assert "header read in" in remote.stderr and "% " not in remote.stderr.split("(")[0]
+    import json
+
+    def figures(out: str) -> list[dict]:
+        return [{k: v for k, v in row.items() if k not in ("model", "source")}
+                for row in json.loads(out)]
+
+    assert figures(remote.stdout) == figures(local.stdout)
+
+
+def test_models_host_serves_a_bundled_model_by_url(smollm2_q4_1):
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "edgepick", "models", "host", "smollm2",
+                             "--for", "60s"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:") and url.endswith(".gguf")
+        ref = resolve_ref(url, remote_ok=True)
+        _same_spec(load_spec(ref), gguf_spec(smollm2_q4_1))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
