@@ -142,6 +142,15 @@ def read_header(http: httpx.Client, url: str, shown: str, traffic: Traffic,
     return part
 
 
+def restore(part: RemotePart, data: bytes) -> RemotePart:
+    """`part` with its stand-in in this cache, written again from its header's bytes when the
+    cache does not hold it (a pinned reference, read offline)."""
+    path = cache_dir() / f"{_digest(part.url, part.identity)}.gguf"
+    if not (path.is_file() and os.path.getsize(path) == part.size):
+        path = _stand_in(part, data, part.url)
+    return part.model_copy(update={"header": str(path)})
+
+
 def _stand_in(part: RemotePart, data: bytes, shown: str) -> Path:
     """The sparse file of the part's size with its first bytes; checked by the GGUF reader."""
     path = cache_dir() / f"{_digest(part.url, part.identity)}.gguf"

@@ -17,6 +17,8 @@ from edgepick.errors import EdgepickError, InputError, pydantic_problem
 from edgepick.evaluate.eval_sets import set_path, specs_of
 from edgepick.plan.model import Plan
 from edgepick.inputs import resolve_ref
+from edgepick.inputs.remote import is_remote
+from edgepick.inputs.remote_pin import resolve_pinned
 from edgepick.plan.semantic_checks import check_plan
 from edgepick.records.model_ref import ModelRef
 from edgepick.yaml_input import parse_yaml, read_user_text
@@ -36,8 +38,14 @@ class LoadedPlan:
         return p if os.path.isabs(p) else str(self.base / p)
 
     def ref(self, spec: str, backend: str | None = None, label: str | None = None) -> ModelRef:
-        """A model the plan names, resolved once (the checks resolve every one first)."""
+        """A model the plan names, resolved once (the checks resolve every one first). A
+        candidate's remote GGUF is read header-only and pinned in the output folder, so later
+        runs of the plan make no request (inputs/remote_pin.py)."""
         key = (spec, backend, label)
+        if key not in self._refs and is_remote(spec) and \
+                any(c.model == spec for c in self.plan.candidates):
+            self._refs[key] = resolve_pinned(spec, self.output / "remote", backend=backend,
+                                             label=label)
         if key not in self._refs:
             self._refs[key] = resolve_ref(spec, backend=backend, label=label, base_dir=self.base,
                                           api_key_env=self.key_env(spec))

@@ -69,8 +69,9 @@ def check_plan(lp, line_of: LineOf) -> None:
         if c.reference and (p := _model_ok(lp, c.reference)):
             fail(("candidates", i, "reference"), p)
     for i, q in enumerate(plan.quantize):
-        if (p := _model_ok(lp, q.source)) or lp.ref(q.source).is_endpoint:
-            fail(("quantize", i, "source"), p or "a quantization source must be a local GGUF")
+        if (p := _model_ok(lp, q.source)) or not lp.ref(q.source).path:
+            fail(("quantize", i, "source"), p or "a quantization source must be a local GGUF "
+                 "(`edgepick models pull` downloads a remote one)")
         if q.reference and (p := _model_ok(lp, q.reference)):
             fail(("quantize", i, "reference"), p)
         for j, t in enumerate(q.types):

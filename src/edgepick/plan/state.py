@@ -49,8 +49,17 @@ class RunState:
 
         return max(1e-3, self.deadline - now())
 
+    def __post_init__(self) -> None:
+        for c in self.candidates:
+            if c.ref.is_remote:
+                self.notes.append(f"{c.name}: only its header was read ({c.ref.spec}): fit "
+                                  "estimates it, nothing measures it (`edgepick models pull "
+                                  f"{c.ref.spec} --registry DIR` downloads it)")
+
     def active(self, local_only: bool = False) -> list[RunCandidate]:
-        return [c for c in self.candidates if not c.skipped
+        """The candidates to measure: not skipped, and with a file (a remote GGUF's header is
+        fit's alone)."""
+        return [c for c in self.candidates if not c.skipped and not c.ref.is_remote
                 and (not local_only or not c.ref.is_endpoint)]
 
     def settings(self, c: RunCandidate) -> RuntimeSettings:
