@@ -50,6 +50,9 @@ def memory_need(spec: ModelSpec, tensors: list[PlannedTensor], kv_bytes: int,
     if parts.get("adapter"):  # llama-adapter.cpp reads a LoRA into a buffer of its own
         anon["adapter"] = parts["adapter"]
     file = {"runtime_libraries": runtime_file}
+    if parts.get("draft"):  # a speculative decoding draft: its own anonymous and file pages
+        anon["draft"] = parts["draft"]
+        file["draft_weights"] = parts.get("draft_file", 0)
     reclaimable: dict[str, int] = {}
     if mmap:
         anon["repacked_weights"] = parts["repacked_weights"]

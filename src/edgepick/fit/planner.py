@@ -72,10 +72,13 @@ def fit_one(spec: ModelSpec, quant: str | None, ctx: int, device: DeviceProfile,
             n_ubatch: int = 512, fill: int | None = None, swa_full: bool = False,
             runtime_bytes: int = RUNTIME_BASELINE_BYTES, mmap: bool = True,
             flash_attn: bool = True, n_batch: int = 512,
-            kv_type_v: str | None = None, adapter_bytes: int = 0) -> FitEstimate:
+            kv_type_v: str | None = None, adapter_bytes: int = 0,
+            draft: tuple[int, int] = (0, 0)) -> FitEstimate:
     """`kv_type` is the K cache's type (`-ctk`), `kv_type_v` the V cache's (`-ctv`, default
     the same); `flash_attn`, `n_batch` and `n_ubatch` set the compute buffer; `adapter_bytes`
-    is a LoRA adapter's buffer, read into memory beside the weights."""
+    is a LoRA adapter's buffer, read into memory beside the weights; `draft` the anonymous and
+    file-backed bytes a speculative decoding draft model needs beside the target (its KV cache,
+    compute buffer and weights: fit/stage.py draft_need)."""
     v_type = kv_type_v or kv_type
     flash_attn = flash_attn and spec.architecture != "grok"  # llama.cpp forces it off for Grok
     problem = kv_types_problem(spec, kv_type, kv_type_v, flash_attn)
@@ -96,6 +99,8 @@ def fit_one(spec: ModelSpec, quant: str | None, ctx: int, device: DeviceProfile,
                                  duplicated_bytes(tensors, device.cpu_features))
     if adapter_bytes:
         parts["adapter"] = adapter_bytes
+    if any(draft):
+        parts["draft"], parts["draft_file"] = draft
     overhead = sum(parts.values())
     need = memory_need(spec, tensors, kv, parts, device.cpu_features, mmap)
     total = need.need_bytes

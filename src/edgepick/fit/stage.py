@@ -33,6 +33,7 @@ class FitTarget(BaseModel):
     file: str | None = None
     label: str | None = None
     adapter: str | None = None  # a LoRA adapter GGUF loaded with the model (its bytes count)
+    draft: str | None = None  # a speculative decoding draft GGUF run beside it (its need counts)
     variant: str | None = None  # the candidate's settings name, stored for decide
 
 
@@ -76,6 +77,20 @@ def _adapter_bytes(t: FitTarget) -> int:
     return read_adapter(t.adapter, model if model.endswith(".gguf") else None).n_bytes
 
 
+def draft_need(t: FitTarget, ctx: int, req: "FitRequest") -> tuple[int, int]:
+    """The anonymous and file-backed bytes the target's draft model needs beside it ((0, 0)
+    without one): llama-server loads it with a context of the same size and cache type
+    (tools/server/server-context.cpp) in the target's process, so the process's fixed
+    baseline is not counted twice."""
+    if t.draft is None:
+        return 0, 0
+    spec = ref_spec(ModelRef.file(t.draft))
+    est = fit_one(spec, None, ctx, req.device, kv_type=req.kv_type, margin=0.0,
+                  n_ubatch=req.n_ubatch, mmap=req.mmap, flash_attn=req.flash_attn,
+                  n_batch=req.n_batch, kv_type_v=req.kv_type_v, runtime_bytes=0)
+    return est.memory_anon_bytes, est.memory_file_bytes
+
+
 def _key(payload: dict, device: DeviceProfile) -> str:
     # extra holds readings of the moment (load, sensors, the probe's cache entry): not the device
     dev = device.model_dump(mode="json", exclude={"extra"})
@@ -99,7 +114,7 @@ def run(req: FitRequest, store, progress: Tick = silent) -> list[FitEstimate]:
                           efficiency=req.efficiency, n_ubatch=req.n_ubatch, fill=req.fill,
                           swa_full=req.swa_full, mmap=req.mmap, flash_attn=req.flash_attn,
                           n_batch=req.n_batch, kv_type_v=req.kv_type_v,
-                          adapter_bytes=adapter_bytes)
+                          adapter_bytes=adapter_bytes, draft=draft_need(t, ctx, req))
             out.append(est)
             payload = est.model_dump(mode="json")
             payload["model"] = t.file  # the file the estimate is for; None: no candidate
@@ -107,8 +122,10 @@ def run(req: FitRequest, store, progress: Tick = silent) -> list[FitEstimate]:
             if t.model.remote is not None:  # where it lives, and which content it was
                 payload["source"] = t.model.spec
                 payload["remote"] = t.model.remote.identity
+                if t.quant is None:  # the remote file itself: its candidate is named so
+                    payload["model"] = t.model.locator
             payload["label"] = t.label
-            for optional in ("adapter", "variant"):  # absent when unset: keys stay as before
+            for optional in ("adapter", "variant", "draft"):  # absent when unset: keys as before
                 if getattr(t, optional) is not None:
                     payload[optional] = getattr(t, optional)
             key = _key(payload, req.device)
