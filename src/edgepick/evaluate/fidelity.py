@@ -19,7 +19,9 @@ from pathlib import Path
 import numpy as np
 
 from edgepick.backends import LoadOptions, get_backend
+from edgepick.backends.base import LOGITS
 from edgepick.backends.llama_cpp import engine_version
+from edgepick.backends.registry import backend_class, engine_for
 from edgepick.errors import EdgepickError
 from edgepick.progress import ProgressEvent, Tick
 from edgepick.evaluate.fidelity_stats import Accumulator, compare_rows, reference_rows
@@ -84,6 +86,11 @@ def _check_ctx(ctx: int) -> None:
 def _load(ref: ModelRef, ctx: int, threads: int, runtime=None):
     """`runtime` (a RuntimeSettings): the candidate's own settings that can change its logits
     (KV type, flash attention, micro-batch, mmap); None: the f16-KV baseline."""
+    if not backend_class(ref.backend).supports(LOGITS) and ref.path:
+        # an engine without logits that runs this file (llama_server) differs from the file's
+        # in-process engine only by settings that keep the model's distribution (speculative
+        # decoding: evaluate/fidelity_stage.py PRESERVING), so the logits are read there
+        ref = ref.model_copy(update={"backend": engine_for(ref.path)})
     backend = get_backend(ref.backend)  # any engine declaring LOGITS (docs/engines.md)
     settings = RuntimeSettings(threads=threads, n_ctx=ctx, n_batch=ctx, n_ubatch=min(ctx, 512))
     if runtime is not None:

@@ -38,6 +38,13 @@ class FidelityRequest(BaseModel):
 # the settings that can change the logits, applied to the candidate; threads and mmap cannot
 # (docs/plan.md, "Runtime settings as an axis")
 LOGIT_SETTINGS = ("kv_type", "flash_attn", "n_ubatch", "swa_full")
+# the settings that leave the model's next-token distribution as it is. Speculative decoding
+# (records/speculative.py) is one: llama.cpp samples every token it emits from the target's own
+# logits and keeps a draft token only when it equals that sample (common/sampling.cpp,
+# common_sampler_sample_and_accept_n), one draw per emitted token, so greedy text and, for a
+# given seed, sampled text are the target's up to the numerics of a batched verification
+# (tests/bench/test_speculation.py checks both)
+PRESERVING = ("threads", "mmap", "speculative")
 
 
 def store_key(req: FidelityRequest) -> str:
