@@ -49,7 +49,8 @@ def doc_layers(text: str) -> list[list[str]]:
 def contract_layers(pyproject: dict) -> list[list[str]]:
     contracts = pyproject["tool"]["importlinter"]["contracts"]
     layers = next(c for c in contracts if c["type"] == "layers")["layers"]
-    return [[n.strip() for n in re.split(r"[|:]", row)] for row in layers]
+    # "(name)": import-linter's optional layer, one that need not exist
+    return [[n.strip().strip("()") for n in re.split(r"[|:]", row)] for row in layers]
 
 
 # -- import-linter -------------------------------------------------------------------------------
