@@ -4,14 +4,18 @@ Target: the bundled SmolLM2-135M-Instruct as F16 (`smollm2-f16`, dequantized fro
 Q4_1). Kinds: `ngram-mod` (no second model) and `draft-simple` with the bundled Q4_1 as the
 draft: the same weights at 4.5 bits, so the same vocabulary by construction (made by nothing
 more than the package's own file; the F16 target is the derived one). Items: the bundled demo
-set's held-out spread, `--per-task` items of each `--tasks` kind, at the budgets below (eval's
-per-task budgets of the default run). Prints, per task and kind, the speed-up of decoding with
+set's held-out spread, `--per-task` items of each `--tasks` kind, at eval's own per-task budgets
+(evaluate/outputs.py DEFAULT_MAX_TOKENS). Prints, per task and kind, the speed-up of decoding with
 its 95% interval, the acceptance rate with its interval, the mean accepted length, the draft's
 share of decode time, the share of items whose greedy text is unchanged, and the largest gap
 between the client's decode speed and llama-server's own `timings`.
 
     python benchmarks/speculation.py [--tasks extraction,summary,qa] [--per-task 8]
-                                     [--threads 2] [--json out.json]
+                                     [--threads 2] [--n-max 8] [--draft D.gguf] [--json F]
+
+A lower-quant draft of the same model is the same vocabulary by construction:
+`llama-quantize SmolLM2-135M-Instruct.F16-from-Q4_1.gguf draft-q4_0.gguf Q4_0` (Q4_0 has
+llama.cpp's repacked x86 kernels; Q4_1 has none).
 
 No target: on a 2-core host speculation may lose everywhere, and that is an answer.
 """
@@ -22,15 +26,12 @@ import argparse
 import json
 import sys
 
-BUDGETS = {"classification": 8, "yes_no": 4, "extraction": 64, "qa": 48, "math": 32,
-           "summary": 96, "generation": 96}
-
-
 def main(argv: list[str] | None = None) -> int:
     from edgepick.assets.bundled import smollm2_f16, smollm2_q4_1
     from edgepick.bench.speculation import figures, run_requests, timing_agreement
     from edgepick.evaluate.eval_sets import bundled_set_path, spread
     from edgepick.evaluate.items import load_eval_set
+    from edgepick.evaluate.outputs import DEFAULT_MAX_TOKENS
     from edgepick.records.candidate import RuntimeSettings
     from edgepick.records.model_ref import ModelRef
 
@@ -39,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-task", type=int, default=8)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--n-max", type=int, default=8)
+    ap.add_argument("--draft", help="the draft GGUF (default: the bundled Q4_1); e.g. a Q4_0 "
+                                    "made with llama-quantize F16 OUT Q4_0")
     ap.add_argument("--json")
     a = ap.parse_args(argv)
 
@@ -47,13 +50,13 @@ def main(argv: list[str] | None = None) -> int:
     for task in a.tasks.split(","):
         chosen += spread([it for it in items if it.task == task], a.per_task)
     base = RuntimeSettings(threads=a.threads, n_ctx=1024)
-    draft = str(smollm2_q4_1())
+    draft = a.draft or str(smollm2_q4_1())
     kinds = [base.model_copy(update={"speculative": s}) for s in (
         RuntimeSettings(speculative={"type": "ngram-mod"}).speculative,
         RuntimeSettings(speculative={"type": "draft-simple", "model": draft,
                                      "n_max": a.n_max}).speculative)]
     target = ModelRef.of(str(smollm2_f16()), backend="llama_server")
-    reqs = run_requests(target, base, kinds, chosen, BUDGETS)
+    reqs = run_requests(target, base, kinds, chosen, DEFAULT_MAX_TOKENS)
     rows = figures(reqs)
 
     def iv(x, lo, hi, f="{:.2f}"):

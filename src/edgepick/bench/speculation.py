@@ -4,7 +4,7 @@ Acceptance depends on the text (extraction copies spans of its prompt, open chat
 each eval item is decoded greedily, at its task's output budget, under plain decoding and under
 each kind, on llama-server started with serve's own command line (the `llama_server` engine:
 llama-cpp-python runs none of llama.cpp's kinds in process). All servers are up at once and the
-settings alternate item by item (ABBA), so the host's drift hits them alike.
+settings take turns item by item in every order, so the host's drift hits them alike.
 
 Per request: decode speed from the stream's token arrivals and from the server's own `timings`
 (predicted_n / predicted_ms), drafted and accepted tokens from `timings` (draft_n,
@@ -80,7 +80,9 @@ class SpecFigures(BaseModel):
     identical: int  # items whose greedy text equals plain decoding's
     identical_low: float
     identical_high: float
-    verdict: str  # "wins" | "loses" | "undetermined" (the interval against 1)
+    # "wins" | "loses" | "undetermined" (the speed-up's interval against 1); "idle": it drafted
+    # nothing on these items, so whatever the speeds say is not its doing
+    verdict: str
 
 
 def _bootstrap(stat, n: int) -> tuple[float, float]:
@@ -104,8 +106,12 @@ def _one(backend, it: EvalItem, setting: str, max_tokens: int) -> SpecRequest:
     g = backend.generate(it.chat_messages(), max_tokens, chat=True)
     t = g.engine_timings or {}
     n, ms = t.get("predicted_n"), t.get("predicted_ms")
+    # tokens, not chunks: llama-server holds back a token that ends inside a UTF-8 character
+    # and sends it with the next, so Chinese text arrives in fewer chunks than tokens
+    span = g.token_times[-1] - g.token_times[0] if len(g.token_times) > 1 else 0.0
+    client = (g.generated_tokens - 1) / span if span > 0 and g.generated_tokens > 1 else None
     return SpecRequest(item=it.id, task=it.task, setting=setting, text=g.text,
-                       generated=g.generated_tokens, client_tps=g.decode_tps,
+                       generated=g.generated_tokens, client_tps=client,
                        engine_tps=(n - 1) / ms * 1e3 if n and n > 1 and ms else None,
                        drafted=int(t.get("draft_n", 0)), accepted=int(t.get("draft_n_accepted", 0)),
                        steps=_steps(backend) - before, draft_ms=t.get("draft_ms"),
@@ -116,7 +122,7 @@ def run_requests(model: ModelRef, base: RuntimeSettings, settings: list[RuntimeS
                  items: list[EvalItem], budgets: dict[str, int], repeats: int = 1,
                  warmup: int = 1) -> list[SpecRequest]:
     """Every item under plain decoding and each setting, `repeats` times (after `warmup` untimed
-    requests per server), the settings' order reversed from one item to the next (ABBA). More
+    requests per server), the settings' order rotated and reversed from item to item. More
     than one repeat flatters the n-gram kinds: a server's pool then holds the item's own earlier
     answer."""
     all_settings = [base.model_copy(update={"speculative": None})] + list(settings)
@@ -132,15 +138,25 @@ def run_requests(model: ModelRef, base: RuntimeSettings, settings: list[RuntimeS
             for _ in range(warmup):
                 b.generate(WARMUP, 8, chat=True)
         out = []
-        order = list(range(len(backends)))
+        n = len(backends)
         for r in range(repeats):
             for i, it in enumerate(items):
-                for k in (order if (r * len(items) + i) % 2 == 0 else order[::-1]):
+                j = r * len(items) + i
+                for k in _order(n, j):
                     out.append(_one(backends[k], it, names[k], budget(it, budgets)))
         return out
     finally:
         for b in backends:
             b.unload()
+
+
+def _order(n: int, j: int) -> list[int]:
+    """The servers' order for the j-th item: every rotation in turn, each forwards then
+    backwards, so each setting takes every place equally often (with three settings a plain
+    ABBA would keep the middle one in the middle, and a place has effects of its own on a busy
+    host)."""
+    rot = [(k + j // 2) % n for k in range(n)]
+    return rot if j % 2 == 0 else rot[::-1]
 
 
 def figures(requests: list[SpecRequest]) -> list[SpecFigures]:
@@ -188,6 +204,8 @@ def _figures(task: str, kind: str, rows: list[tuple[list, list]]) -> SpecFigures
     same = sum(p[0].text == s[0].text for p, s in rows)
     id_lo, id_hi = wilson(same, n)
     verdict = "undetermined" if lo is None or lo <= 1 <= hi else ("wins" if lo > 1 else "loses")
+    if drafted.sum() == 0:  # it never drafted: a difference in speed is not its doing
+        verdict = "idle"
     return SpecFigures(
         task=task, setting=kind, items=n, speedup=speed, speedup_low=lo, speedup_high=hi,
         acceptance=acc, acceptance_low=acc_lo, acceptance_high=acc_hi,
