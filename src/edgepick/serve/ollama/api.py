@@ -84,13 +84,14 @@ async def _generation(state: ServeState, request: Request, api: str) -> Response
             raise BadRequest(f"'options.num_ctx' {t.num_ctx} is over the engine's context of "
                              f"{n_ctx} tokens (deploy.yaml runtime.n_ctx; this server does "
                              "not reload a model per request)", param="options.num_ctx")
-        note = keep_alive.apply(state.pool, name, asked)
         if _empty(t):
+            note = keep_alive.apply(state.pool, name, asked)
             out = await _load_or_unload(state, api, t, name, asked, t0)
             state.metrics.requests.labels(endpoint, "200").inc()
             return _with_note(JSONResponse(out), out, note)
         body = dict(t.body, model=name, stream=t.stream)
         rr = await checked(state, request, t.kind, t0, raw=body, prompt_cap=t.num_ctx)
+        note = keep_alive.apply(state.pool, name, asked)  # once the request is accepted
         routed = await routed_or_gone(state, request, rr)
     except ServeError as err:
         return error_response(count_refusal(state, endpoint, err))
