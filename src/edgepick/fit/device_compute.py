@@ -5,16 +5,22 @@ the backend that holds its weight, gives the ops between weights their neighbour
 keeps the graph inputs (token ids, positions, the KQ mask) on the CPU ("1.inp": the last
 backend), and copies every tensor a split reads from another backend into the split's own
 buffer. Each backend's compute buffer (`sched_reserve`: "<buffer> compute buffer size") is then
-the most alive at one point of the nodes it runs, with the same points as on the CPU alone
-(fit/compute.py):
-- a feed-forward it holds the weights of: gate, up and their product `3 × width` plus four
-  `n_embd` rows per token, the width of routed experts being `n_ff_exp × n_expert_used`;
-- an attention it holds: five `n_embd` rows and K and V of the batch, plus the scores without
-  flash attention;
+the most alive at one point of the nodes it runs, 4 bytes an element:
+- a feed-forward it holds the weights of: gate, up and their product `3 × width` plus two
+  `n_embd` rows per token, the width of routed experts being `n_ff_exp × n_expert_used`; the
+  last layer's feed-forward runs on the output rows only (`build_inp_out_ids`), so it counts
+  for nothing here;
+- an attention it holds: the layer's input, its norm and the attention's output (three `n_embd`
+  rows) and Q (`n_head × head size`); without flash attention the scores `n_head × n_kv` and K
+  and V of the batch instead of Q;
 - the LM head, on the output layer's device: `n_vocab + 2 n_embd` per output row;
-- the KQ mask beside the layers' points, on every backend that runs an attention (a copy there).
-The CPU also holds the input embedding's rows (`get_rows` on `token_embd`, which never leaves
-the CPU).
+- the KQ mask (an input kept whole on the CPU, copied to every backend that runs a layer);
+- on the CPU, two `n_embd` rows of the input embedding beside whatever it runs, except a CPU
+  that only runs routed experts (`3 × width + n_embd`); on another device that runs the first
+  layer, the embedding's copy (a split input) while that split runs.
+These were read from the source and fitted on llama.cpp's logs of a few shapes; on unseen shapes
+they are up to 23% off (docs/placement.md): which tensors ggml-alloc keeps alive across a split
+boundary is not modelled exactly.
 
 The rows of logits reserved depend on the engine: `n_outputs = min(n_tokens, n_outputs_max)`,
 which llama-cpp-python leaves at n_batch and llama-server sets to its slots
@@ -60,9 +66,11 @@ def backend_compute_bytes(spec: ModelSpec, homes: list[TensorHome], layers: list
             else:
                 dense[h.device] = max(dense[h.device], shape[1])
     masks = mask_bytes(cells, n_tokens, flash_attn)
-    attn_pt = F32 * n_tokens * (2 * e + 2 * _kv_width(spec))
-    if not flash_attn:
-        attn_pt += F32 * n_tokens * spec.n_heads * max(cells or [0]) + row
+    if flash_attn:  # the layer's input, its norm, Q and the attention's output
+        attn_pt = F32 * n_tokens * (3 * e + spec.n_heads * spec.head_dim_k)
+    else:  # the scores, and K and V of the batch beside them
+        attn_pt = F32 * n_tokens * (3 * e + 2 * _kv_width(spec)
+                                    + spec.n_heads * max(cells or [0]))
     output = layers[-1]
     first_ffn = next((h.device for h in homes if h.tensor.name.startswith("blk.0.")
                       and h.tensor.name.endswith(FFN_UP)), None)
