@@ -16,6 +16,9 @@ AXES = {"threads": [1], "n_ubatch": [128, 512], "flash_attn": [True, False],
 
 
 def _request(tmp_path, decode_min: float, **kw):
+    # a neighbour's load (another test worker) must not decide these tests: contention has its
+    # own test below
+    kw.setdefault("allow_contended", True)
     from edgepick.decide.scenarios import load_scenario
     from edgepick.devices import load_device
     from edgepick.inputs import resolve_ref
@@ -56,3 +59,29 @@ def test_no_setting_passing_the_gates_is_one_line_not_a_choice(tmp_path):
     with pytest.raises(EdgepickError) as exc:
         run(_request(tmp_path, 1e9), None)
     assert "passes the scenario's speed gates" in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_a_cpu_hog_beside_tune_is_flagged_and_nothing_is_chosen(tmp_path):
+    """Two busy processes (one per core of this host) beside the measurements: every point is
+    contended, as bench would flag it, and tune refuses to choose unless told to."""
+    import subprocess
+    import sys
+
+    from edgepick.tune.search import ContendedChoice, run
+
+    axes = {"threads": [1, 2]}
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        with pytest.raises(ContendedChoice) as exc:
+            run(_request(tmp_path, 0.1, allow_contended=False)
+                .model_copy(update={"axes": axes}), None)
+        res = exc.value.result
+        assert res.contended and "other work" in res.contended[0]
+        assert "--allow-contended" in str(exc.value) and "\n" not in str(exc.value)
+        allowed = run(_request(tmp_path, 0.1, allow_contended=True)
+                      .model_copy(update={"axes": axes}), None)
+        assert allowed.contended and allowed.allowed_contended
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()

@@ -62,6 +62,11 @@ def register(app: typer.Typer) -> None:
         out: Optional[Path] = typer.Option(None, "--out", help="write the chosen settings as a "
                                            "plan fragment (runtime:) to this file"),
         json_out: bool = typer.Option(False, "--json", help="print the result as JSON"),
+        allow_contended: bool = typer.Option(False, "--allow-contended", help="choose even when "
+                                             "other work used more than a quarter of the CPUs "
+                                             "during a measurement (tune refuses by default)"),
+        quiet_wait: float = typer.Option(0.0, "--quiet-wait", help="seconds to wait, before "
+                                         "each point, for the host to be quiet"),
     ) -> None:
         """Find the fastest runtime settings of a model whose gates and answers still pass.
 
@@ -69,11 +74,12 @@ def register(app: typer.Typer) -> None:
         (threads, batch sizes, flash attention, the KV type); a value that breaks the
         scenario's speed gates or is slower is dropped; a faster setting that can change the
         answers is kept only while its KLD against the f16-KV baseline stays under --kld-max.
-        Says how many points of the grid it measured and why it skipped the rest
-        (docs/tune.md)."""
+        Says how many points of the grid it measured and why it skipped the rest. A point
+        measured while other work used more than a quarter of the CPUs is flagged, as bench
+        flags it, and tune then chooses nothing unless --allow-contended (docs/tune.md)."""
         from edgepick.decide.scenarios import load_scenario
         from edgepick.inputs import resolve_ref
-        from edgepick.tune.search import TuneRequest, run, write_fragment
+        from edgepick.tune.search import ContendedChoice, TuneRequest, run, write_fragment
 
         ref = resolve_ref(model)
         if ref.is_endpoint:
@@ -88,9 +94,17 @@ def register(app: typer.Typer) -> None:
                 "kv_type": _values(kv_type, "kv_type") or DEFAULT_AXES["kv_type"]}
         req = TuneRequest(model=ref, device=dev, scenario=load_scenario(scenario),
                           base=RuntimeSettings(n_ctx=ctx, threads=axes["threads"][0]),
-                          axes=axes, kld_max=kld_max, repeats=repeats)
-        with _progress(not json_out) as tick:
-            res = run(req, None, tick or (lambda ev: None))
+                          axes=axes, kld_max=kld_max, repeats=repeats,
+                          allow_contended=allow_contended, quiet_wait_s=quiet_wait)
+        try:
+            with _progress(not json_out) as tick:
+                res = run(req, None, tick or (lambda ev: None))
+        except ContendedChoice as exc:  # what was measured is shown; nothing is chosen
+            if json_out:
+                print_json(exc.result.model_dump(mode="json"))
+            else:
+                _print(exc.result, chosen=False)
+            raise
         if out is not None:
             write_fragment(res, out)
             err_console.print(f"wrote {out}")
@@ -109,7 +123,7 @@ def register(app: typer.Typer) -> None:
         return local_device()
 
 
-def _print(res) -> None:
+def _print(res, chosen: bool = True) -> None:
     t = Table(title=f"{res.model} on {res.device} ({res.scenario}, {res.ctx}-token prompt)")
     for col in ("settings", "outcome", "decode tok/s", "TTFT ms", "KLD", "why"):
         t.add_column(col)
@@ -124,5 +138,11 @@ def _print(res) -> None:
     skipped = ", ".join(f"{n} {why.replace('_', ' ')}" for why, n in sorted(res.skipped().items()))
     console.print(f"measured {res.measured} of {res.grid} combinations; skipped: "
                   f"{skipped or 'none'}")
-    chosen = {k: v for k, v in res.chosen.model_dump().items() if k != "variant"}
-    console.print("chosen: " + ", ".join(f"{k}={v}" for k, v in chosen.items()))
+    for line in res.contended:
+        console.print(f"[yellow]contended[/]: {line}")
+    if not chosen:
+        return
+    if res.contended:
+        console.print("[yellow]chosen from contended measurements (--allow-contended)[/]")
+    picked = {k: v for k, v in res.chosen.model_dump().items() if k != "variant"}
+    console.print("chosen: " + ", ".join(f"{k}={v}" for k, v in picked.items()))

@@ -22,6 +22,7 @@ class TunePoint(BaseModel):
     ttft_ms: float | None = None
     kld_mean: float | None = None  # against the f16-KV baseline of the same file
     top1: float | None = None
+    contended: str = ""  # other work beside the measurement, in words, when it was contended
 
 
 class TuneResult(BaseModel):
@@ -33,6 +34,9 @@ class TuneResult(BaseModel):
     grid: int  # combinations in the full grid
     measured: int  # combinations bench ran
     points: list[TunePoint] = Field(default_factory=list)
+    # the measurements a busy host spoiled: the choice stands only when told to (allow_contended)
+    contended: list[str] = Field(default_factory=list)
+    allowed_contended: bool = False
 
     def skipped(self) -> dict[str, int]:
         """Why combinations were not measured, by reason."""

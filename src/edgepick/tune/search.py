@@ -24,6 +24,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from edgepick.backends.registry import backend_class
+from edgepick.bench.hostload import CONTENDED_SHARE, describe
 from edgepick.bench.runner import measure_config
 from edgepick.bench.sweeps import BenchRequest, expand
 from edgepick.errors import EdgepickError
@@ -55,6 +56,11 @@ class TuneRequest(BaseModel):
     gen_tokens: int = Field(32, ge=2)
     fidelity_text: str | None = None  # default: the bundled text
     fidelity_chunks: int = Field(2, ge=1)
+    # a busy host's speeds say more about the neighbours (bench/hostload.py): with any
+    # measurement contended, tune refuses to choose unless this is set
+    allow_contended: bool = False
+    contended_share: float = Field(CONTENDED_SHARE, gt=0, le=1)
+    quiet_wait_s: float = Field(0.0, ge=0)  # before each point, wait at most this for quiet
 
 
 def _key(rt: RuntimeSettings) -> tuple:
@@ -87,9 +93,27 @@ def run(req: TuneRequest, store=None, progress: Tick = silent) -> TuneResult:
     for field in [f for f in ORDER if f in axes]:
         best = search.along(best, field, axes[field])
     points[_key(best)].outcome = "chosen"
-    return TuneResult(model=req.model.label, device=req.device.name,
-                      scenario=getattr(req.scenario, "name", ""), ctx=ctx, chosen=best,
-                      grid=len(grid), measured=search.measured, points=list(points.values()))
+    res = TuneResult(model=req.model.label, device=req.device.name,
+                     scenario=getattr(req.scenario, "name", ""), ctx=ctx, chosen=best,
+                     grid=len(grid), measured=search.measured, points=list(points.values()),
+                     contended=[f"{_words(p.settings)}: {p.contended}"
+                                for p in points.values() if p.contended],
+                     allowed_contended=req.allow_contended)
+    if res.contended and not req.allow_contended:
+        raise ContendedChoice(res)
+    return res
+
+
+class ContendedChoice(EdgepickError):
+    """Measurements taken beside other work: no winner is chosen from them unless told to."""
+
+    def __init__(self, res: TuneResult) -> None:
+        self.result = res
+        super().__init__(
+            f"the host was busy during {len(res.contended)} of {res.measured} measurements "
+            f"({res.contended[0]}): their speeds say more about the other work than about the "
+            "settings, so tune chooses nothing; stop the other work and run again, or pass "
+            "--allow-contended to choose from them anyway")
 
 
 def _never_run(req: TuneRequest, rt: RuntimeSettings) -> tuple[str | None, str | None]:
@@ -167,9 +191,14 @@ class _Search:
         p = self.points[_key(rt)]
         self.progress(ProgressEvent(self.measured, len(self.points), _words(p.settings)))
         req = BenchRequest(models=[self.req.model], settings=rt, prompt_lengths=[self.ctx],
-                           gen_tokens=self.req.gen_tokens, warmup=1, repeats=self.req.repeats)
+                           gen_tokens=self.req.gen_tokens, warmup=1, repeats=self.req.repeats,
+                           contended_share=self.req.contended_share,
+                           quiet_wait_s=self.req.quiet_wait_s)
         res = measure_config(expand(req)[0], req)
         self.measured += 1
+        if res.contended:
+            load = res.host_load.model_dump() if res.host_load else None
+            p.contended = describe(load)
         if res.status != "ok":
             p.outcome, p.why = "cannot_run", res.error or "the engine failed"
             return
