@@ -13,6 +13,7 @@ from rich.table import Table
 
 from edgepick.cli.options import STORE_HELP, merged, one_model, open_store
 from edgepick.cli.output import console, err_console, print_json
+from edgepick.cli.progress_lines import progress_lines
 from edgepick.progress import ProgressEvent, silent
 from edgepick.records.candidate import DEFAULTS
 from edgepick.units import pct
@@ -30,6 +31,10 @@ def _progress(enabled: bool) -> Iterator:
     """A rich bar on stderr (stdout stays clean for --json); yields the callback or None."""
     if not enabled:
         yield None
+        return
+    if not err_console.is_terminal:  # no bar can be drawn: a line per step and every 10 s
+        with progress_lines(lambda text: err_console.print(text, highlight=False)) as update:
+            yield update
         return
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn(), console=err_console, transient=True)
