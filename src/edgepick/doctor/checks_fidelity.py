@@ -114,9 +114,9 @@ def quantization(ctx):
         return None
     ftype = spec_of(ctx.target.model_path).file_type or "?"
     ev = [Evidence(what="KL divergence to the reference (mean)", value=round(r.kld_mean, 4),
-                   baseline=KLD_BAD, unit="nats", command=cmd),
+                   limit=KLD_BAD, unit="nats", command=cmd),
           Evidence(what="top-1 agreement with the reference", value=round(r.same_top1, 3),
-                   baseline=TOP1_BAD, unit="share"),
+                   limit=TOP1_BAD, unit="share"),
           Evidence(what="perplexity ratio", value=round(r.ppl_ratio, 3), baseline=1.0)]
     detail = ftype
     src_type = spec_of(ref.path).file_type or ""
@@ -226,10 +226,10 @@ def kv_cache_type(ctx):
                    f"(top-1 agreement {m['same_top1']:.1%})", fix,
                    0.95 if m["kld_mean"] > 2 * KV_KLD_BAD else 0.75,
                    [Evidence(what=f"KLD {s.kv_type} KV vs f16 KV, last quarter of {n} tokens",
-                             value=round(m["kld_mean"], 4), baseline=KV_KLD_BAD, unit="nats",
+                             value=round(m["kld_mean"], 4), limit=KV_KLD_BAD, unit="nats",
                              command=ctx.doctor_cmd("garbled")),
                     Evidence(what="top-1 agreement with f16 KV", value=round(m["same_top1"], 3),
-                             baseline=KV_TOP1_BAD, unit="share")], detail=s.kv_type)
+                             limit=KV_TOP1_BAD, unit="share")], detail=s.kv_type)
 
 
 # -- conversion -----------------------------------------------------------------------------

@@ -118,11 +118,11 @@ def context_overflow(ctx):
         return None
     longest = max(list(over.values()) + ([p99] if scenario_over else []))
     ev = [Evidence(what="prompts over n_ctx (with the answer's tokens)", value=len(over),
-                   baseline=len(lengths), unit="prompts", command=ctx.doctor_cmd(
+                   unit=f"of {len(lengths)} prompts", command=ctx.doctor_cmd(
                        "context-overflow")),
-          Evidence(what="longest prompt", value=longest, baseline=n_ctx - answer, unit="tokens")]
+          Evidence(what="longest prompt", value=longest, limit=n_ctx - answer, unit="tokens")]
     if scenario_over:
-        ev.append(Evidence(what="scenario's prompt P99", value=p99, baseline=n_ctx - answer,
+        ev.append(Evidence(what="scenario's prompt P99", value=p99, limit=n_ctx - answer,
                            unit="tokens"))
     fitted = 0
     if over:
@@ -134,7 +134,7 @@ def context_overflow(ctx):
                 except ContextOverflow:
                     pass
         ev.append(Evidence(what="over-long prompts the context builder cuts to fit "
-                                "(70% of the window)", value=fitted, baseline=len(over)))
+                                "(70% of the window)", value=fitted, unit=f"of {len(over)}"))
 
     trained = spec_of(ctx.target.model_path).context_length or 0
     want = -(-(longest + answer) // 256) * 256
@@ -202,8 +202,8 @@ def tool_schema(ctx):
                    f"need the guard's type repair, {unparseable} hold no valid call",
                    fix, 0.95 if bad * 2 >= n else 0.7 if bad else 0.5,
                    [Evidence(what="calls refused by the guard (invalid arguments)", value=refused,
-                             baseline=n, command=ctx.doctor_cmd("tool-calls")),
-                    Evidence(what="calls the guard repairs (types)", value=repaired, baseline=n),
-                    Evidence(what="replies with no valid call", value=unparseable, baseline=n),
+                             unit=f"of {n}", command=ctx.doctor_cmd("tool-calls")),
+                    Evidence(what="calls the guard repairs (types)", value=repaired, unit=f"of {n}"),
+                    Evidence(what="replies with no valid call", value=unparseable, unit=f"of {n}"),
                     Evidence(what="examples", value=examples[:3])],
                    detail=", ".join(sorted(args)) or None)

@@ -78,7 +78,7 @@ def host_load(ctx):
     share = load["other_cpu_share"] + load.get("steal_share", 0)
     pids = " ".join(str(pid) for pid, _, _ in top)
     ev = [Evidence(what="other work's share of all CPUs while decoding", value=share,
-                   baseline=CONTENDED_SHARE, unit="share", command=ctx.doctor_cmd("slow")),
+                   limit=CONTENDED_SHARE, unit="share", command=ctx.doctor_cmd("slow")),
           Evidence(what="host", value=describe(load))]
     if tps is not None:
         base = ctx.target.deploy.baseline.decode_tps if ctx.target.deploy else None

@@ -39,16 +39,26 @@ def findings_table(report: DoctorReport, lang: str) -> tuple[list[str], list[lis
     return [t["rank"], t["cause"], t["detail"], t["finding"], t["confidence"], t["fix"]], rows
 
 
+def _in_unit(v, unit: str) -> tuple[object, str]:
+    """Bytes in MiB, the unit the summaries and fit use."""
+    if unit == "bytes" and isinstance(v, (int, float)) and not isinstance(v, bool):
+        return round(v / 2**20, 1), "MiB"
+    return v, unit
+
+
 def evidence_lines(f: Finding, lang: str) -> list[str]:
     t = texts("doctor", lang)
     out = []
     for e in f.evidence:
-        line = f"{e.what}: {_value(e.value)}"
-        if e.unit:
-            line += f" {e.unit}"
-        if e.baseline is not None:
-            line += f" (baseline {_value(e.baseline)})" if lang == "en" else \
-                f"（基线 {_value(e.baseline)}）"
+        value, unit = _in_unit(e.value, e.unit)
+        line = f"{e.what}: {_value(value)}"
+        if unit:
+            line += f" {unit}"
+        for key, zh in (("baseline", "基线"), ("limit", "限值")):
+            other = getattr(e, key)
+            if other is not None:
+                shown = _value(_in_unit(other, e.unit)[0])
+                line += f" ({key} {shown})" if lang == "en" else f"（{zh} {shown}）"
         if e.command:
             line += f" — {t['reproduce']}: {e.command}"
         out.append(line)
