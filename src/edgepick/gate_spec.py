@@ -3,23 +3,31 @@ table").
 
 From it come the scenario's `constraints` fields (decide/scenarios.py), the gates and their
 verdicts (decide/gates.py), and the gates' names and advice in the decision's and the report's
-texts. The built-in gates are the entries of data/gates.yaml; a plugin adds one with
-`register_gate(spec)` or an entry point in the group `edgepick.gates` (a `GateSpec`, a list of
-them, or a callable returning either). Adding a gate is one entry plus the producer of its
-metric: a function that reads the figure off a candidate's summary (or a task's quality), or
-nothing when the figure already sits in `CandidateSummary.figures` under the metric's name.
+texts. Gate tables are plugins like engines and scorers: entry points in the group
+`edgepick.gates`, each naming a `GateSpec` or a sequence of them. edgepick's own entry point
+names the table of data/gates.yaml; another package's names its own; tests and notebooks add
+one with `register_gate(spec)`.
+
+A gate declares its producers where it is declared: `candidate_figure(summary, scenario)`,
+`task_figure(task_quality)` and, for a figure evaluation measures item by item,
+`item_values(candidate outcomes, reference outcomes or None)`, as functions or `"module:attr"`
+names imported on first use. So a gate on a new figure is one table entry plus one producer;
+decide, sequential looks and the report read every gate from this table alike. A gate with no
+candidate or task producer reads the figure under its metric's name
+(`CandidateSummary.figures`, `TaskQuality.metrics`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 from importlib.resources import files
-from typing import Callable, Literal
+from typing import Any, Callable, Literal
 
 import yaml
 
-from edgepick.units import mib
+from edgepick.errors import EdgepickError
+from edgepick.plugins import Plugins, import_target
+from edgepick.units import mib, parse_size
 
 Direction = Literal["max", "min"]
 Scope = Literal["candidate", "task"]
@@ -45,22 +53,30 @@ class GateSpec:
     # a speed figure a busy host slows: failing on a contended measurement it is undetermined
     # (decide/power_figures.contended_speed), so it never rules a candidate out before evaluation
     contended: bool = False
-    # measured by evaluation per item, so sequential looks judge it after each look (built-in
-    # metrics: evaluate/seq_gates.values makes their per-item values)
-    sequential: bool = False
-    # Producers: the figure for a candidate (summary, scenario) or a task (TaskQuality). None:
-    # the figure under `metric` in the summary's (or task's) figures.
-    candidate_figure: Callable | None = None
-    task_figure: Callable | None = None
+    # Producers, each a function or its "module:attr": the figure for a candidate (summary,
+    # scenario) or a task (TaskQuality); None: the figure under `metric` in the summary's (or
+    # the task's) figures.
+    candidate_figure: Callable | str | None = None
+    task_figure: Callable | str | None = None
     # per-item values in [0, 1] for sequential looks: (candidate outcomes, reference outcomes or
-    # None) -> a sequence, or None when no item carries the figure. A plugin gate on an eval
-    # figure gives it; the looks then stop on the gate like on a built-in one.
-    item_values: Callable | None = None
+    # None) -> a sequence, or None when no item carries the figure. A gate that has it is
+    # judged after each look.
+    item_values: Callable | str | None = None
 
     @property
     def in_looks(self) -> bool:
         """Sequential evaluation judges this gate (evaluate/seq_gates.py)."""
-        return self.sequential or self.item_values is not None
+        return self.item_values is not None
+
+    def producer(self, kind: str) -> Callable | None:
+        """The producer `kind` (candidate_figure | task_figure | item_values) as a function,
+        imported on first use when it is named."""
+        fn = getattr(self, kind)
+        if isinstance(fn, str):
+            if fn not in _producers:
+                _producers[fn] = import_target(fn, f"gate {self.name}'s {kind}")
+            return _producers[fn]
+        return fn
 
     def __post_init__(self) -> None:
         if self.direction not in ("max", "min"):
@@ -86,8 +102,6 @@ class GateSpec:
             return
         if self.size and (v == "budget" or isinstance(v, (str, int)) and not isinstance(v, bool)):
             if isinstance(v, str) and v != "budget":
-                from edgepick.units import parse_size
-
                 parse_size(v)
             return
         if isinstance(v, bool) or not isinstance(v, (int, float)):
@@ -106,50 +120,56 @@ def _from_yaml(name: str, e: dict) -> GateSpec:
                     advice=e.get("advice"), bounds=tuple(e.get("bounds") or (None, None)),
                     size=bool(e.get("size")), aliases=tuple(e.get("aliases") or ()),
                     task_optional=bool(e.get("task_optional")), at=e.get("at"),
-                    contended=bool(e.get("contended")), sequential=bool(e.get("sequential")))
+                    contended=bool(e.get("contended")),
+                    candidate_figure=e.get("candidate_figure"), task_figure=e.get("task_figure"),
+                    item_values=e.get("item_values"))
 
 
-@lru_cache(maxsize=1)
-def builtin_gates() -> tuple[GateSpec, ...]:
-    text = files("edgepick").joinpath("data/gates.yaml").read_text(encoding="utf-8")
+def table_of(path: str) -> tuple[GateSpec, ...]:
+    """The gate table of a YAML file inside the edgepick package (data/gates.yaml's shape)."""
+    text = files("edgepick").joinpath(path).read_text(encoding="utf-8")
     return tuple(_from_yaml(k, v) for k, v in yaml.safe_load(text)["gates"].items())
 
 
-_registered: dict[str, GateSpec] = {}
-_plugins_loaded = False
+_producers: dict[str, Callable] = {}  # "module:attr" -> the producer, once imported
+
+
+def _as_table(name: str, obj: Any, where: str) -> tuple[GateSpec, ...]:
+    specs = (obj,) if isinstance(obj, GateSpec) else obj
+    if not isinstance(specs, (list, tuple)) or not all(isinstance(s, GateSpec) for s in specs):
+        raise EdgepickError(f"gate table '{name}' ({where}) is not a GateSpec or a sequence "
+                            "of them")
+    return tuple(specs)
+
+
+GATES = Plugins(GROUP, "gate table", check=_as_table)
 
 
 def register_gate(spec: GateSpec) -> GateSpec:
     """Add (or replace) a gate; it is gated, explained and reported from then on."""
-    _registered[spec.name] = spec
+    GATES.register(spec.name, spec)
     return spec
 
 
 def unregister_gate(name: str) -> None:
-    _registered.pop(name, None)
+    GATES.forget(name)
 
 
-def _load_plugins() -> None:
-    global _plugins_loaded
-    if _plugins_loaded:
-        return
-    _plugins_loaded = True
-    from edgepick.plugins import Plugins
+def _tables(own: bool) -> list[GateSpec]:
+    return [g for name in GATES.names() if GATES.is_own(name) == own for g in GATES.load(name)]
 
-    plugins = Plugins(GROUP, "gate")  # the one registry helper: lazy, one line on a bad target
-    for name in plugins.names():
-        obj = plugins.load(name)
-        obj = obj() if callable(obj) and not isinstance(obj, GateSpec) else obj
-        for spec in obj if isinstance(obj, (list, tuple)) else [obj]:
-            if isinstance(spec, GateSpec):
-                _registered.setdefault(spec.name, spec)
+
+def builtin_gates() -> tuple[GateSpec, ...]:
+    """edgepick's own gates: the tables its own distribution's entry points name."""
+    return tuple(_tables(own=True))
 
 
 def gate_table() -> dict[str, GateSpec]:
-    """Every gate, built-in first (data/gates.yaml order), then the registered ones."""
-    _load_plugins()
-    out = {g.name: g for g in builtin_gates()}
-    out.update(_registered)
+    """Every gate, edgepick's own first (data/gates.yaml order), then the other packages' and
+    the registered ones; a name declared again replaces the earlier gate in its place."""
+    out: dict[str, GateSpec] = {}
+    for g in _tables(own=True) + _tables(own=False):
+        out[g.name] = g
     return out
 
 

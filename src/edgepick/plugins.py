@@ -83,6 +83,13 @@ class Plugins:
                 self._loaded[name] = self._check(name, target, getattr(target, "__qualname__",
                                                                        repr(target)))
 
+    def forget(self, name: str) -> None:
+        """Drop a plugin registered at run time (tests)."""
+        targets = self._discover()
+        with self._lock:
+            self._loaded.pop(name, None)
+            targets.pop(name, None)
+
     def __contains__(self, name: str) -> bool:
         return name in self._loaded or name in self._discover()
 

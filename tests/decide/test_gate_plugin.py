@@ -1,4 +1,4 @@
-"""A gate on a new candidate metric from a package outside src/ (issue 33 item 5): one gate
+"""A gate on a new candidate metric from a package outside src/: one gate
 table entry plus one producer, registered by an entry point. It is a scenario constraint,
 gated by decide, judged by the sequential looks after each look, and shown in the report, with
 no edit under src/."""
@@ -29,8 +29,8 @@ def refusal_plugin(tmp_path, monkeypatch):
     pkg = write_plugin(tmp_path / "site", "refusal-gate", "refusal_gate", PLUGIN,
                        "edgepick.gates", {"refusal": "refusal_gate:GATE"})
     monkeypatch.syspath_prepend(str(pkg))
-    monkeypatch.setattr(gate_spec, "_registered", {})
-    monkeypatch.setattr(gate_spec, "_plugins_loaded", False)
+    # a registry of the test's own, that reads the entry points again
+    monkeypatch.setattr(gate_spec, "GATES", gate_spec.GATES.fresh())
 
 
 def _outcomes(refused: int, n: int):

@@ -116,8 +116,8 @@ def test_a_gate_from_an_installed_packages_entry_point(tmp_path, monkeypatch):
     (info / "entry_points.txt").write_text("[edgepick.gates]\ncitation = my_gates:GATE\n",
                                            encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(gate_spec, "_plugins_loaded", False)
-    monkeypatch.setattr(gate_spec, "_registered", {})
+    # a registry of the test's own, that reads the entry points again
+    monkeypatch.setattr(gate_spec, "GATES", gate_spec.GATES.fresh())
     try:
         assert gate_table()["citation_rate_min"].metric == "citation_rate"
         s = CandidateSummary(candidate="c", model="/m/c.gguf", decode_tps=30.0,

@@ -19,10 +19,9 @@ from edgepick.gate_spec import gate_of, gate_table
 from edgepick.records.evaluation import ItemOutcome
 
 
-
 def eval_metrics() -> frozenset[str]:
-    """The metrics sequential looks judge: the gate table's `sequential` gates and every gate
-    with its own per-item producer (gate_spec.py), a plugin's included."""
+    """The metrics sequential looks judge: every gate with a per-item producer
+    (edgepick/gate_spec.py), a plugin's included."""
     return frozenset(g.metric for g in gate_table().values() if g.in_looks)
 
 
@@ -50,35 +49,13 @@ class Judged:
 
 def values(metric: str, cand: list[ItemOutcome], ref: list[ItemOutcome] | None
            ) -> np.ndarray | None:
-    """Per-item values of `metric` in [0, 1], or None when no item carries it."""
-    if metric == "unacceptable_rate":
-        return np.asarray(item_values(cand, "unacceptable"))
-    if metric == "format_compliance":
-        return np.asarray(item_values(cand, "format_ok"))
-    if metric == "strict_format":
-        has = [o for o in cand if o.strict_format is not None]
-        return np.asarray(item_values(has, "strict_format")) if has else None
-    if metric == "quality":
-        return np.asarray([o.score for o in cand], dtype=float)
-    if metric == "extra_badcases_per_1000":
-        if ref is None:
-            return None
-        return anytime.paired(item_values(cand, "badcase"), item_values(ref, "badcase"))
-    if metric == "tool_choice_accuracy":
-        v = [float(bool(o.details["tool_ok"])) for o in cand if "tool_ok" in o.details]
-        return np.asarray(v) if v else None
-    if metric == "schema_valid_rate":
-        v = [float(bool(o.details["schema_valid"])) for o in cand if o.details.get("attempted")]
-        return np.asarray(v) if v else None
-    return _plugin_values(metric, cand, ref)
-
-
-def _plugin_values(metric: str, cand: list[ItemOutcome], ref: list[ItemOutcome] | None
-                   ) -> np.ndarray | None:
+    """Per-item values of `metric` in [0, 1], from its gate's `item_values` producer, or None
+    when no gate reads it per item or no item carries it."""
     spec = gate_of(metric)
-    if spec is None or spec.item_values is None:
+    fn = None if spec is None else spec.producer("item_values")
+    if fn is None:
         return None
-    got = spec.item_values(cand, ref)
+    got = fn(cand, ref)
     return None if got is None or len(got) == 0 else np.asarray(got, dtype=float)
 
 
