@@ -89,3 +89,33 @@ def test_bench_and_decide_tables_read_at_80_columns(cli, tiny_model, tmp_path):
     r = cli("decide", "--store", store, "--device", "raspberry-pi-5", env=ENV)
     assert r.returncode in (0, 1), r.stderr
     _readable(r.stdout)
+
+
+def test_a_table_of_sentences_stays_a_table_with_its_cells_wrapped():
+    """doctor's findings at 100 columns: a table whose cells wrap, not one card per row (whose
+    first cell, the rank, stood alone on a line), and a long path folds in its cell."""
+    t = Table("#", "cause", "detail", "finding", "confidence", "fix", title="doctor")
+    path = "/root/.edgepick/doctor/gemma-3-270m-q4_k_m.6f9b0ed70f.with-template.gguf"
+    t.add_row("1", "chat template", "missing", "no chat template: serve falls back to ChatML " * 3,
+              "95%", f"serve it with a plain transcript: doctor wrote {path}")
+    out = _render(t, width=100)
+    assert "…" not in out and max(len(line) for line in out.splitlines()) <= 100, out
+    assert "confidence" in out.splitlines()[2] and "fix" in out.splitlines()[2]  # a header row
+    assert not any(line.strip() == "1" for line in out.splitlines())
+
+
+def test_update_manifest_prints_a_summary_and_the_tensors_behind_verbose(cli, tmp_path):
+    import json
+
+    from edgepick.assets import bundled
+
+    model = str(bundled.smollm2_q4_1())
+    out = tmp_path / "m.json"
+    r = cli("update", "manifest", model, "-o", str(out), env={"COLUMNS": "100"})
+    assert r.returncode == 0, r.stderr
+    assert len(r.stdout.splitlines()) < 20 and "272 tensors by type" in r.stdout
+    assert "blk.0.attn_q.weight" not in r.stdout and "--verbose" in r.stdout
+    assert len(json.loads(out.read_text())["tensors"]) == 272  # the whole list is in the file
+    r = cli("update", "manifest", model, "--verbose", env={"COLUMNS": "100"})
+    assert r.returncode == 0 and "blk.0.attn_q.weight" in r.stdout
+    assert max(len(line) for line in r.stdout.splitlines()[2:]) <= 100

@@ -42,8 +42,11 @@ def package_from(update: Optional[Path], url: Optional[str], sha256: Optional[st
 def manifest(file: Path = typer.Argument(..., help="a GGUF model file"),
              json_out: bool = typer.Option(False, "--json", help="print the manifest as JSON"),
              out: Optional[Path] = typer.Option(None, "--out", "-o",
-                                                help="also write the JSON manifest to this file")) -> None:
-    """Each tensor's name, type, shape, offset and SHA-256, and the metadata's SHA-256."""
+                                                help="also write the JSON manifest to this file"),
+             verbose: bool = typer.Option(False, "--verbose", "-v", help="list every tensor "
+                                          "(name, type, shape, offset, size, SHA-256)")) -> None:
+    """The file's and the metadata's SHA-256 and its tensors by type; with --verbose (or in the
+    JSON, --json / -o) each tensor's name, type, shape, offset, size and SHA-256."""
     from edgepick.update.manifest import build_manifest
 
     m = build_manifest(file)
@@ -54,13 +57,27 @@ def manifest(file: Path = typer.Argument(..., help="a GGUF model file"),
     if json_out:
         print_json(m)
         return
-    t = Table("tensor", "type", "shape", "offset", "size", "sha256",
-              title=f"{file} ({human_bytes(m.size)}): file sha256 {m.sha256[:16]}…, metadata "
-                    f"({m.metadata_size} bytes, {len(m.kv)} keys) sha256 {m.metadata_sha256[:16]}…")
+    console.print(f"{file}: {human_bytes(m.size)}, sha256 {m.sha256}", highlight=False)
+    console.print(f"metadata: {len(m.kv)} keys, {m.metadata_size} bytes, sha256 "
+                  f"{m.metadata_sha256}", highlight=False)
+    if verbose:
+        t = Table("tensor", "type", "shape", "offset", "bytes", "sha256 (first 16)",
+                  title=f"{len(m.tensors)} tensors")
+        for e in m.tensors:
+            t.add_row(e.name, e.type, "×".join(map(str, e.shape)), str(e.offset), str(e.size),
+                      e.sha256[:16])
+        console.print(t)
+        return
+    by_type: dict[str, list[int]] = {}
     for e in m.tensors:
-        t.add_row(e.name, e.type, "×".join(map(str, e.shape)), str(e.offset), str(e.size),
-                  e.sha256[:16] + "…")
+        by_type.setdefault(e.type, []).append(e.size)
+    t = Table("type", "tensors", "MiB", "share", title=f"{len(m.tensors)} tensors by type")
+    data = sum(sum(v) for v in by_type.values()) or 1
+    for typ, sizes in sorted(by_type.items(), key=lambda kv: -sum(kv[1])):
+        t.add_row(typ, str(len(sizes)), f"{sum(sizes) / 2**20:.1f}", f"{sum(sizes) / data:.1%}")
     console.print(t)
+    console.print("each tensor (offset, size, SHA-256): --verbose, or the JSON (--json, -o FILE)",
+                  style="dim")
 
 
 @update_app.command("diff")

@@ -18,14 +18,17 @@ from edgepick.units import human_bytes  # noqa: F401  (the commands take it from
 
 def fit_table(table: Table, width: int) -> Table | Group:
     """`table` as it reads best in `width` columns, never with a cell cut to "…": as it is when
-    it fits; else one small key/value table per row (the vertical layout). A key/value table
-    (two columns, or no header) stays as it is, its values wrapped at spaces."""
+    it fits; as a table with its cells wrapped at spaces when its columns fit at their longest
+    words (a path or hash folds in its cell); else one small key/value table per row (the
+    vertical layout). A key/value table (two columns, or no header) stays as it is, its values
+    wrapped at spaces."""
     for col in table.columns:
         col.overflow = "fold"
     probe = _probe_console(10_000)  # a table's measure is clamped to the width it is given
     if Measurement.get(probe, probe.options, table).maximum <= width:
         return table
-    if len(table.columns) <= 2 or not table.show_header:
+    if len(table.columns) <= 2 or not table.show_header or _wrapped_width(table) <= width:
+        # it reads as a table with its cells wrapped at spaces (a long path folds in its cell)
         for col in table.columns:
             col.no_wrap = False
         return table
@@ -42,6 +45,34 @@ def fit_table(table: Table, width: int) -> Table | Group:
             block.add_row(head, cell)
         parts += [name, block, Text("")]
     return Group(*parts[:-1])
+
+
+FOLD_WORD = 20  # a word longer than this (a path, a hash) folds inside its cell
+
+
+def _plain(cell: Any) -> str | None:
+    if isinstance(cell, Text):
+        return cell.plain
+    if isinstance(cell, str):
+        return Text.from_markup(cell).plain
+    return None
+
+
+def _wrapped_width(table: Table) -> int:
+    """The narrowest the table reads at with its cells wrapped at spaces: each column as wide
+    as its longest word (at most FOLD_WORD), plus padding and borders."""
+    probe = _probe_console(10_000)
+    total = 1
+    for col in table.columns:
+        longest = 1
+        for cell in [col.header, *col.cells]:
+            text = _plain(cell)
+            if text is None:
+                longest = max(longest, Measurement.get(probe, probe.options, cell).minimum)
+            else:
+                longest = max([longest, *(min(len(w), FOLD_WORD) for w in text.split())])
+        total += min(longest, FOLD_WORD) + 3  # a space either side and the border
+    return total
 
 
 def _probe_console(width: int) -> Console:
