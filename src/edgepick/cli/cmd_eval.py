@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import csv
 import json
+from contextlib import contextmanager
 from pathlib import Path
-from typing import List, Optional
+from typing import Callable, Iterator, List, Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -13,6 +14,7 @@ from rich.table import Table
 
 from edgepick.cli.options import STORE_HELP, open_store, split_list
 from edgepick.cli.output import console, err_console, print_json
+from edgepick.cli.progress_lines import progress_lines
 from edgepick.progress import ProgressEvent
 from edgepick.records.candidate import DEFAULTS, Candidate, RuntimeSettings
 from edgepick.units import pct
@@ -97,6 +99,25 @@ def _write_out(res, out: Path) -> None:
                                 g.unacceptable_rate])
 
 
+@contextmanager
+def _eval_progress(json_out: bool) -> Iterator[Callable[[ProgressEvent], None]]:
+    """A bar on a terminal; elsewhere (a log file, CI) a line per step and every 10 s, since a
+    bar there shows only once eval is done."""
+    if not err_console.is_terminal:
+        with progress_lines(lambda text: err_console.print(text, highlight=False)) as tick:
+            yield tick
+        return
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=err_console, transient=json_out)
+    bar = progress.add_task("eval", total=None)
+
+    def tick(ev: ProgressEvent) -> None:
+        progress.update(bar, completed=ev.done, total=ev.total, description=ev.what)
+
+    with progress:
+        yield tick
+
+
 def register(app: typer.Typer) -> None:
     @app.command("eval")
     def eval_cmd(
@@ -139,14 +160,7 @@ def register(app: typer.Typer) -> None:
         cands = [Candidate(ref=resolve_ref(m, api_key_env=model_key_env if "://" in m else None),
                            settings=settings) for m in split_list(model)]
         distinct_names([ref, *cands])
-        progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TimeElapsedColumn(), console=err_console, transient=json_out)
-        bar = progress.add_task("eval", total=None)
-
-        def tick(ev: ProgressEvent) -> None:
-            progress.update(bar, completed=ev.done, total=ev.total, description=ev.what)
-
-        with open_store(store, paths[0]) as rs, progress:
+        with open_store(store, paths[0]) as rs, _eval_progress(json_out) as tick:
             res = run(EvalRequest(data=paths if len(paths) > 1 else paths[0], reference=ref,
                                   candidates=cands, limit=limit, parallel=parallel), rs, tick)
         for p in res.problems:
