@@ -43,10 +43,34 @@ def test_temperature_2_without_repeat_penalty_is_sampling(doctor, write_deploy, 
     assert not doctor(deploy, symptom="garbled", checks=["sampling"]).findings
 
 
+def _agrees(f) -> None:
+    """A finding at 0.85 or more is one whose measured fix made the answers sounder."""
+    sound = next(e for e in f.evidence if e.what.startswith("sound answers"))
+    assert sound.value < sound.baseline if f.confidence >= 0.85 else sound.value >= sound.baseline
+    assert f"{sound.baseline}/{sound.unit.split()[-1]} sound answers" in f.fix.verified
+
+
 def test_removed_chat_template(doctor, broken):
     f = _first(doctor(broken["no_template"], symptom="garbled"))
     assert f.cause == "chat_template" and f.detail == "missing"
+    assert "falls back to ChatML" in f.summary
+    _agrees(f)
     fixed = f.fix.deploy_edit["model.path"]  # the same weights with the family's template
+    assert not doctor(fixed, symptom="garbled", checks=["chat_template"]).findings
+
+
+def test_bundled_gemma_served_for_chat_is_chat_template(doctor):
+    """The bundled Gemma-3-270M is the base model (general.name "Gemma 3 270m", no template):
+    llama-server would prompt it in ChatML, whose markers it never saw, and it answers with them."""
+    from edgepick.assets import bundled
+
+    f = _first(doctor(str(bundled.gemma3_270m_q4_k_m()), symptom="garbled"))
+    assert f.cause == "chat_template" and f.detail == "missing" and f.confidence >= 0.85
+    assert "a base model" in f.summary and "ChatML" in f.summary
+    leaks = next(e for e in f.evidence if e.what.startswith("answers spilling"))
+    assert leaks.value > leaks.baseline
+    _agrees(f)
+    fixed = f.fix.deploy_edit["model.path"]
     assert not doctor(fixed, symptom="garbled", checks=["chat_template"]).findings
 
 
@@ -117,3 +141,16 @@ def _ref(path: str):
     from edgepick.records.model_ref import ModelRef
 
     return ModelRef.file(path)
+
+
+def test_a_budget_below_the_weights_still_gets_a_command(doctor, write_deploy, smollm2_q4_1):
+    """At 150 MiB no shorter context saves the Q4_1 build: a lower-bit build, at a shorter
+    context when that is what fits, with the command that makes it; when nothing of this model
+    fits, the command that lists its lower-bit builds against the budget, and how far the
+    smallest is (as 220 MiB gets a measured fix)."""
+    deploy = write_deploy(smollm2_q4_1, runtime={"n_ctx": 2048})
+    f = _first(doctor(deploy, symptom="oom", budget_bytes=150 * 2**20, checks=["memory_budget"]))
+    assert f.cause == "memory_budget"
+    assert f.fix.command, f.fix  # a fix to run, not only advice
+    assert f.fix.command.startswith(("llama-quantize", "edgepick fit")), f.fix.command
+    assert not any(e.unit == "bytes" for e in f.evidence if e.baseline is not None)  # limits

@@ -6,6 +6,7 @@ seed 004 §6.1); MiB per 1000 tokens over a sustained run (memory_growth; seed 0
 from __future__ import annotations
 
 import importlib
+import shlex
 import time
 
 from edgepick.bench.need import measure_need as worker, need_bytes
@@ -35,6 +36,7 @@ def _device(ctx, budget: int):
         except EdgepickError:
             pass
     import psutil
+
 
     return DeviceProfile(name="this host", total_ram_bytes=psutil.virtual_memory().total,
                          model_budget_bytes=budget, bandwidth_gbps=10.0,
@@ -69,17 +71,23 @@ def measure_need(ctx, **changes) -> dict:
             "anon": v["anon"], "file_read": v.get("file_read"), "hwm": v["hwm"]}
 
 
+def _shorter_contexts(ctx) -> list[int]:
+    """The deploy's context halved down to what its prompts and answers need (MIN_CTX at least)."""
+    s = ctx.target.settings
+    floor = max(MIN_CTX, (ctx.target.context_p99 or 0) + (ctx.target.output_p95 or 0))
+    out, n = [], s.n_ctx // 2
+    while n >= floor:
+        out.append(n)
+        n //= 2
+    return out
+
+
 def _fix(ctx, budget: int, scale: float) -> tuple[dict, dict] | None:
     """The first settings (a shorter context, a quantized KV cache, both) whose need, as fit
     predicts it scaled by measured ÷ predicted, stays within the budget, and then measures
     within it too (at most three measured)."""
     s = ctx.target.settings
-    floor = max(MIN_CTX, (ctx.target.context_p99 or 0) + (ctx.target.output_p95 or 0))
-    ctxs = []
-    n = s.n_ctx // 2
-    while n >= floor:
-        ctxs.append(n)
-        n //= 2
+    ctxs = _shorter_contexts(ctx)
     tries: list[dict] = [{"n_ctx": c} for c in ctxs]
     if s.flash_attn and s.kv_type in ("f16", "f32", "bf16"):  # a quantized V cache needs it
         tries += [{"kv_type": "q8_0"}] + [{"n_ctx": c, "kv_type": "q8_0"} for c in ctxs]
@@ -98,13 +106,15 @@ def _fix(ctx, budget: int, scale: float) -> tuple[dict, dict] | None:
 LOWER_TYPES = ("Q6_K", "Q5_K_M", "Q4_K_M", "Q4_0", "Q3_K_M", "Q2_K")  # best quality first
 
 
-def _lower_quant(ctx, budget: int, scale: float) -> tuple[str, int] | None:
-    """The highest-precision llama.cpp type, smaller than the file's own, whose need fits."""
+def _lower_quant(ctx, budget: int, scale: float) -> tuple[str, int, int | None] | None:
+    """The highest-precision llama.cpp type, smaller than the file's own, whose need fits: at
+    the deploy's context, else at the longest shorter context that fits with it."""
     own = fit_need(ctx)
-    for t in LOWER_TYPES:
-        need = fit_need(ctx, quant=t)
-        if need is not None and need < own and need * scale <= budget:
-            return t, int(need * scale)
+    for n_ctx in [None, *_shorter_contexts(ctx)]:
+        for t in LOWER_TYPES:
+            need = fit_need(ctx, n_ctx, quant=t)
+            if need is not None and need < own and need * scale <= budget:
+                return t, int(need * scale), n_ctx
     return None
 
 
@@ -122,14 +132,14 @@ def memory_budget(ctx):
     phase = "load (the weights alone)" if weights > budget.bytes else \
         "inference (KV cache and compute buffers on top of the weights)"
     ev = [Evidence(what="need (measured: anonymous + file pages read)", value=measured,
-                   baseline=budget.bytes, unit="bytes",
+                   limit=budget.bytes, unit="bytes",
                    command=ctx.doctor_cmd("oom")),
-          Evidence(what="need (fit's prediction)", value=predicted, baseline=budget.bytes,
+          Evidence(what="need (fit's prediction)", value=predicted, limit=budget.bytes,
                    unit="bytes", command=f"edgepick fit -m {ctx.target.model_path} --ctx "
                                          f"{ctx.target.settings.n_ctx} --kv-type "
                                          f"{ctx.target.settings.kv_type}"),
           Evidence(what="weights", value=weights, unit="bytes"),
-          Evidence(what="budget", value=budget.bytes, unit="bytes", baseline=budget.source)]
+          Evidence(what=f"budget ({budget.source})", value=budget.bytes, unit="bytes")]
     if m.get("error"):
         ev[0].value = f"not measured: {m['error']}"
     scale = (measured / predicted) if measured and predicted else 1.0
@@ -142,19 +152,29 @@ def memory_budget(ctx):
                   verified=(f"measured need {format_bytes(check['need'])}" if check.get("need")
                             else f"fit's need {format_bytes(check['predicted'])}"))
     elif (lower := _lower_quant(ctx, budget.bytes, scale)) is not None:
-        t, after = lower
+        t, after, n_ctx = lower
         src = ctx.reference.path if ctx.reference is not None and ctx.reference.path else \
             ctx.target.model_path
+        at = f" at a {n_ctx}-token context" if n_ctx else ""
         fix = Fix(text=f"the weights alone ({format_bytes(weights)}) leave no room: a {t} build "
-                       f"needs {format_bytes(after)} by fit (choose it after `edgepick doctor "
-                       f"OUT --symptom garbled` shows its quality holds)",
-                  command=f"llama-quantize --allow-requantize {src} OUT.{t}.gguf {t}")
+                       f"needs {format_bytes(after)}{at} by fit (choose it after `edgepick "
+                       f"doctor OUT --symptom garbled` shows its quality holds)",
+                  command=f"llama-quantize --allow-requantize {src} OUT.{t}.gguf {t}",
+                  deploy_edit={"runtime.n_ctx": n_ctx} if n_ctx else {})
     else:
+        shortest = ([ctx.target.settings.n_ctx] + _shorter_contexts(ctx))[-1]
+        needs = {t: fit_need(ctx, shortest, quant=t) for t in LOWER_TYPES}
+        least = min((n, t) for t, n in needs.items() if n is not None) if any(
+            n is not None for n in needs.values()) else None
+        smallest = (f"; even {least[1]} at a {shortest}-token context needs "
+                    f"{format_bytes(int(least[0] * scale))} by fit") if least else ""
         fix = Fix(text=f"the weights alone ({format_bytes(weights)}) "
                        + ("exceed" if weights > budget.bytes else "nearly fill")
-                       + f" the budget of {format_bytes(budget.bytes)}: choose a lower-bit quant "
-                         "or a smaller model (`edgepick fit` ranks what fits), or a device with "
-                         "more memory")
+                       + f" the budget of {format_bytes(budget.bytes)}{smallest}: choose a "
+                         "smaller model or a device with more memory (the command lists this "
+                         "model's lower-bit builds against the budget)",
+                  command=shlex.join(["edgepick", "fit", "-m", ctx.target.model_path, "--quant",
+                                      ",".join(LOWER_TYPES), "--ctx", str(shortest)]))
     return finding(ctx, "memory_budget",
                    f"need {format_bytes(need)} over the budget {format_bytes(budget.bytes)} "
                    f"({budget.source}); it peaks at {phase}", fix, 0.95 if measured else 0.8, ev,
@@ -232,7 +252,7 @@ def memory_growth(ctx):
                             "engine before it reaches the budget (serve --mem-limit drains and "
                             "restarts it) (seed 000 §5.3, seed 003 §8.2)"),
                    min(0.95, 0.6 + 0.05 * slope / limit),
-                   [Evidence(what="memory growth", value=slope, baseline=limit,
+                   [Evidence(what="memory growth", value=slope, limit=limit,
                              unit="MiB/1k tokens",
                              command=(f"edgepick bench -m {ctx.target.model_path} --sustain "
                                       f"{SUSTAIN_S:g}") if ctx.target.model_path else
