@@ -49,3 +49,14 @@ def test_the_tools_flags_come_from_the_folder_that_runs(amx_cpu, monkeypatch, tm
     assert lt.repack_reason("tools") is None
     (bin_ / ".cflags").write_text("\n")  # a build with AMX, on a CPU that has it
     assert "built with AMX" in lt.repack_reason("tools")
+
+
+def test_fit_says_when_repacking_is_off(amx_cpu, monkeypatch, cli):
+    """fit's need counts the repacked copies: with repacking off it says so, as bench and
+    doctor do (the same repack_reason line)."""
+    r = cli("fit", "-m", "tiny", "--device", "laptop-16gb-cpu")
+    assert r.returncode == 0 and "repacking off" not in r.stderr, r.stderr
+    monkeypatch.setattr(lt, "engine_build_flags", lambda: None)
+    r = cli("fit", "-m", "tiny", "--device", "laptop-16gb-cpu")
+    assert r.returncode == 0, r.stderr
+    assert "repacking off" in r.stderr and "not recorded" in r.stderr

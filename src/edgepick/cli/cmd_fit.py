@@ -12,6 +12,7 @@ from edgepick.cli.options import STORE_HELP, int_list, merged, open_store, split
 from edgepick.cli.output import console, err_console, print_json
 from edgepick.cli.remote_text import say_remote
 from edgepick.errors import EdgepickError
+from edgepick.llama_tools import repack_reason
 from edgepick.records.candidate import DEFAULTS
 from edgepick.units import whole_pct
 
@@ -146,6 +147,9 @@ def register(app: typer.Typer) -> None:
                 console.print(f"[dim]{r.quant}: and {len(r.fallbacks) - 3} more fallbacks (see --json)[/]")
         for warning in sorted({w for r in rows for w in r.warnings}):
             err_console.print(f"[yellow]approximated:[/] {warning}")
+        if (why := repack_reason()) is not None:  # the need counts repacked weights
+            err_console.print(f"{why} (the need above counts llama.cpp's repacked copies: "
+                              "without them it is lower, and decoding slower)", highlight=False)
         moe = [r for r in rows if r.prefill_basis]
         if moe:
             console.print(f"[dim]{moe[0].prefill_basis}[/]")
