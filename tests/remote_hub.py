@@ -2,8 +2,8 @@
 models/file_server.py) with switches, and a stand-in hub for HF_ENDPOINT (`/{repo}/resolve/{rev}/{file}`
 redirecting to a CDN on another port with X-Linked-Etag / X-Repo-Commit, and
 `/api/models/{repo}/tree/{rev}`). Both bind to 127.0.0.1 on a free port and stop with the test.
-Switches: ignore ranges (answer 200 with the whole file), cut an answer after N bytes, demand
-a token."""
+Switches: ignore ranges (answer 200 with the whole file), cut an answer after N bytes, slow
+down, demand a token."""
 
 from __future__ import annotations
 
@@ -28,7 +28,11 @@ class SwitchedFiles(FileServer):
     ignore_ranges: bool = False
     cut_after: list[int] = field(default_factory=list)  # per body, in order: drop after N bytes
     block_delay: float = 0.0  # seconds between 64 KiB blocks: a slow link to kill a pull on
+    demand_token: bool = False  # answer 401 to a request without an Authorization header
     cuts: dict[int, int | None] = field(default_factory=dict)
+
+    def refuse(self, seen: Seen) -> int | None:
+        return 401 if self.demand_token and not seen.authorization else None
 
     def ranged(self, seen: Seen) -> bool:
         return not self.ignore_ranges

@@ -150,6 +150,13 @@ def test_hub_reference_token_and_redirect(sparse, tmp_path, monkeypatch):
                         "qwen2.5-0.5b-instruct-q8_0-00001-of-00003.gguf", remote_ok=True)
         assert "hf_wrong" not in str(err.value) and "\n" not in str(err.value)
         monkeypatch.setenv("HF_TOKEN", "hf_right")
+        hub.cdn.demand_token = True  # a CDN that wants the token it must never be sent
+        with pytest.raises(EdgepickError, match="HTTP 401 from 127.0.0.1:.*redirected") as err:
+            resolve_ref("hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF/"
+                        "qwen2.5-0.5b-instruct-q8_0-00001-of-00003.gguf", remote_ok=True)
+        assert "\n" not in str(err.value)
+        assert all(s.authorization is None for s in hub.cdn.seen)
+        hub.cdn.demand_token = False
         hub.cdn.files.clear()  # the redirect's host has lost the file
         with pytest.raises(EdgepickError, match="HTTP 404") as err:
             resolve_ref("hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF/"

@@ -10,7 +10,6 @@ the same figures. Deleting the pin resolves the reference again.
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 
 from edgepick.errors import EdgepickError

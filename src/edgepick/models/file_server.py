@@ -53,6 +53,10 @@ class FileServer:
         """Whether this answer honours the Range header (a subclass may refuse ranges)."""
         return True
 
+    def refuse(self, seen: Seen) -> int | None:
+        """A status to answer instead of the file (a subclass may demand a token); None serves."""
+        return None
+
     def go_on(self, seen: Seen) -> bool:
         """Called after each block sent; False drops the connection there."""
         return True
@@ -132,9 +136,10 @@ def _handler(state: FileServer):
             with state.lock:
                 state.seen.append(seen)
             path = state.files.get(seen.path.lstrip("/"))
-            if path is None or not path.is_file():
-                seen.status = 404
-                self.send_response(404)
+            refused = state.refuse(seen)
+            if refused or path is None or not path.is_file():
+                seen.status = refused or 404
+                self.send_response(seen.status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return

@@ -59,6 +59,9 @@ def offline() -> bool:
 def status_error(shown: str, r: httpx.Response) -> RemoteError:
     """One line for an answer that is not the file."""
     code = r.status_code
+    if r.history and _origin(r.url) != _origin(r.history[0].url) and code in (401, 403):
+        return RemoteError(f"{shown}: HTTP {code} from {r.url.netloc.decode()}, where the server "
+                           "redirected (a token is never sent past a redirect to another host)")
     if code == 401:
         why = ("the token in HF_TOKEN was refused" if "authorization" in r.request.headers
                else "it needs a token (set HF_TOKEN)")
@@ -70,6 +73,10 @@ def status_error(shown: str, r: httpx.Response) -> RemoteError:
         return RemoteError(f"{shown}: HTTP 404: no such file (check the repository, the file "
                            "name and the revision)")
     return RemoteError(f"{shown}: HTTP {code} {r.reason_phrase}".rstrip())
+
+
+def _origin(url: httpx.URL) -> tuple:
+    return url.scheme, url.host, url.port
 
 
 def _retryable(code: int) -> bool:
