@@ -54,7 +54,6 @@ def test_the_reference_job_decodes_as_many_items_together_as_the_local_stage(tmp
     sampling and `parallel` (it once dropped `parallel`, so the farm decoded one at a time)."""
     import json
 
-    import edgepick.evaluate.outputs as outputs
     from edgepick.cluster import entries
     from edgepick.cluster.planjobs import reference_job
     from edgepick.evaluate.stage import EvalRequest
@@ -69,7 +68,7 @@ def test_the_reference_job_decodes_as_many_items_together_as_the_local_stage(tmp
                       sampling={"temperature": 0.7}, samples=2)
     job = reference_job(req, ())
     seen = {}
-    monkeypatch.setattr(outputs, "collect_outputs",
+    monkeypatch.setattr(entries, "collect_outputs",
                         lambda cand, items, store, budgets, **kw: seen.update(kw, n=len(items)))
     entries.outputs(job.request, store=None)
     assert seen == {"sampling": {"temperature": 0.7}, "samples": 2, "parallel": 3, "n": 5}

@@ -31,7 +31,7 @@ def probes(monkeypatch):
                 stream_gbps=dev.bandwidth_gbps, attention_scales={768: 1.0}, threads=2)})
         return dev
 
-    monkeypatch.setattr(probe_mod, "probe", counted)
+    monkeypatch.setattr(local, "probe", counted)  # the probe local_device takes
     return calls
 
 
@@ -88,7 +88,6 @@ def test_second_fit_on_local_reads_the_cache_and_gives_the_same_estimate(cli, ho
 
 def test_a_plan_on_local_uses_the_cached_calibration_without_probing(home, probes, monkeypatch):
     """What `make run` (edgepick run default, device: local) does: read, never re-probe."""
-    from edgepick.devices import engine_probe
     from edgepick.devices.catalog import load_device
 
     local.local_device(calibrate=True)
@@ -96,7 +95,7 @@ def test_a_plan_on_local_uses_the_cached_calibration_without_probing(home, probe
     def boom(*a, **k):
         raise AssertionError("the engine was probed again")
 
-    monkeypatch.setattr(engine_probe, "engine_probe", boom)
+    monkeypatch.setattr(probe_mod, "engine_probe", boom)
     dev = load_device("local")
     assert probes == [True] and dev.decode_calibration is not None
     assert dev.extra["probe"]["source"] == "cached"

@@ -10,7 +10,7 @@ from scripted_engine import ScriptedBackend
 @pytest.fixture
 def scripted(monkeypatch, tmp_path):
     """(make_candidate(name, answer_fn), store): candidates on small files answered by script."""
-    import edgepick.backends as backends
+    from edgepick.evaluate import consistency, fidelity, outputs
     from edgepick.records.candidate import Candidate
     from edgepick.records.model_ref import ModelRef
     from edgepick.store import ResultStore
@@ -18,7 +18,8 @@ def scripted(monkeypatch, tmp_path):
     ScriptedBackend.calls = []
     ScriptedBackend.answers = {}
     ScriptedBackend.clock = None
-    monkeypatch.setattr(backends, "get_backend", lambda name: ScriptedBackend())
+    for module in (outputs, consistency, fidelity):  # where evaluation asks for its engine
+        monkeypatch.setattr(module, "get_backend", lambda name, **_: ScriptedBackend())
 
     def make(name: str, answer) -> Candidate:
         path = tmp_path / f"{name}.gguf"
