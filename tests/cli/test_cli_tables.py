@@ -119,3 +119,14 @@ def test_update_manifest_prints_a_summary_and_the_tensors_behind_verbose(cli, tm
     r = cli("update", "manifest", model, "--verbose", env={"COLUMNS": "100"})
     assert r.returncode == 0 and "blk.0.attn_q.weight" in r.stdout
     assert max(len(line) for line in r.stdout.splitlines()[2:]) <= 100
+
+
+def test_a_table_rich_would_crop_becomes_blocks_not_a_cut_table():
+    """Columns whose own minimum widths add up past the screen (bench's) are never cropped:
+    such a table falls back to one block per row with every value whole."""
+    t = Table(title="bench")
+    for name in ("model", "status", "TTFT", "prefill", "decode", "ITL", "e2e", "RSS", "energy"):
+        t.add_column(name, min_width=14)
+    t.add_row("tiny", "ok", "26.9", "599.2", "96.2", "8.2", "58", "161", "0.4 J")
+    out = _render(t, width=100)
+    assert max(len(line) for line in out.splitlines()) <= 100 and "0.4 J" in out, out

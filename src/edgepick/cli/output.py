@@ -27,11 +27,12 @@ def fit_table(table: Table, width: int) -> Table | Group:
     probe = _probe_console(10_000)  # a table's measure is clamped to the width it is given
     if Measurement.get(probe, probe.options, table).maximum <= width:
         return table
-    if len(table.columns) <= 2 or not table.show_header or _wrapped_width(table) <= width:
-        # it reads as a table with its cells wrapped at spaces (a long path folds in its cell)
+    if len(table.columns) <= 2 or not table.show_header:
         for col in table.columns:
             col.no_wrap = False
         return table
+    if _wrapped_width(table) <= width and _renders_whole(table, width):
+        return table  # a table with its cells wrapped at spaces (a long path folds in its cell)
     headers = [str(c.header) for c in table.columns]
     parts: list[Any] = [Text(str(table.title), style="italic")] if table.title else []
     for cells in zip(*(list(c.cells) for c in table.columns)):
@@ -73,6 +74,24 @@ def _wrapped_width(table: Table) -> int:
                 longest = max([longest, *(min(len(w), FOLD_WORD) for w in text.split())])
         total += min(longest, FOLD_WORD) + 3  # a space either side and the border
     return total
+
+
+def _renders_whole(table: Table, width: int) -> bool:
+    """Whether the table, its cells wrapped, shows every column at `width` (rich crops the
+    columns that do not fit when its own minimums, min_width included, add up to more)."""
+    wrap = [col.no_wrap for col in table.columns]
+    for col in table.columns:
+        col.no_wrap = False
+    probe = _probe_console(width)
+    probe.print(table)
+    text = probe.file.getvalue()  # type: ignore[attr-defined]
+    lastw = [w for w in str(table.columns[-1].header).split() if w]
+    whole = all(len(line) <= width for line in text.splitlines()) and \
+        (not lastw or lastw[-1] in text) and text.rstrip().endswith(("┘", "╯", "+", "─"))
+    if not whole:
+        for col, nw in zip(table.columns, wrap):
+            col.no_wrap = nw
+    return whole
 
 
 def _probe_console(width: int) -> Console:
