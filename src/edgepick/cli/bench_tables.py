@@ -29,10 +29,11 @@ def short(model: str) -> str:
 
 
 def results_table(results: list[BenchResult]) -> Table:
-    t = Table(title="edgepick bench (medians; ITL as P50/P99)", header_style="bold")
-    t.add_column("model / configuration", min_width=24)
-    for col in ("status", "TTFT ms", "prefill tok/s", "decode tok/s", "ITL ms", "e2e ms",
-                "peak RSS MiB", "note"):
+    # units in the title, short headers: the table reads as a table at 100 columns
+    t = Table(title="edgepick bench, medians: TTFT, ITL (P50/P99), e2e in ms; prefill, decode "
+                    "in tok/s; peak RSS in MiB", header_style="bold")
+    t.add_column("model / config", min_width=16)
+    for col in ("status", "TTFT", "prefill", "decode", "ITL", "e2e", "RSS", "note"):
         t.add_column(col)
     for r in results:
         note = r.error or ("stored" if r.cached else "")
