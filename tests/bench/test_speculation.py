@@ -1,8 +1,8 @@
 """Speculative decoding measured through llama-server (the `llama_server` engine): the server
 runs with exactly the kind's flags, its own `timings` report drafted and accepted tokens, the
-decode speed the client measures agrees with the server's within 5%, greedy text is unchanged
-by speculation, a foreign draft is refused in one line, and the per-task figures carry their
-intervals."""
+decode speed the client measures agrees with the server's within 5%, greedy text (and sampled
+text for one seed) is unchanged by speculation, a foreign draft is refused in one line, and the
+per-task figures carry their intervals."""
 
 from __future__ import annotations
 
@@ -22,6 +22,9 @@ COPY = ("Repeat the following list exactly, twice, one item per line:\n"
         "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike")
 
 
+SAMPLED = {"temperature": 1.0, "top_p": 1.0, "top_k": 0, "seed": 7}
+
+
 @pytest.fixture(scope="module")
 def target() -> ModelRef:
     need_tool("llama-server")
@@ -38,7 +41,9 @@ def _loaded(target, spec):
 def test_a_draft_speculates_with_its_flags_and_keeps_greedy_text(target):
     plain = _loaded(target, None)
     try:
-        want = plain.generate([{"role": "user", "content": COPY}], 32, chat=True)
+        want = plain.generate([{"role": "user", "content": COPY}], 20, chat=True)
+        want_sampled = plain.generate([{"role": "user", "content": COPY}], 20, chat=True,
+                                      sampling=SAMPLED)
         assert "--spec-type" not in plain.command
     finally:
         plain.unload()
@@ -50,13 +55,18 @@ def test_a_draft_speculates_with_its_flags_and_keeps_greedy_text(target):
                                       "--spec-draft-n-max", "4"]
         with open(f"/proc/{b.proc.pid}/cmdline", "rb") as fh:
             assert b"--spec-type\0draft-simple\0" in fh.read()
-        got = b.generate([{"role": "user", "content": COPY}], 32, chat=True)
+        got = b.generate([{"role": "user", "content": COPY}], 20, chat=True)
+        got_sampled = b.generate([{"role": "user", "content": COPY}], 20, chat=True,
+                                 sampling=SAMPLED)
     finally:
         b.unload()
     t = got.engine_timings
     assert t["draft_n"] > 0 and 0 <= t["draft_n_accepted"] <= t["draft_n"]
     assert t["draft_ms"] > 0  # the kind's own time, from the server's log
     assert got.text == want.text  # greedy: the target's tokens whatever the draft proposed
+    # sampled: each emitted token is drawn from the target's own logits, one draw per token
+    # (common/sampling.cpp common_sampler_sample_and_accept_n), so one seed gives one text
+    assert got_sampled.text == want_sampled.text and got_sampled.text != got.text
 
 
 def test_a_draft_with_another_vocabulary_is_refused_in_one_line(target):
