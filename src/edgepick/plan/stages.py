@@ -25,7 +25,7 @@ from edgepick.quantize import stage as quantize
 from edgepick.quantize.stage import QuantizeBuild, QuantizeRequest
 from edgepick.units import mib, whole_pct
 
-__all__ = ["STAGES", "RunCandidate", "RunState"]
+__all__ = ["ON_DRIVER", "STAGES", "RunCandidate", "RunState", "enabled_stages"]
 
 
 def fit_stage(st: RunState, tick: Tick) -> None:
@@ -40,14 +40,15 @@ def fit_stage(st: RunState, tick: Tick) -> None:
     groups: dict[str, list[RunCandidate]] = {}
     for c in todo:
         rt = st.settings(c)
-        key = repr((_fit_settings(rt, FitRequest), rt.adapter))
+        key = repr((_fit_settings(rt, FitRequest), rt.adapter, rt.speculative))
         groups.setdefault(key, []).append(c)
     for group in groups.values():
         rt = st.settings(group[0])
         adapter = rt.adapter.path if rt.adapter is not None else None
+        draft = rt.speculative.model if rt.speculative is not None else None
         req = FitRequest(targets=[FitTarget(model=c.source or c.ref, quant=c.qtype,
                                             file=c.ref.path, label=c.name, adapter=adapter,
-                                            variant=c.variant)
+                                            variant=c.variant, draft=draft)
                                   for c in group],
                          ctxs=[rt.n_ctx], device=st.device, margin=plan.fit.margin,
                          **_fit_settings(rt, FitRequest))
@@ -162,7 +163,11 @@ def fidelity_stage(st: RunState, tick: Tick) -> None:
     tick(ProgressEvent(len(todo), len(todo), "done"))
 
 
-STAGES: list[tuple[str, Callable[[RunState, Tick], None], str]] = [
+Stage = tuple[str, Callable[[RunState, Tick], None], str]  # name, the call, its stage module
+
+# The pipeline's stages in order: the local executor (plan/runner.py) and the farm
+# (cluster/fleet.py) both run this list, so a stage added here runs under either.
+STAGES: list[Stage] = [
     ("fit", fit_stage, "edgepick.fit.stage"),
     ("quantize", quantize_stage, "edgepick.quantize.stage"),
     ("convert", convert_stage, "edgepick.convert.stage"),
@@ -170,3 +175,17 @@ STAGES: list[tuple[str, Callable[[RunState, Tick], None], str]] = [
     ("eval", eval_stage, "edgepick.evaluate.stage"),
     ("fidelity", fidelity_stage, "edgepick.evaluate.fidelity_stage"),
 ]
+
+# The stages the farm runs on its driver, per device, before any job: they decide what is
+# measured where (fit: what cannot fit a device is not measured there) and make the files the
+# jobs measure (quantize, convert: made once, at paths every node reads). The others become
+# jobs on the devices (cluster/planjobs.py).
+ON_DRIVER = frozenset({"fit", "quantize", "convert"})
+
+
+def enabled_stages(plan, stages: list[Stage] | None = None) -> list[Stage]:
+    """The stages `plan` runs, in pipeline order."""
+    enabled = {"fit": True, "quantize": bool(plan.quantize), "convert": bool(plan.convert),
+               "bench": plan.bench.enabled, "eval": plan.eval.enabled,
+               "fidelity": plan.fidelity.enabled}
+    return [s for s in (STAGES if stages is None else stages) if enabled[s[0]]]
