@@ -1,4 +1,5 @@
-"""The Backend contract: the methods every engine has, and the capabilities it declares (SPEC §13).
+"""The Backend contract: the methods every engine has, and the capabilities it declares
+(docs/engines.md).
 
 Shared code talks to an engine only through this contract. What not every engine can do (full
 logits, concurrent sequences in one process, its own tokenizer…) is a declared capability that

@@ -1,4 +1,4 @@
-"""Runtime settings as a candidate axis (issue 34 item 1): a plan's `runtime:` may list
+"""Runtime settings as a candidate axis: a plan's `runtime:` may list
 alternatives for the settings a practitioner tunes (seed 004 §5.2: the KV cache type; seed 000
 §4.4 and seed 001 §4.3: threads and batch sizes; llama-bench's -ctk/-ctv, -fa, -t, -b, -ub, -mmp),
 and each combination becomes a candidate of every model, named by the settings that vary
