@@ -287,11 +287,6 @@ def _per_context(s: CandidateSummary, r: StoredFidelity) -> bool:
     return longer
 
 
-def contexts_measured(s: CandidateSummary) -> list[int]:
-    """The contexts a runtime-axes candidate's fidelity was measured at, shortest first."""
-    return sorted(int(k.rpartition("@ctx")[2]) for k in s.figures if k.startswith("kld_mean@ctx"))
-
-
 def fit_adapter(payload: StoredFit | dict, get: Get) -> None:
     """FitEstimate (records/fit.py) stored by the run pipeline for this candidate's settings."""
     r = typed(StoredFit, payload)
