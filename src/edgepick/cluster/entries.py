@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edgepick.bench import runner as bench_runner
-from edgepick.bench.sweeps import BenchRequest
+from edgepick.bench.sweeps import NETWORK_KIND, BenchRequest
 from edgepick.errors import EdgepickError
 from edgepick.evaluate import fidelity_stage, stage as eval_stage
 from edgepick.evaluate.eval_result import EVAL_KIND
@@ -22,8 +22,6 @@ from edgepick.evaluate.eval_sets import specs_of
 from edgepick.evaluate.outputs import collect_outputs
 from edgepick.records.candidate import Candidate
 from edgepick.records.model_ref import parse_endpoint
-
-NETWORK_KIND = "network"
 
 
 @dataclass
@@ -100,7 +98,6 @@ def measure_rtt(url: str, samples: int = 7) -> dict:
 
 
 def bench(req: BenchJobRequest, store) -> None:
-
     if req.network_key:
         rtt = measure_rtt(req.bench.models[0].locator)
         rtt.update(status="ok", node=socket.gethostname(), measured=time.time())

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from edgepick.cluster.dispatch import get_executor, run_jobs
-from edgepick.cluster.entries import NETWORK_KIND
+from edgepick.bench.sweeps import NETWORK_KIND
 from edgepick.cluster.executor import LocalExecutor
 from edgepick.cluster.fleet_report import (DeviceOutcome, fleet_choice, recommendation_text,
                                            write_fleet)
@@ -28,7 +28,7 @@ from edgepick.devices.catalog import catalog, load_device
 from edgepick.errors import EdgepickError
 from edgepick.plan.requests import decide_request, eval_request
 from edgepick.plan.runner import RunResult, plan_candidates, say_grid
-from edgepick.plan.stages import RunState, fit_stage, quantize_stage
+from edgepick.plan.stages import ON_DRIVER, RunState, enabled_stages
 from edgepick.progress import JobBoard, QuietDisplay, RunDisplay, silent
 from edgepick.records.device import DeviceProfile
 from edgepick.store import ResultStore
@@ -55,6 +55,11 @@ def device_profiles(lp, tags: list[str], executor: str) -> dict:
     return out
 
 
+# The stages the farm runs as jobs: every stage of plan/stages.py's list not run on the driver
+# (tests/cluster check that the two lists together are the local executor's).
+JOB_STAGES = ("bench", "fidelity", "eval")
+
+
 def _live_tags(executor: str) -> set[str]:
     if executor != "ray":
         return {"local"}
@@ -64,9 +69,11 @@ def _live_tags(executor: str) -> set[str]:
 
 def _prepare(lp, store, profiles: dict, runs: dict, multi: bool,
              live: set[str]) -> list[DeviceWork]:
-    """Fit (and build) per device, each under its own run: what cannot fit a device is not
-    measured there; a build is made once, by the first device that can hold it. A device that
-    an endpoint names and no node carries (a phone) runs no Python: only its endpoints."""
+    """The driver's stages (plan/stages.py ON_DRIVER: fit, then the builds) per device, each
+    under its own run: what cannot fit a device is not measured there; a build is made once, by
+    the first device that can hold it. A device that an endpoint names and no node carries (a
+    phone) runs no Python: only its endpoints."""
+    driver = [fn for name, fn, _ in enabled_stages(lp.plan) if name in ON_DRIVER]
     cands = plan_candidates(lp)
     only = {c.name: c.device for c in cands}
     http_only = {only[c.name] for c in cands if c.ref.is_endpoint and only.get(c.name)} - live
@@ -78,9 +85,8 @@ def _prepare(lp, store, profiles: dict, runs: dict, multi: bool,
         st = RunState(lp=lp, store=store, device=profile, candidates=mine)
         if tag in http_only:
             st.notes.append(f"no node carries device tag {tag}: only its endpoints are measured")
-        fit_stage(st, silent)
-        if lp.plan.quantize:
-            quantize_stage(st, silent)
+        for fn in driver:
+            fn(st, silent)
         works.append(DeviceWork(tag, tag if multi else None, st, _predicted_bytes(store)))
     return works
 
@@ -121,6 +127,7 @@ def run_fleet(lp, executor: str = "ray", address: str | None = None,
                                      dict(plan.model_dump(mode="json"), device=tag))
                 for tag in tags}
         works = _prepare(lp, store, profiles, runs, multi, _live_tags(executor))
+        on_jobs = {name for name, _, _ in enabled_stages(plan)} - ON_DRIVER
         scope_runs = {w.scope: runs[w.tag] for w in works}
         per: dict[str, list] = {w.tag: [] for w in works}
         results: dict = {}
@@ -129,11 +136,11 @@ def run_fleet(lp, executor: str = "ray", address: str | None = None,
             # the bench first: the eval leaves out what its figures already rule out, as locally
             for w in works:
                 store.run_id = runs[w.tag]
-                per[w.tag] += (bench_jobs(w) if plan.bench.enabled else []) \
-                    + (fidelity_jobs(w) if plan.fidelity.enabled else [])
+                per[w.tag] += (bench_jobs(w) if "bench" in on_jobs else []) \
+                    + (fidelity_jobs(w) if "fidelity" in on_jobs else [])
             results.update(_dispatch(board, [j for js in per.values() for j in js], store, ex,
                                      scope_runs))
-            if plan.eval.enabled:
+            if "eval" in on_jobs:
                 ref_job, evals = _eval_jobs(works, runs, store, multi)
                 for tag, job in evals.items():
                     per[tag].append(job)

@@ -11,13 +11,11 @@ eval job starts from those outputs.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass, field
 
-from edgepick.bench.sweeps import request_keys
-from edgepick.cluster.entries import (NETWORK_KIND, BenchJobRequest, EvalJobRequest,
-                                      FidelityJobRequest, OutputsJobRequest, Shipped)
+from edgepick.bench.sweeps import NETWORK_KIND, network_key, request_keys
+from edgepick.cluster.entries import (BenchJobRequest, EvalJobRequest, FidelityJobRequest,
+                                      OutputsJobRequest, Shipped)
 from edgepick.cluster.jobs import Job
 from edgepick.evaluate import fidelity_stage, stage as eval_stage
 from edgepick.evaluate.eval_sets import load_sets, specs_of
@@ -62,9 +60,8 @@ def bench_jobs(dev: DeviceWork) -> list[Job]:
         for ref in group.models:
             req = group.model_copy(update={"models": [ref]})
             keys = [("bench", k) for k in request_keys(req)]
-            net = None
-            if ref.is_endpoint:
-                net = hashlib.sha256(json.dumps(["network", keys]).encode()).hexdigest()[:32]
+            net = network_key(req) if ref.is_endpoint else None
+            if net is not None:
                 keys.append((NETWORK_KIND, net))
             name = names[(ref.spec, group.settings.variant)]
             jobs.append(_job("bench", dev, name, ref.is_endpoint, "bench",

@@ -24,7 +24,7 @@ from edgepick.models.quant_types import normalize_ftype
 from edgepick.plan.loader import LoadedPlan
 from edgepick.plan.requests import decide_request
 from edgepick.plan.runtime_axes import check_grid, combinations, statement, unhonoured
-from edgepick.plan.stages import STAGES, RunCandidate, RunState
+from edgepick.plan.stages import STAGES, RunCandidate, RunState, enabled_stages
 from edgepick.progress import QuietDisplay, RunDisplay
 from edgepick.quantize.ladder import output_path
 from edgepick.records.candidate import AdapterSetting
@@ -191,10 +191,7 @@ def run_plan(lp: LoadedPlan, display: RunDisplay | None = None,
                              data_sha256=_data_sha(lp))
     st = RunState(lp=lp, store=store, device=device, candidates=candidates,
                   deadline=None if budget_s is None else started + budget_s)
-    enabled = {"fit": True, "quantize": bool(plan.quantize),
-               "convert": bool(plan.convert), "bench": plan.bench.enabled,
-               "eval": plan.eval.enabled, "fidelity": plan.fidelity.enabled}
-    steps = [s for s in STAGES if enabled[s[0]]]
+    steps = enabled_stages(plan, STAGES)
     try:
         with display.bars(len(steps) + 2) as bars:
             for name, fn, module in steps:
