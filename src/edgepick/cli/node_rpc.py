@@ -54,4 +54,4 @@ def rpc_command(
     try:
         raise typer.Exit(proc.wait())
     except KeyboardInterrupt:
-        stop(proc, signal.SIGINT, timeout=10)
+        stop(proc, signal.SIGTERM, timeout=10)
