@@ -22,7 +22,7 @@ def test_flat_names_read_the_figures():
 def test_a_summary_stored_with_flat_fields_loads_into_figures():
     old = {"candidate": "c", "model": "/m/c.gguf", "ttft_p50_ms": 90.0, "decode_tps": 62,
            "quality_overall": 0.7, "format_compliance": 0.93, "unacceptable_rate": 0.01,
-           "energy_per_token_j": 0.05, "memory_growth_mib_per_1k": 0.4,
+           "energy_per_token_j": 0.05, "memory_growth_mib_per_1k": 0.4, "sustained_power_w": 3.5,
            "figures": {"decode_tps": {"value": 62.0, "low": 55.8, "high": 68.2, "n": 5,
                                       "method": "order"}}}
     s = CandidateSummary.model_validate(old)

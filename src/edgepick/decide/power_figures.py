@@ -32,8 +32,8 @@ def read_bench_energy(r: BenchResult, s: CandidateSummary) -> None:
         s.throttle_reason = sustain.throttle_reason
         if sustain.memory_growth_mib_per_1k is not None:
             s.figures["memory_growth"] = Figure(value=sustain.memory_growth_mib_per_1k)
-        if power is not None:
-            s.sustained_power_w = power
+        if power is not None:  # the sustained run's own mean wins over the timed runs'
+            s.figures["sustained_power_w"] = Figure(value=power)
     elif energy is not None:
         for field in ("power_w", "idle_power_w", "prefill_energy_per_token_j"):
             v = getattr(energy, field)
@@ -46,9 +46,8 @@ def read_bench_energy(r: BenchResult, s: CandidateSummary) -> None:
         load = r.host_load
         s.contended_share = ((load.other_cpu_share or 0.0) + (load.steal_share or 0.0)
                              if load is not None else 0.0)
-    sustained = s.sustained_power_w if s.sustained_power_w is not None else s.power_w
-    if sustained is not None:
-        s.figures["sustained_power_w"] = Figure(value=sustained)
+    if s.power_w is not None and "sustained_power_w" not in s.figures:
+        s.figures["sustained_power_w"] = Figure(value=s.power_w)
 
 
 def contended_speed(gate: Gate, s: CandidateSummary) -> Gate:

@@ -117,7 +117,6 @@ class CandidateSummary(BaseModel):
     power_w: float | None = None  # mean over the timed runs, idle included
     idle_power_w: float | None = None
     prefill_energy_per_token_j: float | None = None
-    sustained_power_w: float | None = None  # mean over the sustained run
     power_source: str | None = None  # the counter the energy figures came from, or why none
     sustained_timeline: list[dict] = Field(default_factory=list)  # records/bench TimelinePoint
     throttled_after_s: float | None = None
@@ -174,6 +173,8 @@ class CandidateSummary(BaseModel):
     quality_overall = _view("quality")
     format_compliance = _view("format_compliance")
     unacceptable_rate = _view("unacceptable_rate")
+    # the sustained run's mean power, else the timed runs' (what the power gate reads)
+    sustained_power_w = _view("sustained_power_w")
 
     @property
     def ttft_growth(self) -> float | None:
@@ -193,7 +194,8 @@ class CandidateSummary(BaseModel):
 FIGURE_VIEWS = {"ttft_p50_ms": "ttft_p50_ms", "decode_tps": "decode_tps",
                 "energy_per_token_j": "energy_per_token_j",
                 "memory_growth_mib_per_1k": "memory_growth", "quality_overall": "quality",
-                "format_compliance": "format_compliance", "unacceptable_rate": "unacceptable_rate"}
+                "format_compliance": "format_compliance", "unacceptable_rate": "unacceptable_rate",
+                "sustained_power_w": "sustained_power_w"}
 
 
 class Violation(BaseModel):
