@@ -12,7 +12,10 @@ from rich.table import Table
 from edgepick.cli.cmd_fidelity import _progress
 from edgepick.cli.options import STORE_HELP, open_store, split_list
 from edgepick.cli.output import console, err_console, print_json
+from edgepick.cli.remote_text import say_remote
+from edgepick.doctor.remote import not_run_line, planned, run_remote
 from edgepick.errors import EdgepickError
+from edgepick.inputs.remote import is_remote, resolve_remote
 from edgepick.llama_tools import repack_reason
 from edgepick.progress import silent
 from edgepick.records.candidate import DEFAULTS
@@ -23,8 +26,10 @@ from edgepick.units import parse_size
 def register(app: typer.Typer) -> None:
     @app.command()
     def doctor(
-        target: str = typer.Argument(..., help="a GGUF (or bundled name), a deploy.yaml, or "
-                                               "the URL of a running `edgepick serve`"),
+        target: str = typer.Argument(..., help="a GGUF (or bundled name), a deploy.yaml, "
+                                               "the URL of a running `edgepick serve`, or a "
+                                               "GGUF where it lives (https://…/x.gguf, "
+                                               "hf:ORG/REPO/FILE.gguf): its header-only checks"),
         symptom: Optional[str] = typer.Option(
             None, "--symptom", help="what is wrong: garbled, repetition, slow, "
                                     "slow-first-token, oom, load-failure, memory-growth, "
@@ -72,8 +77,9 @@ def register(app: typer.Typer) -> None:
             from edgepick.inputs import resolve_ref
 
             ref = resolve_ref(reference)
+        remote = resolve_remote(target) if is_remote(target) else None
         target_path = target
-        if "://" not in target and not target.endswith((".yaml", ".yml")):
+        if remote is None and "://" not in target and not target.endswith((".yaml", ".yml")):
             from edgepick.inputs import resolve_ref
 
             if not os.path.exists(target):
@@ -86,6 +92,8 @@ def register(app: typer.Typer) -> None:
                             budget_bytes=budget_bytes, budget_s=time_budget, threads=threads,
                             checks=check or None, sustain_worker=sustain_worker)
         t = texts("doctor", lang)
+        if remote is not None:
+            say_remote([remote])  # the bytes its header cost, on stderr
         if not json_out:
             from edgepick.doctor.runner import QUICK_BUDGET_S, SYMPTOM_BUDGET_S
 
@@ -93,6 +101,8 @@ def register(app: typer.Typer) -> None:
             if not check and "://" not in target:
                 names = [n for n in ("file_integrity", "engine_support")
                          if n not in names] + names
+            if remote is not None:
+                names = planned(req)
             err_console.print(t["title"].format(target=target) + "; "
                               + (t["symptom"].format(s=symptom) if symptom else t["quick"]),
                               highlight=False)
@@ -108,7 +118,8 @@ def register(app: typer.Typer) -> None:
                                      else ""), highlight=False)
 
         with _progress(not json_out) as cb, open_store(store) as rs:
-            report = run(req, rs, cb or silent, on_check=on_check)
+            report = (run_remote(req, remote, rs, cb or silent, on_check=on_check)
+                      if remote is not None else run(req, rs, cb or silent, on_check=on_check))
         if report.kind == "deploy":
             from edgepick.report.doctor_section import append_to_report, report_dir_of
 
@@ -140,6 +151,8 @@ def register(app: typer.Typer) -> None:
         console.print(ct)
         if report.stopped:
             console.print(t["stopped"].format(why=report.stopped), highlight=False)
+        if remote is not None and (line := not_run_line(report, remote)):
+            console.print(line, highlight=False)
         if (why := repack_reason()) is not None:  # doctor's speeds and memory ran without it
             console.print(why, highlight=False)
         console.print(t["elapsed"].format(s=report.elapsed_s, budget=report.budget_s))

@@ -77,7 +77,7 @@ class CheckRun(_Data):
 
 class DoctorReport(_Data):
     target: str
-    kind: Literal["gguf", "deploy", "url"]
+    kind: Literal["gguf", "deploy", "url", "remote"]  # remote: its header only (doctor/remote.py)
     model: str | None = None
     symptom: str | None = None  # None: the quick health checks
     budget_s: float
