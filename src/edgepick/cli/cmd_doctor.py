@@ -13,9 +13,7 @@ from edgepick.cli.cmd_fidelity import _progress
 from edgepick.cli.options import STORE_HELP, open_store, split_list
 from edgepick.cli.output import console, err_console, print_json
 from edgepick.cli.remote_text import say_remote
-from edgepick.doctor.remote import not_run_line, planned, run_remote
 from edgepick.errors import EdgepickError
-from edgepick.inputs.remote import is_remote, resolve_remote
 from edgepick.llama_tools import repack_reason
 from edgepick.progress import silent
 from edgepick.records.candidate import DEFAULTS
@@ -66,8 +64,10 @@ def register(app: typer.Typer) -> None:
         file_integrity, cold_start, conversion, tool_schema, speculation. Figures already in
         the results store for this file and these settings are reused."""
         from edgepick.doctor.plan import plan
+        from edgepick.doctor.remote import not_run_line, planned, run_remote
         from edgepick.doctor.render import checks_table, evidence_lines, findings_table
         from edgepick.doctor.runner import DoctorRequest, run
+        from edgepick.inputs.remote import is_remote, resolve_remote
 
         check = split_list(check) or None
         if lang not in ("en", "zh"):
