@@ -39,9 +39,8 @@ def rpc_command(
     cache: bool = typer.Option(False, "--cache", help="keep received tensors in a local file "
                                "cache, so a second load sends less (rpc-server -c)"),
 ) -> None:
-    """Run llama.cpp's rpc-server here until Ctrl-C: another machine then places layers on this
-    one with llama.cpp's `--rpc HOST:PORT` (and plans it with `edgepick fit --rpc`;
-    docs/placement.md).
+    """Run llama.cpp's rpc-server here until Ctrl-C, so another machine can place layers on
+    this one (`--rpc HOST:PORT`; planned with `edgepick fit --rpc`, docs/placement.md).
 
     It binds to 127.0.0.1 unless --host names another address. rpc-server has no authentication."""
     if host not in LOOPBACK:
