@@ -6,8 +6,6 @@ import typer
 from rich import box
 from rich.table import Table
 
-from edgepick.cli.fit_place import (auto_placement, place_rows, placement_from_options,
-                                    print_plans)
 from edgepick.cli.options import STORE_HELP, int_list, merged, open_store, split_list
 from edgepick.cli.output import console, err_console, print_json
 from edgepick.cli.remote_text import say_remote
@@ -84,6 +82,7 @@ def register(app: typer.Typer) -> None:
         originals shown as reclaimable) against the device budget, and decode speed bounds; an
         engine that cannot run the model's architecture is refused in one line; estimates of
         the files themselves are stored for `decide`."""
+        from edgepick.cli.fit_place import place_rows, placement_from_options, print_plans
         from edgepick.devices import load_device
         from edgepick.fit.memory import KV_TYPE_NAMES
         from edgepick.fit.stage import FitRequest, run
@@ -162,6 +161,8 @@ def register(app: typer.Typer) -> None:
 
 def _auto(place, placement, refs, quants, ctxs, dev, ngl, ot, n_cpu_moe, fit_target,
           settings):
+    from edgepick.cli.fit_place import auto_placement, placement_from_options
+
     if place != "auto":
         raise EdgepickError(f"--place: expected 'auto', got {place!r}")
     if ngl is not None or ot or n_cpu_moe:

@@ -22,7 +22,6 @@ from edgepick.errors import EdgepickError
 from edgepick.models.file_server import file_server
 from edgepick.monitor.window import parse_window
 from edgepick.progress import ProgressEvent
-from edgepick.registry.store import Registry
 
 
 def register(app: typer.Typer) -> None:
@@ -43,6 +42,7 @@ def register(app: typer.Typer) -> None:
         from edgepick.inputs import resolve_ref
         from edgepick.inputs.remote import is_remote, token_for
         from edgepick.registry.pull import pull
+        from edgepick.registry.store import Registry
 
         if not is_remote(ref):
             raise EdgepickError(f"{ref}: expected a URL of a .gguf file or an hf: reference; "
