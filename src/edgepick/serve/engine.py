@@ -32,8 +32,14 @@ log = logging.getLogger("edgepick.serve")
 
 
 ABORT_POLL_S = 0.05  # how often a drain or a SIGTERM grace re-reads its abort condition
-__all__ = ["Engine", "EngineSpec", "LlamaServer", "free_port", "llama_server_command",
-           "tree_memory_bytes"]
+__all__ = ["Engine", "EngineSpec", "LlamaServer", "free_port", "llama_server_argv",
+           "llama_server_command", "tree_memory_bytes"]
+
+
+def llama_server_argv(spec: EngineSpec, port: int) -> list[str]:
+    """The pinned llama-server's whole command line for `spec` on `port`: the one place that
+    names the binary, for serve's pool and for bench's engine that runs a deploy's flags."""
+    return llama_server_command(spec, tool_path("llama-server"), port)
 
 
 def llama_server_command(spec: EngineSpec, exe: str, port: int) -> list[str]:
@@ -133,12 +139,11 @@ class LlamaServer:
         return self.proc.pid if self.proc else None
 
     async def start(self, timeout_s: float = 120.0) -> None:
-        exe = tool_path("llama-server")
         self.port = free_port()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ, LLAMA_API_KEY=self._key)
         with open(self.log_path, "ab") as logfile:
-            self.proc = AsyncChild.start(llama_server_command(self.spec, exe, self.port), stdout=logfile,
+            self.proc = AsyncChild.start(llama_server_argv(self.spec, self.port), stdout=logfile,
                                          stderr=subprocess.STDOUT, env=env, new_session=True)
         # the pool bounds concurrency itself, so the client never needs more than slots + a few
         # llama-server (cpp-httplib) closes idle keep-alive connections after 5 s; expiring ours

@@ -1,5 +1,5 @@
 """Serve's engine as a `Backend`: a local GGUF run by llama-server with the command line serve
-gives it (serve/engine.py's `llama_server_command`), measured over loopback HTTP.
+gives it (serve/engine.py's `llama_server_argv`), measured over loopback HTTP.
 
 What the in-process engine cannot do, this one can: llama-cpp-python 0.3.36 runs no speculative
 decoding of llama-server's kinds (its `LlamaPromptLookupDecoding` is a prompt n-gram lookup of
@@ -31,10 +31,9 @@ from edgepick.backends.openai_http import OpenAIHttpBackend
 from edgepick.errors import EdgepickError
 from edgepick.launch.process import free_port, start
 from edgepick.launch.stop import stop
-from edgepick.llama_tools import tool_path
 from edgepick.models.draft_vocab import draft_mismatch
 from edgepick.records.candidate import Candidate
-from edgepick.serve.engine import llama_server_command
+from edgepick.serve.engine import llama_server_argv
 from edgepick.serve.engine_process import EngineSpec
 
 # common/speculative.cpp, common_speculative_print_stats (LOG_TRC): one line per kind
@@ -92,7 +91,7 @@ class LlamaServerBackend(OpenAIHttpBackend):
         es = EngineSpec(path=ref.path, name="edgepick-bench", runtime=candidate.settings,
                         slots=slots)
         # verbosity 4: the speculative kinds' timing lines (module docstring)
-        self.command = llama_server_command(es, tool_path("llama-server"), port) + ["-lv", "4"]
+        self.command = llama_server_argv(es, port) + ["-lv", "4"]
         fd, log = tempfile.mkstemp(prefix="edgepick-llama-server-", suffix=".log")
         os.close(fd)
         self.log_path = Path(log)
@@ -104,7 +103,7 @@ class LlamaServerBackend(OpenAIHttpBackend):
         proc = self.proc
         try:
             lsc.wait_healthy(f"{root}/health", lambda: proc.poll() is None, START_TIMEOUT_S,
-                             what="llama-server")
+                             what=os.path.basename(self.command[0]))
         except EdgepickError as exc:
             tail = self._log_tail()
             self.unload()
