@@ -76,15 +76,19 @@ def file_integrity(ctx):
 
 
 def engine_support(ctx):
-    spec = spec_of(ctx.target.model_path)
+    return unsupported_finding(ctx, spec_of(ctx.target.model_path), _inspect(ctx.target.model_path))
+
+
+def unsupported_finding(ctx, spec, command: str):
+    """The engine_support finding for `spec` on the target's engine (None when it runs there);
+    `command` shows the architecture (a file's or a remote reference's inspect)."""
     why = unsupported(ctx.target.backend, spec)
     if not why:
         return None
     return finding(ctx, "engine_support", why,
                    Fix(text=f"run {spec.architecture} on an engine that supports it, or choose a "
                             "model of a supported architecture (edgepick fit lists what fits)"),
-                   1.0, [Evidence(what="architecture", value=spec.architecture,
-                                  command=_inspect(ctx.target.model_path))],
+                   1.0, [Evidence(what="architecture", value=spec.architecture, command=command)],
                    detail=spec.architecture)
 
 

@@ -9,15 +9,16 @@ import shlex
 import time
 from typing import Callable
 
-from edgepick.backends.registry import unsupported
 from edgepick.doctor import served_template as st
-from edgepick.doctor.checks import Skip, finding
+from edgepick.doctor.checks import finding
+from edgepick.doctor.checks_file import unsupported_finding
 from edgepick.doctor.checks_memory import LOWER_TYPES, _device
 from edgepick.doctor.checks_template import _render_error, _template_and_vocab, _template_source
 from edgepick.doctor.context import Ctx
 from edgepick.doctor.finding import CheckRun, DoctorReport, Evidence, Fix, ranked
 from edgepick.doctor.plan import BLOCKING, CHECKS, STOP_CONFIDENCE, plan
-from edgepick.doctor.runner import KIND, QUICK_BUDGET_S, SYMPTOM_BUDGET_S, DoctorRequest, store_key
+from edgepick.doctor.runner import (KIND, QUICK_BUDGET_S, SYMPTOM_BUDGET_S, DoctorRequest, store_key,
+                                    timed_check)
 from edgepick.doctor.target import Target
 from edgepick.errors import EdgepickError
 from edgepick.fit.planner import fit_one
@@ -70,15 +71,7 @@ def _spec_fit_need(ctx: Ctx, spec: ModelSpec, n_ctx: int | None = None,
 
 
 def engine_support(ctx: Ctx, ref: ModelRef, spec: ModelSpec):
-    why = unsupported(ctx.target.backend, spec)
-    if not why:
-        return None
-    return finding(ctx, "engine_support", why,
-                   Fix(text=f"run {spec.architecture} on an engine that supports it, or choose a "
-                            "model of a supported architecture (edgepick fit lists what fits)"),
-                   1.0, [Evidence(what="architecture", value=spec.architecture,
-                                  command=shlex.join(["edgepick", "inspect", "-m", ref.spec]))],
-                   detail=spec.architecture)
+    return unsupported_finding(ctx, spec, shlex.join(["edgepick", "inspect", "-m", ref.spec]))
 
 
 def chat_template(ctx: Ctx, ref: ModelRef, spec: ModelSpec):
@@ -169,20 +162,11 @@ def run_remote(req: DoctorRequest, ref: ModelRef, store=None, progress: Tick = s
     for i, name in enumerate(names):
         check = CHECKS[name]
         progress(ProgressEvent(i, len(names), name))
-        t = time.monotonic()
-        status, note = "skipped", "needs the file (the header alone does not answer it)"
         if name in RUN:
-            try:
-                found = RUN[name](ctx, ref, spec)
-                status, note = ("finding", found.summary) if found else ("clear", "")
-                if found:
-                    report.findings.append(found)
-            except Skip as exc:
-                status, note = "skipped", str(exc)
-            except EdgepickError as exc:
-                status, note = "error", str(exc)
-        cr = CheckRun(check=name, cause=check.cause, status=status, note=note,
-                      seconds=round(time.monotonic() - t, 1))
+            cr = timed_check(name, check.cause, lambda: RUN[name](ctx, ref, spec), report)
+        else:
+            cr = CheckRun(check=name, cause=check.cause, status="skipped", seconds=0.0,
+                          note="needs the file (the header alone does not answer it)")
         report.checks.append(cr)
         if on_check:
             on_check(cr, budget - (time.monotonic() - t0))

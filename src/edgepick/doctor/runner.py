@@ -115,11 +115,12 @@ def run(req: DoctorRequest, store, progress: Tick = silent,
     return report
 
 
-def _one(ctx, check, report: DoctorReport) -> CheckRun:
+def timed_check(name: str, cause: str, call: Callable[[], object],
+                report: DoctorReport) -> CheckRun:
+    """One check's run: its finding joins `report`; a Skip or an EdgepickError is its status."""
     t = time.monotonic()
-    ctx.reused = False
     try:
-        found = check.run(ctx)
+        found = call()
         status, note = ("finding", found.summary) if found else ("clear", "")
         if found:
             report.findings.append(found)
@@ -127,5 +128,11 @@ def _one(ctx, check, report: DoctorReport) -> CheckRun:
         status, note = "skipped", str(exc)
     except EdgepickError as exc:
         status, note = "error", str(exc)
-    return CheckRun(check=check.name, cause=check.cause, status=status,
-                    seconds=round(time.monotonic() - t, 1), note=note, reused=ctx.reused)
+    return CheckRun(check=name, cause=cause, status=status,
+                    seconds=round(time.monotonic() - t, 1), note=note)
+
+
+def _one(ctx, check, report: DoctorReport) -> CheckRun:
+    ctx.reused = False
+    cr = timed_check(check.name, check.cause, lambda: check.run(ctx), report)
+    return cr.model_copy(update={"reused": ctx.reused})
