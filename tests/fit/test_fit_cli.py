@@ -128,3 +128,21 @@ def test_a_config_is_named_for_its_model_not_config_json(cli, tmp_path):
     r = cli("fit", "-m", str(folder / "config.json"), "--device", dev)
     assert r.returncode == 0, r.stderr
     assert "Named-1B" in r.stdout
+
+
+def test_the_compute_buffer_line_puts_the_unit_beside_each_figure(cli, tmp_path, smollm2_q4_1,
+                                                                   gemma3_q4_k_m):
+    """Each buffer reads '98.2 MiB at ctx 2048', named by its model when several are fitted;
+    the unit once at the end ('98.2 at ctx 2048 MiB') read as a context in MiB."""
+    import re
+
+    dev = device_file(tmp_path, "1GiB")
+    one = cli("fit", "--model", smollm2_q4_1, "--ctx", "2048", "--device", dev)
+    assert one.returncode == 0, one.stderr
+    text = " ".join(one.stdout.split())
+    assert re.search(r"a compute buffer of [\d.]+ MiB at ctx 2048 \(flash", text), text
+    two = cli("fit", "--model", smollm2_q4_1, "--model", gemma3_q4_k_m, "--ctx", "2048",
+              "--device", dev)
+    text = " ".join(two.stdout.split())
+    assert re.search(r"compute buffers: \S+ [\d.]+ MiB at ctx 2048, \S+ [\d.]+ MiB at ctx 2048",
+                     text), text

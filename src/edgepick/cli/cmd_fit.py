@@ -207,9 +207,12 @@ def _print_tables(rows, names: list[str], dev, margin: float) -> None:
                   "embedding), resident until the kernel wants them back (docs/fit.md)",
                   style="dim")
     r0 = rows[0]
-    reserved = ", ".join(dict.fromkeys(f"{mib(r.compute_buffer_bytes)} at ctx {r.ctx}"
-                                       for r in rows if r.compute_buffer_bytes))
-    console.print(f"llama.cpp reserves a compute buffer of {reserved} MiB (flash attention "
+    # several models: name each buffer, or the reader cannot tell whose 514 MiB it is
+    who = (lambda n: f"{n} ") if len(set(names)) > 1 else (lambda n: "")
+    reserved = ", ".join(dict.fromkeys(f"{who(n)}{mib(r.compute_buffer_bytes)} MiB at ctx {r.ctx}"
+                                       for n, r in zip(names, rows) if r.compute_buffer_bytes))
+    lead = "compute buffers: " if len(set(names)) > 1 else "a compute buffer of "
+    console.print(f"llama.cpp reserves {lead}{reserved} (flash attention "
                   f"{'on' if r0.flash_attn else 'off'}, n_batch {r0.n_batch}, n_ubatch "
                   f"{r0.n_ubatch}); KV {r0.kv_type}/{r0.kv_type_v or r0.kv_type}; the need counts "
                   "what a batch touches of it", style="dim")
