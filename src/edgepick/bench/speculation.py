@@ -33,8 +33,10 @@ from edgepick.backends import LoadOptions, get_backend
 from edgepick.evaluate.intervals import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from edgepick.evaluate.items import EvalItem
 from edgepick.evaluate.outputs import budget
+from edgepick.progress import ProgressEvent, Tick, silent
 from edgepick.records.candidate import Candidate, RuntimeSettings
 from edgepick.records.model_ref import ModelRef
+from edgepick.records.speculative import SpecFigures
 from edgepick.stats import wilson
 
 ENGINE = "llama_server"
@@ -61,28 +63,6 @@ class SpecRequest(BaseModel):
     steps: int = 0  # verification steps (/metrics)
     draft_ms: float | None = None
     predicted_ms: float | None = None
-
-
-class SpecFigures(BaseModel):
-    """One kind on one task, against plain decoding on the same items."""
-
-    task: str
-    setting: str
-    items: int
-    speedup: float | None
-    speedup_low: float | None
-    speedup_high: float | None
-    acceptance: float | None
-    acceptance_low: float | None
-    acceptance_high: float | None
-    mean_accepted_len: float | None
-    draft_share: float | None  # of the decode time
-    identical: int  # items whose greedy text equals plain decoding's
-    identical_low: float
-    identical_high: float
-    # "wins" | "loses" | "undetermined" (the speed-up's interval against 1); "idle": it drafted
-    # nothing on these items, so whatever the speeds say is not its doing
-    verdict: str
 
 
 def _bootstrap(stat, n: int) -> tuple[float, float]:
@@ -120,7 +100,7 @@ def _one(backend, it: EvalItem, setting: str, max_tokens: int) -> SpecRequest:
 
 def run_requests(model: ModelRef, base: RuntimeSettings, settings: list[RuntimeSettings],
                  items: list[EvalItem], budgets: dict[str, int], repeats: int = 1,
-                 warmup: int = 1) -> list[SpecRequest]:
+                 warmup: int = 1, progress: Tick = silent) -> list[SpecRequest]:
     """Every item under plain decoding and each setting, `repeats` times (after `warmup` untimed
     requests per server), the settings' order rotated and reversed from item to item. More
     than one repeat flatters the n-gram kinds: a server's pool then holds the item's own earlier
@@ -139,11 +119,14 @@ def run_requests(model: ModelRef, base: RuntimeSettings, settings: list[RuntimeS
                 b.generate(WARMUP, 8, chat=True)
         out = []
         n = len(backends)
+        total = repeats * len(items) * n
         for r in range(repeats):
             for i, it in enumerate(items):
                 j = r * len(items) + i
                 for k in _order(n, j):
+                    progress(ProgressEvent(len(out), total, f"{it.task} {it.id} {names[k]}"))
                     out.append(_one(backends[k], it, names[k], budget(it, budgets)))
+        progress(ProgressEvent(total, total, "done"))
         return out
     finally:
         for b in backends:

@@ -13,6 +13,7 @@ from edgepick.records.deploy import Gate, Status, TaskRoute
 # Explanation is imported from here too
 from edgepick.records.decision_texts import DecisionTexts, Explanation  # noqa: F401
 from edgepick.records.model_ref import DEFAULT_ENGINE
+from edgepick.records.speculative import SpeculationChoice
 
 
 class Figure(BaseModel):
@@ -299,6 +300,8 @@ class Decision(BaseModel):
     unserved: list[UnservedTask] = Field(default_factory=list)
     # the decision in words, every language (decide/wording.py); report renders only this
     texts: DecisionTexts | None = None
+    # speculative decoding per task for the recommendation, from its per-task measurement
+    speculation: SpeculationChoice | None = None
 
 
 class DecisionRecord(BaseModel):

@@ -106,3 +106,55 @@ def parse_speculative(value: Any) -> Any:
     if isinstance(value, str):
         return {"type": value}
     return value
+
+
+class SpecFigures(BaseModel):
+    """One kind on one task, against plain decoding on the same items (bench/speculation.py
+    measures them; decide reads them from the store)."""
+
+    task: str
+    setting: str  # the kind's tag
+    items: int
+    speedup: float | None
+    speedup_low: float | None
+    speedup_high: float | None
+    acceptance: float | None
+    acceptance_low: float | None
+    acceptance_high: float | None
+    mean_accepted_len: float | None
+    draft_share: float | None  # of the decode time
+    identical: int  # items whose greedy text equals plain decoding's
+    identical_low: float
+    identical_high: float
+    # "wins" | "loses" | "undetermined" (the speed-up's interval against 1); "idle": it drafted
+    # nothing on these items, so whatever the speeds say is not its doing
+    verdict: str
+
+
+class TaskSpeculation(BaseModel):
+    """Decide's choice for one task: the kind it serves with (None: plain decoding) and why."""
+
+    task: str
+    chosen: Speculation | None = None
+    # wins: the chosen kind's speed-up interval lies above 1 and it kept every greedy answer;
+    # otherwise why plain decoding stays: loses | undetermined | idle | changed (a kind altered
+    # some greedy answer) | unmeasured (no figures for this task)
+    reason: str
+    figures: list[SpecFigures] = Field(default_factory=list)  # every kind measured on it
+
+
+class SpeculationChoice(BaseModel):
+    """Speculative decoding per task for the recommended model (decide/speculation.py), from
+    the newest per-task measurement of its file (`edgepick speculate`)."""
+
+    candidate: str
+    measured: str  # the store key of the measurement read
+    engine: str = "llama_server"
+    base: dict = Field(default_factory=dict)  # the settings it was measured under
+    timing_gap: float | None = None  # client vs llama-server decode speed, largest gap
+    tasks: list[TaskSpeculation] = Field(default_factory=list)
+    # how deploy.yaml carries it: "off" (plain everywhere), "everywhere" (one kind for every
+    # task: runtime.speculative), "per-task" (a second engine over the same file for the tasks
+    # it wins, by route), "report-only" (not applied; `note` says why)
+    applied: str = "off"
+    note: str | None = None
