@@ -39,7 +39,7 @@ def engine_pid_port(proc: subprocess.Popen) -> tuple[int, int]:
 
 
 def engine_key(pid: int) -> str:
-    """The locked engine's key for this start (serve/engine.py puts it in the child's
+    """The locked engine's key for this start (serve/engine/llama_server.py puts it in the child's
     environment): a benchmark that talks to the engine directly, as its own user, reads it."""
     with open(f"/proc/{pid}/environ", "rb") as fh:
         for item in fh.read().split(b"\0"):

@@ -22,7 +22,7 @@ TARGET_GROWTH = 0.05
 
 def main() -> int:
     from edgepick.assets.bundled import tiny_f16
-    from edgepick.serve.engine import tree_memory_bytes
+    from edgepick.serve.engine.llama_server import tree_memory_bytes
 
     statuses: dict[int, int] = {}
     with edgepick_serve(["-m", str(tiny_f16()), "--slots", "2", "--queue", "4", "--ctx", "512",

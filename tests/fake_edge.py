@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from edgepick.records.candidate import RuntimeSettings
-from edgepick.serve.forwarded import wire
+from edgepick.serve.pool.forwarded import wire
 from edgepick.serve.metrics import ServeMetrics
 from edgepick.serve.router_api import ServedResponse
-from edgepick.serve.scoring import EchoLimits
+from edgepick.serve.pool.scoring import EchoLimits
 
 
 @dataclass
@@ -84,7 +84,7 @@ class FakePool:
     async def count_tokens(self, text: str) -> int:
         return len(text.split())
 
-    # the engine endpoints' needs (serve/engine_api.py): a word is a token, its id its length
+    # the engine endpoints' needs (serve/http/engine_api.py): a word is a token, its id its length
     async def tokenize(self, text: str, add_special: bool = True,
                        parse_special: bool = True) -> list[int]:
         return ([1] if add_special else []) + [len(w) for w in text.split()]
@@ -134,7 +134,7 @@ class FakePool:
 def make_app(settings: dict | None = None, deploy=None, router=None, pool: FakePool | None = None,
              test_headers: bool = False):
     """(app, pool) for a server on the fake pool."""
-    from edgepick.serve.app import ServeState, create_app
+    from edgepick.serve.http.app import ServeState, create_app
     from edgepick.serve.settings import ServeSettings
 
     pool = pool or FakePool()

@@ -2,7 +2,7 @@
 from it: satisfiable, and small enough to compile. Below every user: evaluate (an item's schema),
 the grammar conversion (backends/llama_cpp_grammar.py), deploy.yaml's per-task constraints
 (records/deploy.py) and serve (a request's `response_format`, `json_schema`, `grammar`, tools'
-`parameters`: serve/constraints.py) all call it, so no path hands the engine an unchecked one.
+`parameters`: serve/http/constraints.py) all call it, so no path hands the engine an unchecked one.
 
 Why this is needed (docs/serve.md, "Constrained output"): the pinned llama.cpp turns a schema's
 `minLength`/`maxLength` (and `minItems`/`maxItems`, a pattern's `{m,n}`) into a GBNF repetition

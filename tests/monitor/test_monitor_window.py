@@ -13,7 +13,7 @@ from prometheus_client import generate_latest
 
 from edgepick.monitor.live import figures, parse
 from edgepick.monitor.window import bucket_of, bucket_quantile, parse_window
-from edgepick.serve.history import MetricsHistory
+from edgepick.serve.loop.history import MetricsHistory
 from edgepick.serve.metrics import LATENCY_BUCKETS, ServeMetrics
 from promtool_tool import promtool, series_values, write_test
 

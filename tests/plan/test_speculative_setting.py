@@ -14,7 +14,7 @@ from edgepick.models.draft_vocab import draft_mismatch, token_table
 from edgepick.plan.loader import load_plan
 from edgepick.plan.runner import plan_candidates
 from edgepick.records.candidate import RuntimeSettings
-from edgepick.serve.engine import EngineSpec, llama_server_command
+from edgepick.serve.engine.llama_server import EngineSpec, llama_server_command
 
 PLAN = """
 name: spec

@@ -45,8 +45,8 @@ class AnsweringPool(FakePool):
 
 @pytest.fixture()
 def server(tmp_path):
-    from edgepick.serve.app import ServeState, create_app
-    from edgepick.serve.control import RegistryControl
+    from edgepick.serve.http.app import ServeState, create_app
+    from edgepick.serve.pool.control import RegistryControl
     from edgepick.serve.settings import ServeSettings
 
     reg = Registry(tmp_path / "reg", create=True)

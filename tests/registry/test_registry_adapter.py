@@ -52,8 +52,8 @@ def test_serving_or_activating_a_version_hashes_its_adapter_once(tiny_model, tmp
     from edgepick.registry import store
     from edgepick.registry.activation import activate
     from edgepick.serve.assemble import from_registry
-    from edgepick.serve.control import RegistryControl
-    from edgepick.serve.engine_process import EngineSpec
+    from edgepick.serve.pool.control import RegistryControl
+    from edgepick.serve.engine.process import EngineSpec
 
     lora = write_lora(tiny_model, tmp_path / "tuned.gguf", rank=4, blocks=2)
     reg = Registry(tmp_path / "reg", create=True)

@@ -59,7 +59,7 @@ def test_failed_activation_keeps_and_quotes_the_engine_log(tiny_model, tmp_path)
     and the error quotes the engine's own last lines instead of '(no log)'."""
     from serve_harness import need_llama_server
 
-    from edgepick.serve.engine import Engine, EngineSpec
+    from edgepick.serve.engine.llama_server import Engine, EngineSpec
 
     need_llama_server()
     cut = tmp_path / "cut.gguf"

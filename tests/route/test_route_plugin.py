@@ -15,7 +15,7 @@ from fake_edge import make_app
 from edgepick.errors import EdgepickError, InputError
 from edgepick.records.deploy import DeployConfig, DeployModel
 from edgepick.serve.assemble import forced_routes_allowed, load_router
-from edgepick.serve.policy_file import ServePolicy
+from edgepick.serve.pool.policy_file import ServePolicy
 
 PLUGIN = '''
 from pydantic import BaseModel, ConfigDict, ValidationError

@@ -14,7 +14,7 @@ from fake_edge import chat_body, make_app, running
 from edgepick.errors import EdgepickError
 from edgepick.records.deploy import CloudEndpoint, DeployConfig, DeployModel, TaskRoute
 from edgepick.serve.assemble import load_router
-from edgepick.serve.policy_file import ServePolicy
+from edgepick.serve.pool.policy_file import ServePolicy
 
 MSG = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
 

@@ -206,7 +206,7 @@ def test_request_id_echoed_or_made(client, caplog):
     assert r.headers["x-request-id"] == "client-id-42"
     r = client.get("/nowhere", headers={"x-request-id": "bad id with spaces\t"})
     assert r.headers["x-request-id"] != "bad id with spaces\t"  # not echoed: a fresh one
-    from edgepick.serve.middleware import RequestIdFilter
+    from edgepick.serve.http.middleware import RequestIdFilter
 
     client.pool.fail_with = RuntimeError("a bug")
     caplog.handler.addFilter(RequestIdFilter())  # as run_server does on its log handler

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from edgepick.serve.errors import BadRequest
-from edgepick.serve.ollama.keep_alive import parse
+from edgepick.serve.http.ollama.keep_alive import parse
 from edgepick.serve.router_api import ServedResponse
 from fake_edge import FakePool, FakeSpec, chat_body, make_app, raw_exchange
 

@@ -9,9 +9,9 @@ import asyncio
 import pytest
 
 from edgepick.errors import EdgepickError
-from edgepick.serve.edge import EdgePool
-from edgepick.serve.engine import EngineSpec
-from edgepick.serve.watchdog import MemoryWatchdog
+from edgepick.serve.pool.edge import EdgePool
+from edgepick.serve.engine.llama_server import EngineSpec
+from edgepick.serve.engine.watchdog import MemoryWatchdog
 
 
 class _Proc:
@@ -195,7 +195,7 @@ def test_stop_kills_an_engine_that_ignores_sigterm_after_the_grace():
     import time
 
     from edgepick.launch.process import AsyncChild
-    from edgepick.serve.engine import Engine
+    from edgepick.serve.engine.llama_server import Engine
 
     async def main():
         engine = Engine(EngineSpec(path="/nonexistent.gguf", name="fake"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from edgepick.serve.relay import Outcome, relay_stream
+from edgepick.serve.http.relay import Outcome, relay_stream
 from edgepick.serve.router_api import ServedResponse
 
 

@@ -1,4 +1,4 @@
-"""serve/residency.py on its own, with loads that only take time: eviction of the least recently
+"""serve/pool/residency.py on its own, with loads that only take time: eviction of the least recently
 used unpinned model (never a pinned one, never one with requests in flight), grouping by model
 within the wait, refusal of a model that can never fit, failed loads, ttl."""
 
@@ -10,7 +10,7 @@ import time
 import pytest
 
 from edgepick.serve.errors import EngineUnavailable, ResourceRefused
-from edgepick.serve.residency import Resident, Residency, ResidencyEvents
+from edgepick.serve.pool.residency import Resident, Residency, ResidencyEvents
 
 
 class Log(ResidencyEvents):
@@ -121,7 +121,7 @@ def test_a_model_that_never_fits_and_a_failed_load_are_one_line():
 
 
 def test_an_idle_model_unloads_after_its_ttl(monkeypatch):
-    from edgepick.serve import residency as mod
+    from edgepick.serve.pool import residency as mod
 
     monkeypatch.setattr(mod, "TTL_EVERY_S", 0.02)
 

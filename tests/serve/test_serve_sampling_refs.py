@@ -14,8 +14,8 @@ from edgepick.evaluate.items import load_eval_set
 from edgepick.serve.availability import (EngineFate, ReadyClock, kernel_oom_killed,
                                          read_oom_kill, signal_name)
 from edgepick.serve.metrics import ServeMetrics
-from edgepick.serve.references import CloudTarget, ReferenceTaker, reference_value
-from edgepick.serve.sampling import ReferencePolicy, SamplingPolicy, Sampler
+from edgepick.serve.loop.references import CloudTarget, ReferenceTaker, reference_value
+from edgepick.serve.loop.sampling import ReferencePolicy, SamplingPolicy, Sampler
 from loopback_cloud import REFERENCE, RecordingCloud
 
 def _chat(text: str) -> dict:

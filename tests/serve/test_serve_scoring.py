@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from edgepick.records.candidate import RuntimeSettings
-from edgepick.serve.edge import EdgePool
-from edgepick.serve.engine import EngineSpec
+from edgepick.serve.pool.edge import EdgePool
+from edgepick.serve.engine.llama_server import EngineSpec
 from edgepick.serve.router_api import BadRequest, Overloaded
-from edgepick.serve.scoring import score_request
+from edgepick.serve.pool.scoring import score_request
 
 
 @pytest.fixture(scope="module")
@@ -208,7 +208,7 @@ def test_a_continuation_that_tokenizes_otherwise_is_scored_in_two_evaluations():
     """The continuation's ids are the engine's own, not its text tokenized back (which gives
     one id here, not three), and deriving them costs no evaluation per token: two in all,
     whatever the length."""
-    from edgepick.serve.score_math import score
+    from edgepick.serve.pool.score_math import score
 
     backend = _MergingBackend()
     out = score(backend, [1, 2, 3], 2, 16, lambda: None)

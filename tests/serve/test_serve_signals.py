@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from power_sysfs import write
 
-from edgepick.serve.signals import read_os
+from edgepick.serve.pool.signals import read_os
 
 PS = "sys/class/power_supply"
 

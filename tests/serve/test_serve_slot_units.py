@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from edgepick.serve.admission import Admission, slots_needed
+from edgepick.serve.pool.admission import Admission, slots_needed
 from edgepick.serve.router_api import BadRequest, DeadlineExceeded, Overloaded
 
 

@@ -94,7 +94,7 @@ def test_the_fields_a_constraint_puts_in_a_request():
     routed to the cloud is left alone, and tools count as the client's own constraint."""
     from edgepick.records.deploy import TaskRoute
     from edgepick.serve.router_api import RouteRequest
-    from edgepick.serve.task_constraints import TaskConstraints
+    from edgepick.serve.http.task_constraints import TaskConstraints
 
     cfg = DeployConfig(model=DeployModel(name="m", path="/m.gguf", sha256=""),
                        routes=[TaskRoute(task="math", route="cloud")],

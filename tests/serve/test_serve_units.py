@@ -11,13 +11,13 @@ import pytest
 from edgepick.errors import EdgepickError, InputError
 from edgepick.monitor.live import figures, parse, quantile
 from edgepick.records.deploy import Baseline
-from edgepick.serve.admission import Admission, ResourceCheck, ResourcePolicy
-from edgepick.serve.forwarded import wire
-from edgepick.serve.request_checks import check_body
-from edgepick.serve.policy_file import ServePolicy
+from edgepick.serve.pool.admission import Admission, ResourceCheck, ResourcePolicy
+from edgepick.serve.pool.forwarded import wire
+from edgepick.serve.http.request_checks import check_body
+from edgepick.serve.pool.policy_file import ServePolicy
 from edgepick.serve.router_api import BadRequest, DeadlineExceeded, Overloaded, ResourceRefused
 from edgepick.serve.settings import ServeSettings
-from edgepick.serve.signals import Signals, read_file
+from edgepick.serve.pool.signals import Signals, read_file
 
 
 def test_settings_flags_over_env_over_file(tmp_path, monkeypatch):
@@ -151,7 +151,7 @@ def test_a_hybrid_deploy_routes_by_task_and_says_when_it_has_no_cloud(caplog):
     against a local reference has no cloud to send to, and serve says so at start."""
     from edgepick.records.deploy import CloudEndpoint, DeployConfig, DeployModel, TaskRoute
     from edgepick.serve.assemble import load_router
-    from edgepick.serve.policy_file import ServePolicy
+    from edgepick.serve.pool.policy_file import ServePolicy
     from edgepick.serve.router_api import EdgeOnlyRouter
 
     deploy = DeployConfig(status="hybrid", model=DeployModel(name="m", path="/m.gguf", sha256="0"),
@@ -171,7 +171,7 @@ def test_the_typed_request_reaches_the_engine_as_the_client_sent_it():
     """The checked model is what the pool forwards; written once for the engine, it carries
     what the client set (llama-server's own fields and unknown ones too), nulls dropped, the
     served model's name, and a stream with its usage when serve reads it as one."""
-    from edgepick.serve.forwarded import engine_payload
+    from edgepick.serve.pool.forwarded import engine_payload
     from edgepick.serve.request_models import ChatCompletionRequest
 
     request = ChatCompletionRequest.model_validate({

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 
 from edgepick.assets import bundled
-from edgepick.serve.template_warning import warn_without_template
+from edgepick.serve.engine.template_warning import warn_without_template
 
 
 def test_a_model_without_a_chat_template_is_warned_of_at_load(caplog):

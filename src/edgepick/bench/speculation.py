@@ -10,7 +10,7 @@ Per request: decode speed from the stream's token arrivals and from the server's
 (predicted_n / predicted_ms), drafted and accepted tokens from `timings` (draft_n,
 draft_n_accepted), verification steps from the server's /metrics counters
 (spec_decode_num_drafts_total) read before and after, and the kinds' own time from the server's
-log (serve/llama_server_backend.py). Per task and kind:
+log (serve/engine/llama_server_backend.py). Per task and kind:
 
 - speed-up: the geometric mean over items of (kind's decode speed ÷ plain's), each item's speeds
   the median of its repeats, with a 95% bootstrap interval over items;

@@ -131,7 +131,7 @@ def activate(ref: str = typer.Argument(..., help="NAME@VERSION"), registry: Regi
     """Verify the SHA-256, start the version, and switch to it once healthy; the old version
     stays on disk. A checksum mismatch is refused and the active version stays."""
     from edgepick.registry.activation import activate as do_activate
-    from edgepick.serve.engine_check import check_engine
+    from edgepick.serve.engine.check import check_engine
     from edgepick.registry.store import Registry, split_versioned_ref
 
     name, version = split_versioned_ref(ref)
@@ -152,7 +152,7 @@ def rollback(name: str = typer.Argument(..., help="NAME"), registry: RegistryOpt
              server: ServerOpt = None, api_key: ApiKeyOpt = None) -> None:
     """Go back to the version that was active before."""
     from edgepick.registry.activation import rollback as do_rollback
-    from edgepick.serve.engine_check import check_engine
+    from edgepick.serve.engine.check import check_engine
     from edgepick.registry.store import Registry
 
     if server:
@@ -196,7 +196,7 @@ def update(name: str = typer.Argument(..., help="NAME of the model in the regist
     version for the canary window, rolling back by itself if it serves worse."""
     from edgepick.evaluate.eval_sets import bundled_set_path
     from edgepick.registry.activation import activate as do_activate
-    from edgepick.serve.engine_check import check_engine
+    from edgepick.serve.engine.check import check_engine
     from edgepick.registry.store import Registry
     from edgepick.registry.install import install
 

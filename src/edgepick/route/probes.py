@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from edgepick.serve.signals import Signals, read_signals
+from edgepick.serve.pool.signals import Signals, read_signals
 
 
 class DeviceSignals:

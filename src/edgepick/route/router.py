@@ -28,7 +28,7 @@ from edgepick.route.route_policy import Latches, RoutePolicy, Rule, policy_from
 from edgepick.route.serve_context import ContextFitter
 from edgepick.route.probes import DeviceSignals, NetworkProbe
 from edgepick.route.team_cascade import TeamCascade
-from edgepick.serve.forced_routes import FORCE_HEADER
+from edgepick.serve.http.forced_routes import FORCE_HEADER
 from edgepick.serve.router_api import (BadRequest, EdgeOnlyRouter, EngineUnavailable, Routed,
                                        RouteRequest, ServedResponse, ServeError, declared_task)
 

@@ -57,7 +57,7 @@ class ContextFitter:
         if engine.base not in self._tokenizers:
             for t in self._tokenizers.values():
                 t.close()
-            # the engine is locked (serve/engine.py): its key comes with it
+            # the engine is locked (serve/engine/llama_server.py): its key comes with it
             self._tokenizers = {engine.base: ServerTokenizer(engine.base, headers=engine.auth)}
         return self._tokenizers[engine.base]
 

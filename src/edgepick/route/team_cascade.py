@@ -8,7 +8,7 @@ The thresholds are those `route eval` calibrated over the same tiers (route/tier
 `answering_tier`: an answer without a confidence is always handed on). Confidence, the format
 validator, the buffered answer and its replay as a stream are the router's own (route/router.py,
 the two-tier cascade's); a step's model is the team member its name gives, loaded under the
-team's memory rules by its edge (serve/team.py `MemberEdge.member`). A cloud step is left out
+team's memory rules by its edge (serve/pool/team.py `MemberEdge.member`). A cloud step is left out
 when the request may not leave the device (`network: offline`, an `edge_only_tasks` task, a
 forced edge) or no cloud is configured: the last edge step then answers, unjudged, and the
 route reason says why. A step that fails (overloaded, engine lost) hands on as an unsure one

@@ -14,18 +14,18 @@ from edgepick.records.candidate import RuntimeSettings
 from edgepick.records.deploy import DeployConfig
 from edgepick.records.model_ref import ModelRef, parse_endpoint
 from edgepick.registry.store import Registry, sha256_of, split_ref
-from edgepick.serve.app import ServeState
-from edgepick.serve.control import RegistryControl
-from edgepick.serve.edge import EdgePool
-from edgepick.serve.engine import EngineSpec
-from edgepick.serve.policy_file import ServePolicy
+from edgepick.serve.http.app import ServeState
+from edgepick.serve.pool.control import RegistryControl
+from edgepick.serve.pool.edge import EdgePool
+from edgepick.serve.engine.llama_server import EngineSpec
+from edgepick.serve.pool.policy_file import ServePolicy
 from edgepick.serve.router_api import Router
-from edgepick.serve.scoring import EchoLimits
+from edgepick.serve.pool.scoring import EchoLimits
 from edgepick.serve.settings import ServeSettings
-from edgepick.serve.swap import HotSwap
-from edgepick.serve.team import Member, TeamPool, check_budget
-from edgepick.serve.template_warning import warn_without_template
-from edgepick.serve.watchdog import MemoryWatchdog
+from edgepick.serve.pool.swap import HotSwap
+from edgepick.serve.pool.team import Member, TeamPool, check_budget
+from edgepick.serve.engine.template_warning import warn_without_template
+from edgepick.serve.engine.watchdog import MemoryWatchdog
 from edgepick.store.identity import ref_identity
 
 log = logging.getLogger("edgepick.serve")
@@ -45,7 +45,7 @@ class Source:
     runtime: RuntimeSettings
     deploy: DeployConfig | None = None
     embeddings: EngineSpec | None = None  # deploy.yaml's embedding engine, when it has one
-    team: list[Member] | None = None  # several models (serve/team.py), the first the default
+    team: list[Member] | None = None  # several models (serve/pool/team.py), the first the default
 
 
 def _deploy_file(deploy: str | Path, given: str, sha256: str | None, field: str) -> Path:
@@ -142,7 +142,7 @@ def from_model(ref: ModelRef, runtime: dict) -> Source:
 
 def from_models(refs: list[ModelRef], runtime: dict) -> Source:
     """`serve -m A -m B`: several models without a deploy, none pinned, the first the default
-    (needs estimated from the files until each has loaded: serve/team.py)."""
+    (needs estimated from the files until each has loaded: serve/pool/team.py)."""
     sources = [from_model(ref, runtime) for ref in refs]
     names = [s.name for s in sources]
     if len(set(names)) < len(names):
@@ -191,7 +191,7 @@ def load_router(policy: ServePolicy, deploy: DeployConfig | None,
 
 
 def forced_routes_allowed(policy: ServePolicy) -> bool:
-    """The test-only route headers (serve/forced_routes.py), when the policy allows them."""
+    """The test-only route headers (serve/http/forced_routes.py), when the policy allows them."""
     return isinstance(policy.route, dict) and policy.route.get("allow_forced_route") is True
 
 

@@ -1,7 +1,7 @@
 """Ollama's refusal shape, `{"error": "..."}`, for the paths of its API (`/api/...`): the status
 Ollama gives where serve's differs, and a message naming the fields as the Ollama client sent
 them. Kept beside serve/errors.py, below the handlers, so the app's refusals
-(serve/refusals.py) and the ASGI guard (serve/middleware.py) answer in it too."""
+(serve/refusals.py) and the ASGI guard (serve/http/middleware.py) answer in it too."""
 
 from __future__ import annotations
 

@@ -67,7 +67,7 @@ class OpenAICORS(CORSMiddleware):
 
 def install_refusals(app: FastAPI) -> None:
     """The framework's own refusals through `error_response`. A bug (any other exception) is
-    answered by serve/middleware.py's RequestGuard, with the request id."""
+    answered by serve/http/middleware.py's RequestGuard, with the request id."""
 
     @app.exception_handler(ServeError)
     async def _serve_error(request: Request, err: ServeError) -> Response:
@@ -78,7 +78,7 @@ def install_refusals(app: FastAPI) -> None:
         if exc.status_code == 404:
             err: ServeError = NotFound(f"no endpoint {request.method} {request.url.path}; "
                                        "see /openapi.json")
-        elif exc.status_code == 405:  # a HEAD runs as its GET (serve/head.py): name the HEAD
+        elif exc.status_code == 405:  # a HEAD runs as its GET (serve/http/head.py): name the HEAD
             method = "HEAD" if request.scope.get("state", {}).get("head") else request.method
             err = for_status(405, f"{method} is not allowed on {request.url.path}")
         else:

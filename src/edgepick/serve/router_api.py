@@ -10,7 +10,7 @@ of serve/errors.py, which the app turns into the HTTP status named on each class
 error shape (with `Retry-After` when `retry_after` is set).
 
 `edge` is anything that satisfies `Edge` below (in serve: the local `EdgePool`,
-serve/edge.py): `await edge.forward(kind, body, stream, deadline)` admits the request (bounded
+serve/pool/edge.py): `await edge.forward(kind, body, stream, deadline)` admits the request (bounded
 slots + queue), runs it on the active engine and returns a `ServedResponse`, or raises
 `Overloaded`, `ResourceRefused`, `EngineUnavailable`, `DeadlineExceeded` or `UpstreamError`. A
 router may catch those to fall back elsewhere. `body` is the request's typed model
@@ -132,7 +132,7 @@ class Edge(Protocol):
 @runtime_checkable
 class Router(Protocol):
     # the longest prompt in tokens the router takes (serve refuses longer ones with a 400
-    # before routing); None: what the edge's engine can take (serve/state.py)
+    # before routing); None: what the edge's engine can take (serve/http/state.py)
     max_prompt_tokens: int | None
 
     async def route(self, request: RouteRequest, edge: Edge) -> Routed: ...

@@ -9,9 +9,9 @@ import socket
 import uvicorn
 
 from edgepick.errors import EdgepickError
-from edgepick.serve.app import ServeState, create_app
-from edgepick.serve.middleware import RequestIdFilter
-from edgepick.serve.protocol import protocol_class
+from edgepick.serve.http.app import ServeState, create_app
+from edgepick.serve.http.middleware import RequestIdFilter
+from edgepick.serve.http.protocol import protocol_class
 from edgepick.serve.settings import ServeSettings
 
 
@@ -34,7 +34,7 @@ def bind(host: str, port: int) -> socket.socket:
 
 def server_config(app, s: ServeSettings) -> uvicorn.Config:
     """uvicorn as serve runs it: httptools' parser under edgepick's protocol (OpenAI-shaped
-    refusals below the app, a header timeout: serve/protocol.py), no websocket protocol (an
+    refusals below the app, a header timeout: serve/http/protocol.py), no websocket protocol (an
     upgrade reaches the app, which refuses it)."""
     return uvicorn.Config(app, lifespan="on", access_log=False, log_level="warning",
                           http=protocol_class(s.header_timeout), ws="none",
