@@ -14,12 +14,16 @@ from edgepick.decide.deploy import build_deploy, write_deploy
 from edgepick.decide.power_figures import sustained_power_limit
 from edgepick.decide.scenarios import Scenario
 from edgepick.decide.selection import select
+from edgepick.decide.speculation import speculation_choice
+from edgepick.decide.speculation_deploy import apply as apply_speculation
+from edgepick.decide.speculation_deploy import settle
 from edgepick.decide.summary import build_summaries
 from edgepick.decide.wording import describe
 from edgepick.errors import EdgepickError
 from edgepick.progress import ProgressEvent, Tick, silent
 from edgepick.records.decision import DecisionRecord
-from edgepick.report import constraint_section, doctor_section, savings_section, settings_section
+from edgepick.report import (constraint_section, doctor_section, savings_section, settings_section,
+                             speculation_section)
 from edgepick.report.route_section import append_to_report, latest_route_eval
 from edgepick.report.writer import LANGS, write_report
 
@@ -72,6 +76,10 @@ def run(request: DecideRequest, store, progress: Tick = silent) -> DecisionRecor
     scenario = sustained_power_limit(req.scenario, req.power_budget_w, summaries)
     decision = decide(summaries, scenario, req.budget)
     decision.texts = describe(decision, summaries, scenario)  # decide, then render
+    chosen = next((s for s in summaries if s.candidate == decision.recommendation), None)
+    choice = None if chosen is None else speculation_choice(store, chosen)
+    if choice is not None:  # its per-task speculation measurement (decide/speculation.py)
+        decision.speculation = settle(choice, decision, chosen, req.budget)
     step(2, "stored record")
     if req.store_as:
         store.put("decision", req.store_as, decision.model_dump(mode="json"),
@@ -97,6 +105,9 @@ def _deploy(req: DecideRequest, scenario: Scenario, decision, summaries,
     run_id = req.run_id or ",".join(map(str, sorted({r for ids in runs.values() for r in ids})))
     cfg = build_deploy(decision, summaries, scenario, device=req.device,
                        run_id=run_id or None)
+    if decision.speculation is not None:
+        s = next(x for x in summaries if x.candidate == decision.recommendation)
+        cfg = apply_speculation(cfg, decision.speculation, s, req.budget)
     path, replaced = write_deploy(req.deploy, cfg)
     if replaced:
         notes.append(f"deploy: replaced the existing {path}")
@@ -113,6 +124,9 @@ def _report(req: DecideRequest, decision, summaries, store) -> list[Path]:
 
     # a model run under a grammar: free and constrained side by side, with its cost in speed
     constraint_section.append_to_report(req.report, summaries, LANGS[req.lang])
+
+    if decision.speculation is not None:  # per task: each kind's speed-up and the choice
+        speculation_section.append_to_report(req.report, decision.speculation, LANGS[req.lang])
 
     seq = savings_section.latest_sequential(store, [s.candidate for s in summaries])
     if seq is not None:  # the run evaluated in looks: what it saved
