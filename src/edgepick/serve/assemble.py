@@ -14,18 +14,18 @@ from edgepick.records.candidate import RuntimeSettings
 from edgepick.records.deploy import DeployConfig
 from edgepick.records.model_ref import ModelRef, parse_endpoint
 from edgepick.registry.store import Registry, sha256_of, split_ref
+from edgepick.serve.engine.llama_server import EngineSpec
+from edgepick.serve.engine.template_warning import warn_without_template
+from edgepick.serve.engine.watchdog import MemoryWatchdog
 from edgepick.serve.http.app import ServeState
 from edgepick.serve.pool.control import RegistryControl
 from edgepick.serve.pool.edge import EdgePool
-from edgepick.serve.engine.llama_server import EngineSpec
 from edgepick.serve.pool.policy_file import ServePolicy
-from edgepick.serve.router_api import Router
 from edgepick.serve.pool.scoring import EchoLimits
-from edgepick.serve.settings import ServeSettings
 from edgepick.serve.pool.swap import HotSwap
 from edgepick.serve.pool.team import Member, TeamPool, check_budget
-from edgepick.serve.engine.template_warning import warn_without_template
-from edgepick.serve.engine.watchdog import MemoryWatchdog
+from edgepick.serve.router_api import Router
+from edgepick.serve.settings import ServeSettings
 from edgepick.store.identity import ref_identity
 
 log = logging.getLogger("edgepick.serve")

@@ -1,6 +1,11 @@
-"""Every refusal `edgepick serve` gives, in OpenAI's error shape
+"""Every refusal `edgepick serve` gives, and the one place that shapes it: OpenAI's
 `{"error": {"message", "type", "param", "code"}}` with string codes, so the `openai` client,
-LangChain and lm-eval branch on them as they do against OpenAI (table in docs/serve.md).
+LangChain and lm-eval branch on them as they do against OpenAI (table in docs/serve.md), and
+Ollama's `{"error": "..."}` on its API's paths (`/api/...`). The app's handlers, the
+framework's own answers (404, 405, validation, a refused CORS preflight), the ASGI guard and the
+HTTP/1.1 protocol under the app all answer through `shape`, so a refusal reads the same
+wherever it is given. Bodies are ASCII JSON, so a message quoting a lone surrogate (a JSON key
+`"\\ud800"`) still renders.
 
 A `ServeError` carries its HTTP status, OpenAI `type` and `code`, the request field it is about
 (`param`, None when none), an optional `Retry-After`, and `reason`: the short label the metrics
@@ -11,6 +16,15 @@ from __future__ import annotations
 
 import json
 from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.cors import CORSMiddleware
+
+from edgepick.errors import first_problem
 
 
 class ServeError(Exception):
@@ -93,8 +107,9 @@ for _name, (_status, _type, _code, _reason, _doc) in KINDS.items():
                                        "__module__": __name__, "__qualname__": _name})
     globals()[_name] = _cls
     _BY_STATUS.setdefault(_status, _cls)
-__all__ = ["ServeError", "UpstreamError", "from_upstream", "for_status", "sse_event", "KINDS",
-           *KINDS]
+__all__ = ["ServeError", "UpstreamError", "from_upstream", "for_status", "sse_event", "shape",
+           "error_response", "shaped", "OpenAICORS", "install_refusals", "ollama_message",
+           "OLLAMA_PREFIX", "KINDS", *KINDS]
 
 
 class UpstreamError(ServeError):
@@ -153,3 +168,97 @@ def sse_event(err: ServeError) -> bytes:
     payload = err.payload()
     payload["error"]["status"] = err.status
     return f"data: {json.dumps(payload)}\n\n".encode()
+
+
+# -- Ollama's shape, for the paths of its API -----------------------------------------------
+OLLAMA_PREFIX = "/api/"  # every path of Ollama's API
+# serve's statuses Ollama has no equal for: its queue-full answer is a 503, and a feature a
+# model lacks a 400 (server/routes.go, "does not support")
+OLLAMA_STATUS = {429: 503, 501: 400, 422: 400, 415: 400}
+# the OpenAI field a check may name, and the Ollama field the client sent
+OLLAMA_FIELDS = {"max_tokens": "options.num_predict", "response_format": "format",
+                 "temperature": "options.temperature", "top_p": "options.top_p",
+                 "top_k": "options.top_k", "seed": "options.seed", "stop": "options.stop",
+                 "repeat_penalty": "options.repeat_penalty", "n_keep": "options.num_keep"}
+
+
+def ollama_message(message: str) -> str:
+    """A check's message with the OpenAI field names it quotes put back as the client sent
+    them (`'max_tokens'` → `'options.num_predict'`)."""
+    for openai_name, ollama_name in OLLAMA_FIELDS.items():
+        message = message.replace(f"'{openai_name}'", f"'{ollama_name}'")
+    return message
+
+
+def shape(err: ServeError, path: str = "") -> tuple[ServeError, int, dict]:
+    """A refusal as the API of `path` shapes it: the error answered (an engine's own in
+    edgepick's words), its status and its body; Ollama's under /api/, else OpenAI's."""
+    if isinstance(err, UpstreamError):
+        err = from_upstream(err)
+    if path.startswith(OLLAMA_PREFIX):
+        return err, OLLAMA_STATUS.get(err.status, err.status), {
+            "error": ollama_message(err.message)}
+    return err, err.status, err.payload()
+
+
+# -- the app's answers ------------------------------------------------------------------------
+class ErrorJSON(JSONResponse):
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, separators=(",", ":")).encode("ascii")
+
+
+def error_response(err: ServeError, path: str = "") -> JSONResponse:
+    """`err` as a response in the shape of `path`'s API (OpenAI's by default)."""
+    err, status, body = shape(err, path)
+    return ErrorJSON(body, status_code=status, headers=err.headers() or None)
+
+
+def shaped(request: Request, err: ServeError) -> JSONResponse:
+    return error_response(err, request.url.path)
+
+
+class OpenAICORS(CORSMiddleware):
+    """Starlette's CORS, whose refused preflight (400 text/plain "Disallowed CORS origin")
+    answers in OpenAI's shape, naming what was refused."""
+
+    def preflight_response(self, request_headers: Headers) -> Response:
+        resp = super().preflight_response(request_headers)
+        if resp.status_code != 400:
+            return resp
+        what = bytes(resp.body).decode().removeprefix("Disallowed CORS ")
+        err = error_response(BadRequest(f"CORS preflight refused: {what} not allowed (allowed "
+                                        "origins: --cors-origin)", code="cors_refused"))
+        for k, v in resp.headers.items():
+            if k.lower().startswith("access-control-") or k.lower() == "vary":
+                err.headers[k] = v
+        return err
+
+
+def install_refusals(app: FastAPI) -> None:
+    """The framework's own refusals through `shaped`. A bug (any other exception) is answered
+    by serve/http/middleware.py's RequestGuard, with the request id."""
+
+    @app.exception_handler(ServeError)
+    async def _serve_error(request: Request, err: ServeError) -> Response:
+        return shaped(request, err)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        if exc.status_code == 404:
+            err: ServeError = NotFound(f"no endpoint {request.method} {request.url.path}; "
+                                       "see /openapi.json")
+        elif exc.status_code == 405:  # a HEAD runs as its GET (serve/http/head.py): name the HEAD
+            method = "HEAD" if request.scope.get("state", {}).get("head") else request.method
+            err = for_status(405, f"{method} is not allowed on {request.url.path}")
+        else:
+            err = for_status(exc.status_code, str(exc.detail))
+        resp = shaped(request, err)
+        for k, v in (exc.headers or {}).items():
+            resp.headers[k] = v
+        return resp
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> Response:
+        field, problem = first_problem(exc)
+        param = ".".join(p for p in (field or "").split(".") if p not in ("body", "path", "query"))
+        return shaped(request, BadRequest(f"'{param}': {problem}", param=param or None))

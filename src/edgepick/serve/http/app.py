@@ -16,20 +16,20 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from edgepick.serve.errors import OpenAICORS, install_refusals
 from edgepick.serve.http.engine_api import engine_router
 from edgepick.serve.http.feedback import loop_router
 from edgepick.serve.http.generate import generate_router
-from edgepick.serve.http.info_api import info_router
 from edgepick.serve.http.head import HeadAsGet
+from edgepick.serve.http.info_api import info_router
 from edgepick.serve.http.middleware import REQUEST_ID, RequestGuard
 from edgepick.serve.http.ollama.api import ollama_router
 from edgepick.serve.http.ollama.keep_alive import HEADER as KEEP_ALIVE_HEADER
 from edgepick.serve.http.ollama.requests import TOOL_CHOICE_HEADER
 from edgepick.serve.http.openapi_doc import install
-from edgepick.serve.refusals import OpenAICORS, install_refusals
-from edgepick.serve.router_api import TASK_HEADER
 from edgepick.serve.http.state import ServeState
 from edgepick.serve.http.status_page import status_router
+from edgepick.serve.router_api import TASK_HEADER
 
 log = logging.getLogger("edgepick.serve")
 
@@ -101,7 +101,7 @@ def create_app(state: ServeState) -> FastAPI:
     app.state.serve_settings = state.settings  # serve/run.py's server_config reads it
     app.include_router(engine_router(state))  # tokenizer, probes, engine slots (E)
     app.include_router(loop_router(state))  # feedback, metrics history (H, serve/http/feedback.py)
-    install_refusals(app)  # every refusal in the OpenAI error shape (serve/refusals.py)
+    install_refusals(app)  # every refusal in its API's error shape (serve/errors.py)
     if state.settings.cors_origin:
         add_cors(app, list(state.settings.cors_origin))
     app.add_middleware(HeadAsGet)  # HEAD on every GET route: the GET's status and headers

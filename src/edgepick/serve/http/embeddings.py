@@ -13,9 +13,9 @@ import base64
 from typing import Any
 
 from edgepick.serve.http.request_checks import ENGINE_ONLY_FIELDS, check_ids
-from edgepick.serve.validation import validate
 from edgepick.serve.request_models import EmbeddingRequest
 from edgepick.serve.router_api import BadRequest, ServeError
+from edgepick.serve.validation import validate
 
 MAX_INPUTS = 2048  # OpenAI's own bound on the inputs of one request
 

@@ -17,9 +17,9 @@ from fastapi.responses import JSONResponse
 
 from edgepick.serve.http.openapi_doc import describe
 from edgepick.serve.http.request_checks import check_key, read_json
-from edgepick.serve.validation import validate_model
 from edgepick.serve.request_models import DetokenizeRequest, TokenizeRequest
 from edgepick.serve.router_api import BadRequest
+from edgepick.serve.validation import validate_model
 
 
 def _flag(body: dict, *names: str, default: bool) -> bool:

@@ -22,11 +22,11 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import ValidationError
 
 from edgepick.errors import first_problem
-from edgepick.serve.loop.history import AGE_HEADER, MetricsHistory
 from edgepick.serve.http.openapi_doc import describe
-from edgepick.serve.pool.policy_file import ServePolicy
-from edgepick.serve.loop.references import sampler_for
 from edgepick.serve.http.request_checks import check_json_type, check_key
+from edgepick.serve.loop.history import AGE_HEADER, MetricsHistory
+from edgepick.serve.loop.references import sampler_for
+from edgepick.serve.pool.policy_file import ServePolicy
 from edgepick.serve.request_models import FeedbackBody
 from edgepick.serve.router_api import BadRequest
 

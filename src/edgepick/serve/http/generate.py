@@ -15,15 +15,15 @@ from typing import Callable
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from edgepick.serve.errors import ClientGone, ServeError, UpstreamError, from_upstream
-from edgepick.serve.pool.forwarded import apply_sampling, wire
+from edgepick.serve.errors import (ClientGone, ServeError, UpstreamError, error_response,
+                                   from_upstream)
 from edgepick.serve.http.openapi_doc import describe
-from edgepick.serve.refusals import error_response
 from edgepick.serve.http.relay import Outcome, measure_body, relay_stream
 from edgepick.serve.http.request_checks import check_body, check_key, read_json
-from edgepick.serve.router_api import Kind, Routed, RouteRequest
 from edgepick.serve.http.state import ServeState, route, until_disconnect
 from edgepick.serve.http.task_constraints import HEADER as CONSTRAINT_HEADER
+from edgepick.serve.pool.forwarded import apply_sampling, wire
+from edgepick.serve.router_api import Kind, Routed, RouteRequest
 
 log = logging.getLogger("edgepick.serve")
 ENDPOINTS: dict[str, str] = {"chat": "/v1/chat/completions", "completion": "/v1/completions",

@@ -10,15 +10,15 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from edgepick.serve.http.answer_models import NOT_READY
-from edgepick.serve.http.embeddings import answer as embedding_answer, embedding_body, empty_input
 from edgepick.serve.errors import (NotFound, NotImplementedHere, ServeError, UpstreamError,
                                    from_upstream)
+from edgepick.serve.http.answer_models import NOT_READY
+from edgepick.serve.http.embeddings import answer as embedding_answer, embedding_body, empty_input
 from edgepick.serve.http.generate import ENDPOINTS, refused
 from edgepick.serve.http.openapi_doc import describe
 from edgepick.serve.http.request_checks import check_key, read_json
-from edgepick.serve.router_api import ServedResponse
 from edgepick.serve.http.state import ServeState
+from edgepick.serve.router_api import ServedResponse
 
 
 async def embedding_of(state: ServeState, raw: dict, t0: float) -> tuple[dict, ServedResponse]:

@@ -12,8 +12,7 @@ import logging
 import re
 import uuid
 
-from edgepick.serve.errors import BadRequest, HeadersTooLarge, ServeError
-from edgepick.serve.ollama_shape import OLLAMA_PREFIX, payload as ollama_payload
+from edgepick.serve.errors import BadRequest, HeadersTooLarge, ServeError, shape
 
 REQUEST_ID = "x-request-id"
 MAX_HEADERS = 100
@@ -36,8 +35,7 @@ log = logging.getLogger("edgepick.serve")
 
 async def _refuse(send, err: ServeError, rid: str, close: bool = False,
                   path: str = "") -> None:
-    status, payload = (ollama_payload(err) if path.startswith(OLLAMA_PREFIX)
-                       else (err.status, err.payload()))
+    _, status, payload = shape(err, path)
     body = json.dumps(payload).encode()  # ASCII: a quoted surrogate cannot break it
     headers = [(b"content-type", b"application/json"),
                (b"content-length", str(len(body)).encode()), (REQUEST_ID.encode(), rid.encode())]

@@ -10,8 +10,8 @@ from typing import Any, Callable
 
 from pydantic import BaseModel
 
-from edgepick.serve.http import answer_models as am
 from edgepick.serve import request_models as rm
+from edgepick.serve.http import answer_models as am
 
 REF = "#/components/schemas/{model}"
 _ERRORS = {

@@ -25,8 +25,7 @@ import uuid
 import httptools
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
-from edgepick.serve.errors import BadRequest, RequestTimeout, ServeError
-from edgepick.serve.ollama_shape import OLLAMA_PREFIX, payload as ollama_payload
+from edgepick.serve.errors import BadRequest, RequestTimeout, ServeError, shape
 
 log = logging.getLogger("edgepick.serve")
 
@@ -34,8 +33,7 @@ log = logging.getLogger("edgepick.serve")
 def refusal_bytes(err: ServeError, request_id: str, path: bytes = b"") -> bytes:
     """A whole HTTP/1.1 response carrying `err`, written straight to the socket; in Ollama's
     shape when the request's path, as far as it was read, is one of its API's."""
-    status, payload = (ollama_payload(err) if path.startswith(OLLAMA_PREFIX.encode())
-                       else (err.status, err.payload()))
+    _, status, payload = shape(err, path.decode("latin-1"))
     body = json.dumps(payload).encode()
     head = [STATUS_LINE[status],
             b"content-type: application/json\r\n",

@@ -12,9 +12,9 @@ from typing import Any, Awaitable, Callable
 
 from starlette.requests import ClientDisconnect, Request
 
-from edgepick.serve.http.constraints import check_constraints
 from edgepick.serve.errors import (BadRequest, BodyTooLarge, ClientGone, RequestTimeout,
                                    Unauthorized, UnsupportedMediaType)
+from edgepick.serve.http.constraints import check_constraints
 from edgepick.serve.http.prompt_cap import check_ids, check_prompt_cap
 from edgepick.serve.request_models import ENGINE_ONLY_FIELDS, OpenAIRequest
 from edgepick.serve.router_api import Kind

@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from starlette.requests import Request
 
-from edgepick.serve.http.edge_only import EdgeOnly
 from edgepick.serve.errors import ServeError
+from edgepick.serve.http.edge_only import EdgeOnly
+from edgepick.serve.http.task_constraints import TaskConstraints
+from edgepick.serve.loop.sampling import Sampler
 from edgepick.serve.metrics import ServeMetrics
 from edgepick.serve.router_api import (Edge, EdgeOnlyRouter, Routed, RouteRequest, Router,
                                        complete)
-from edgepick.serve.loop.sampling import Sampler
 from edgepick.serve.settings import ServeSettings
-from edgepick.serve.http.task_constraints import TaskConstraints
 
 if TYPE_CHECKING:
     from edgepick.serve.pool.control import RegistryControl

@@ -29,21 +29,21 @@ from collections import deque
 from typing import Awaitable, Callable
 
 from edgepick.backends import llama_server_client as lsc
-from edgepick.serve.pool.admission import (Admission, Held, ResourceCheck, ResourcePolicy,
-                                      slots_needed)
 from edgepick.serve.engine.llama_server import LlamaServer
 from edgepick.serve.engine.process import EngineProcess, EngineSpec
-from edgepick.serve.pool.collect import collect
-from edgepick.serve.engine.send import relay_error, send, sse_error  # noqa: F401 (re-export)
-from edgepick.serve.pool.forwarded import engine_payload
-from edgepick.serve.metrics import ServeMetrics
-from edgepick.serve.validation import as_request
-from edgepick.serve.request_models import OpenAIRequest, value
-from edgepick.serve.pool.scoring import EchoLimits, score_request
 from edgepick.serve.engine.queries import EngineQueries
+from edgepick.serve.engine.send import relay_error, send, sse_error  # noqa: F401 (re-export)
 from edgepick.serve.engine.supervisor import Supervised
+from edgepick.serve.metrics import ServeMetrics
+from edgepick.serve.pool.admission import (Admission, Held, ResourceCheck, ResourcePolicy,
+                                      slots_needed)
+from edgepick.serve.pool.collect import collect
+from edgepick.serve.pool.forwarded import engine_payload
+from edgepick.serve.pool.scoring import EchoLimits, score_request
 from edgepick.serve.pool.tool_choice import forced_functions, forward_forced
+from edgepick.serve.request_models import OpenAIRequest, value
 from edgepick.serve.router_api import DeadlineExceeded, Kind, ServedResponse
+from edgepick.serve.validation import as_request
 
 log = logging.getLogger("edgepick.serve")
 

@@ -33,10 +33,10 @@ from edgepick.records.candidate import Candidate, RuntimeSettings
 from edgepick.records.model_ref import ModelRef
 from edgepick.serve.pool.admission import Admission
 from edgepick.serve.pool.collect import replayed
-from edgepick.serve.validation import as_request
+from edgepick.serve.pool.score_math import Stopped, choice, score, tokens_of
 from edgepick.serve.request_models import CompletionRequest
 from edgepick.serve.router_api import BadRequest, DeadlineExceeded, Overloaded, ServedResponse
-from edgepick.serve.pool.score_math import Stopped, choice, score, tokens_of
+from edgepick.serve.validation import as_request
 
 log = logging.getLogger("edgepick.serve")
 

@@ -22,9 +22,9 @@ from prometheus_client import Counter, Gauge, Histogram
 
 from edgepick.errors import EdgepickError
 from edgepick.records.team import DEFAULT_EDGE, EdgeModel, memory_plan
-from edgepick.serve.pool.edge import EdgePool
 from edgepick.serve.engine.process import EngineSpec
 from edgepick.serve.metrics import LATENCY_BUCKETS, ServeMetrics
+from edgepick.serve.pool.edge import EdgePool
 from edgepick.serve.pool.residency import Resident, Residency, ResidencyEvents
 from edgepick.serve.router_api import ServedResponse
 

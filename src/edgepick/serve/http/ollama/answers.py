@@ -16,9 +16,8 @@ from typing import AsyncIterator
 from fastapi.responses import JSONResponse
 
 from edgepick.backends import llama_server_client as lsc
-from edgepick.serve.errors import ServeError
-from edgepick.serve.ollama_shape import ollama_message
-from edgepick.serve.refusals import ollama_error
+from edgepick.serve.errors import OLLAMA_PREFIX, ServeError, ollama_message
+from edgepick.serve.errors import error_response as refusal
 
 NDJSON = "application/x-ndjson"
 
@@ -29,7 +28,7 @@ def now_iso() -> str:
 
 def error_response(err: ServeError) -> JSONResponse:
     """A refusal as Ollama shapes it; the request id rides in `x-request-id`."""
-    return ollama_error(err)
+    return refusal(err, OLLAMA_PREFIX)
 
 
 def _arguments(text: str | dict | None) -> dict:
