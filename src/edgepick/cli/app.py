@@ -1,7 +1,10 @@
-"""Entry point: builds the typer app from every `cmd_*` module and turns errors into one line.
+"""Entry point: the typer app over every `cmd_*` module, and errors turned into one line.
 
-Command modules are discovered rather than listed so that each stage adds its commands in a
-file of its own.
+Each stage adds its commands in a `cmd_*` module of its own, which imports that stage at its
+top. The app knows each top-level command's name, module and one-line summary from
+`command_table` (generated from the modules by scripts/gen_cli_docs.py, checked by
+tests/cli/test_command_table.py), and imports a command's module only when that command runs
+or prints its own help: `edgepick --help` loads no stage, and `edgepick fit` loads fit alone.
 """
 
 from __future__ import annotations
@@ -11,37 +14,30 @@ import inspect
 import pkgutil
 import re
 import sys
+from difflib import get_close_matches
+from gettext import gettext as _
 
 import typer
 from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
+from typer import _click as click  # the click typer vendors and builds on
+from typer.core import TyperGroup
 
-import edgepick.cli as pkg
+import edgepick.cli as cli_pkg
 from edgepick.cli import help_format
+from edgepick.cli.command_table import COMMANDS
 from edgepick.errors import EdgepickError, pydantic_problem
 
 help_format.install()
 
-app = typer.Typer(
-    name="edgepick",
-    help="Choose, prove and run the right LLM configuration for an edge device.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-    # Plain help (click's layout): one column of flags that wraps at any width, where rich's
-    # five-column table left 17 columns for the text at 80 (docs/cli.md is made from the same).
-    rich_markup_mode=None,
-    context_settings={"max_content_width": 200},  # a wide terminal keeps a summary on one line
-)
-err_console = Console(stderr=True)
-
-
-def _register_commands() -> None:
-    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-        if info.name.startswith("cmd_"):
-            module = importlib.import_module(f"edgepick.cli.{info.name}")
-            module.register(app)
+# What every typer the CLI builds shares: plain help (click's layout, one column of flags that
+# wraps at any width, where rich's five-column table left 17 columns for the text at 80;
+# docs/cli.md is made from the same), no completion, no pretty tracebacks.
+SETTINGS = {"pretty_exceptions_enable": False, "add_completion": False,
+            "rich_markup_mode": None}
+TABLE = {name: (modules, line) for name, modules, line in COMMANDS}
+_loaded: dict[str, click.Command] = {}  # commands built in this process, by name
 
 
 def reflow(text: str | None) -> str | None:
@@ -91,8 +87,84 @@ def _reflow_help(t: typer.Typer) -> None:
                 group.help or group.typer_instance.info.help)
 
 
-_register_commands()
-_reflow_help(app)
+def build(modules: tuple[str, ...]) -> dict[str, click.Command]:
+    """The click commands that these `cmd_*` modules register, by name, as the app shows them."""
+    sub = typer.Typer(**SETTINGS)
+    for name in modules:
+        importlib.import_module(f"edgepick.cli.{name}").register(sub)
+    _reflow_help(sub)
+    return dict(typer.main.get_group(sub).commands)
+
+
+def forget_built() -> None:
+    """Build every command again on its next lookup (after TABLE changed in this process)."""
+    _loaded.clear()
+
+
+class LazyGroup(TyperGroup):
+    """The top-level group: lists and summarises its commands from `TABLE` and builds one (its
+    module imported, its stage with it) only when it is looked up to run or to print its help."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*TABLE, *(name for name in self.commands if name not in TABLE)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.commands:
+            return self.commands[cmd_name]
+        if cmd_name in TABLE and cmd_name not in _loaded:
+            _loaded.update(build(TABLE[cmd_name][0]))
+        return _loaded.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, line) for name, (_modules, line) in TABLE.items() if line is not None]
+        rows += [(name, cmd.get_short_help_str()) for name, cmd in self.commands.items()
+                 if name not in TABLE and not cmd.hidden]
+        if rows:
+            with formatter.section(_("Commands")):
+                formatter.write_dl(rows)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        # typer's "did you mean" reads self.commands, which holds no command until one is built
+        try:
+            return self._click_resolve_command(ctx, args)
+        except click.exceptions.UsageError as exc:
+            matches = get_close_matches(args[0], self.list_commands(ctx)) if args else []
+            if self.suggest_commands and matches:
+                exc.message = (f"{exc.message.rstrip('.')}. Did you mean "
+                               f"{', '.join(repr(m) for m in matches)}?")
+            raise
+
+
+app = typer.Typer(
+    cls=LazyGroup,
+    name="edgepick",
+    help=reflow("Choose, prove and run the right LLM configuration for an edge device."),
+    no_args_is_help=True,
+    context_settings={"max_content_width": 200},  # a wide terminal keeps a summary on one line
+    **SETTINGS,
+)
+err_console = Console(stderr=True)
+
+
+@app.callback()
+def _group() -> None:
+    # typer makes a group only of an app with a callback or commands, and this one registers
+    # its commands only when they are looked up
+    pass
+
+
+def _register_unlisted() -> None:
+    """A `cmd_*` module the table does not name (added without regenerating it) is registered
+    at start, as every module was before the table: its commands are listed and run, only not
+    lazily. tests/cli/test_command_table.py asks for the table to be regenerated."""
+    listed = {m for modules, _line in TABLE.values() for m in modules}
+    for info in sorted(pkgutil.iter_modules(cli_pkg.__path__), key=lambda m: m.name):
+        if info.name.startswith("cmd_") and info.name not in listed:
+            importlib.import_module(f"{cli_pkg.__name__}.{info.name}").register(app)
+    _reflow_help(app)
+
+
+_register_unlisted()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,18 +1,25 @@
-"""docs/cli.md and docs/plan.md's synopsis, made from the typer app itself.
+"""docs/cli.md, docs/plan.md's synopsis and cli/command_table.py, made from the typer app itself.
 
 Every command, flag, value word and default on those pages is what `--help` prints, read from
 the same click objects, so the pages cannot drift from the program; `scripts/gen_cli_docs.py`
 writes them and tests/docs/test_cli_reference.py fails when a page is not what it would write.
 The hand-written part of docs/cli.md (its conventions) is everything above `## Commands`.
+cli/command_table.py (each top-level command's name, modules and summary, which lets the app
+list its commands without importing them) is made by registering every `cmd_*` module.
 """
 
 from __future__ import annotations
 
+import importlib
+import json
+import pkgutil
 import re
 from pathlib import Path
 
 import typer
 
+import edgepick.cli as cli_pkg
+from edgepick.cli import app as cli_app
 from edgepick.cli.app import app
 
 REGENERATE = ".venv/bin/python scripts/gen_cli_docs.py"
@@ -23,7 +30,13 @@ WIDTH = 80
 
 
 def root_command():
-    return typer.main.get_command(app)
+    """The top-level group with every command built in its `commands` (the app builds one only
+    when it is looked up), so the pages and the tests walk the whole tree."""
+    root = typer.main.get_command(app)
+    ctx = root.context_class(root, info_name="edgepick")
+    for name in root.list_commands(ctx):
+        root.commands[name] = root.get_command(ctx, name)
+    return root
 
 
 def _context(cmd, path: tuple[str, ...], parent=None):
@@ -55,6 +68,73 @@ def groups(cmd=None, path: tuple[str, ...] = (), parent=None) -> dict[str, tuple
         if not getattr(sub, "hidden", False):
             out.update(groups(sub, (*path, name), ctx))
     return out
+
+
+# -- cli/command_table.py ------------------------------------------------------------------------
+TABLE_PATH = "src/edgepick/cli/command_table.py"
+
+
+def _callback_modules(cmd) -> set[str]:
+    """The modules that define the functions of a command or of every command under a group."""
+    found = {cmd.callback.__module__} if getattr(cmd, "callback", None) else set()
+    for sub in (getattr(cmd, "commands", None) or {}).values():
+        found |= _callback_modules(sub)
+    return found
+
+
+def discover() -> list[tuple[str, tuple[str, ...], str | None]]:
+    """(name, the `cmd_*` modules it needs, its line in `edgepick --help` or None when hidden)
+    of every top-level command, in the order typer lists them when every module is registered
+    on one app in name order. A command needs the module that registers it and every `cmd_*`
+    module that defines one of its subcommands (`models pull` is added to `models` by
+    cmd_models_remote)."""
+    names = sorted(m.name for m in pkgutil.iter_modules(cli_pkg.__path__)
+                   if m.name.startswith("cmd_"))
+    sub = typer.Typer(**cli_app.SETTINGS)
+    first: dict[str, str] = {}
+    for module in names:
+        importlib.import_module(f"{cli_pkg.__name__}.{module}").register(sub)
+        for name in typer.main.get_group(sub).commands:
+            first.setdefault(name, module)
+    cli_app._reflow_help(sub)
+    prefix = f"{cli_pkg.__name__}."
+    rows = []
+    for name, cmd in typer.main.get_group(sub).commands.items():
+        defined = {m.removeprefix(prefix) for m in _callback_modules(cmd)}
+        modules = {first[name]} | {m for m in defined if m in names}
+        rows.append((name, tuple(sorted(modules)), None if cmd.hidden else cmd.get_short_help_str()))
+    return rows
+
+
+def _string(text: str, indent: str) -> str:
+    """A Python string literal for `text`, split into adjacent literals within 100 columns."""
+    lines, line = [], ""
+    for word in text.split(" "):
+        if line and len(indent) + len(_quoted(line + word)) > 98:
+            lines.append(line)
+            line = ""
+        line += word + " "
+    lines.append(line[:-1])
+    return f"\n{indent}".join(_quoted(part) for part in lines)
+
+
+def _quoted(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)  # a JSON string is a Python string literal
+
+
+def command_table(current: str = "") -> str:  # noqa: ARG001 - write_all's maker signature
+    """cli/command_table.py as discover() finds the commands now."""
+    rows = []
+    for name, modules, line in discover():
+        text = "None" if line is None else _string(line, "     ")
+        owners = ", ".join(_quoted(m) for m in modules) + ("," if len(modules) == 1 else "")
+        rows.append(f"    ({_quoted(name)}, ({owners}),\n     {text}),")
+    return ('"""Every top-level command: (name, the `cmd_*` modules that register it or add to it,\n'
+            "its line in `edgepick --help`). The app lists its commands from here without\n"
+            f"importing them. Generated from the modules by {REGENERATE};\n"
+            'tests/cli/test_command_table.py fails when it is stale."""\n\n'
+            "COMMANDS: list[tuple[str, tuple[str, ...], str | None]] = [\n"
+            + "\n".join(rows) + "\n]\n")
 
 
 def help_text(name: str) -> str:
@@ -117,9 +197,16 @@ def plan_synopsis(current: str) -> str:
 
 
 def write_all(root: Path) -> list[Path]:
-    """Regenerate both pages under `root`; returns the files that changed."""
+    """Regenerate the command table and both pages under `root`; returns the files that
+    changed. The pages are made from the fresh table (a command added since this process read
+    it is listed)."""
+    rows = discover()
+    cli_app.TABLE.clear()
+    cli_app.TABLE.update({name: (modules, line) for name, modules, line in rows})
+    cli_app.forget_built()
     changed = []
-    for rel, make in (("docs/cli.md", cli_reference), ("docs/plan.md", plan_synopsis)):
+    for rel, make in ((TABLE_PATH, command_table), ("docs/cli.md", cli_reference),
+                      ("docs/plan.md", plan_synopsis)):
         path = root / rel
         old = path.read_text(encoding="utf-8")
         new = make(old)
