@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from edgepick.bench.pair import PairRequest, run
 from edgepick.cli.options import open_store
 from edgepick.cli.output import console, err_console, print_json
 from edgepick.errors import EdgepickError
@@ -13,8 +14,6 @@ from edgepick.units import mib
 
 def bench_pair(refs, settings, prompt_tokens: int, gen: int, swaps: int, timeout: float,
                store: str | None, json_out: bool) -> None:
-    from edgepick.bench.pair import PairRequest, run
-
     if len(refs) != 2 or any(r.is_endpoint for r in refs):
         raise EdgepickError("--resident: give exactly two local models, -m A -m B (A is the one "
                             "swapped out and in)")

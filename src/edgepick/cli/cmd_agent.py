@@ -10,9 +10,15 @@ from typing import List, Optional
 
 import typer
 
+from edgepick.agent import Agent, LongTermMemory, Memory, load_tools
+from edgepick.agent.embedding import embedder_for
+from edgepick.agent.model import BackendModel
+from edgepick.backends.base import CHAT_TEMPLATE, TOKENIZE
 from edgepick.cli.output import console, err_console, print_json
 from edgepick.errors import EdgepickError
+from edgepick.inputs import resolve_ref
 from edgepick.records.candidate import Candidate, RuntimeSettings
+from edgepick.route.context import BackendTokenizer, ContextBuilder, ServerTokenizer
 from edgepick.units import parse_size
 
 
@@ -95,10 +101,6 @@ def register(app: typer.Typer) -> None:
         json_out: bool = typer.Option(False, "--json", help="print every step as JSON"),
     ) -> None:
         """Run requests through a guarded agent: validated calls, confirmation, bounded steps."""
-        from edgepick.agent import Agent, LongTermMemory, Memory, load_tools
-        from edgepick.agent.model import BackendModel
-        from edgepick.inputs import resolve_ref
-
         if mode not in (None, "native", "json"):
             raise EdgepickError(f"--tool-format: expected native or json, got '{mode}'")
         toolset = load_tools(tools, sandbox)
@@ -113,8 +115,6 @@ def register(app: typer.Typer) -> None:
         with BackendModel(cand, mode) as m:
             mem = None
             if memory is not None:
-                from edgepick.agent.embedding import embedder_for
-
                 try:
                     cap = int(parse_size(memory_bytes))
                 except ValueError as exc:
@@ -147,9 +147,6 @@ def register(app: typer.Typer) -> None:
 
 def _context_builder(m, ref, window: int):
     """The route's context builder (system / task context / user, ≤ 70% of the window)."""
-    from edgepick.backends.base import CHAT_TEMPLATE, TOKENIZE
-    from edgepick.route.context import BackendTokenizer, ContextBuilder, ServerTokenizer
-
     if m.backend.supports(CHAT_TEMPLATE) and m.backend.supports(TOKENIZE):
         return ContextBuilder(BackendTokenizer(m.backend), window)
     if ref.is_endpoint:

@@ -10,6 +10,8 @@ import typer
 
 from edgepick.cli.output import console
 from edgepick.errors import EdgepickError
+from edgepick.monitor.alerts import AlertSettings, rules_yaml
+from edgepick.monitor.window import parse_window
 from edgepick.records.deploy import DeployConfig
 
 
@@ -33,9 +35,6 @@ def register(app: typer.Typer) -> None:
 
         TTFT P50/P99 and decode P5 via histogram_quantile, engine memory, sampled
         unacceptable and format-error rates, 5xx and rejection rates, not-ready and OOM."""
-        from edgepick.monitor.alerts import AlertSettings, rules_yaml
-        from edgepick.monitor.window import parse_window
-
         for flag, value in (("--window", window), ("--quality-window", quality_window),
                             ("--for", hold)):
             try:

@@ -7,12 +7,17 @@ from typing import Optional
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from edgepick.bench.runner import run
+from edgepick.bench.session import power_source
+from edgepick.bench.sweeps import BenchRequest
 from edgepick.cli.bench_pair import bench_pair
 from edgepick.cli.bench_tables import curve_tables, results_table, write_csv
 from edgepick.cli.options import STORE_HELP, int_list, open_store, split_list
 from edgepick.cli.output import console, err_console, print_json
 from edgepick.errors import EdgepickError
+from edgepick.inputs import resolve_ref
 from edgepick.llama_tools import repack_reason
+from edgepick.power import PowerConfig
 from edgepick.progress import ProgressEvent
 from edgepick.records.candidate import DEFAULTS, RuntimeSettings
 from edgepick.units import parse_size, whole_pct
@@ -77,12 +82,6 @@ def register(app: typer.Typer) -> None:
 
         Also prefill speed and inter-token latency (ITL); joules per token where a power counter
         exists. Definitions: docs/metrics.md."""
-        from edgepick.bench.runner import run
-        from edgepick.bench.session import power_source
-        from edgepick.power import PowerConfig
-        from edgepick.bench.sweeps import BenchRequest
-        from edgepick.inputs import resolve_ref
-
         for name, v in (("--gen", gen), ("--repeats", repeats), ("--ctx", ctx)):
             if v < 1:
                 raise EdgepickError(f"{name}: expected a positive integer, got {v}")

@@ -12,7 +12,10 @@ from rich.table import Table
 
 from edgepick.cli.options import STORE_HELP, one_model
 from edgepick.cli.output import console, err_console, human_bytes, print_json
+from edgepick.convert.recipe import ConvertRecipe
+from edgepick.convert.run import convert_gguf, convert_hf, store_record
 from edgepick.errors import EdgepickError, first_problem
+from edgepick.inputs import resolve_ref
 from edgepick.progress import ProgressEvent
 
 ENGINES = ("onnxruntime-genai",)
@@ -66,10 +69,6 @@ def register(app: typer.Typer) -> None:
 
         The recipe and what happened (steps, times, checks, warnings) are written to
         OUT/edgepick_convert.json; the same command rebuilds the same bytes."""
-        from edgepick.convert.recipe import ConvertRecipe
-        from edgepick.convert.run import convert_gguf, convert_hf, store_record
-        from edgepick.inputs import resolve_ref
-
         if engine not in ENGINES:
             raise EdgepickError(f"--engine: '{engine}' is not supported; known: "
                                 f"{', '.join(ENGINES)}")

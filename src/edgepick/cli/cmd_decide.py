@@ -14,7 +14,18 @@ from edgepick.cli.decision_print import (print_decision, print_none_next_steps, 
                                           runs_line)
 from edgepick.cli.output import console, print_json
 from edgepick.cli.run_display import RichRunDisplay
+from edgepick.cluster.fleet import run_fleet
+from edgepick.decide.scenarios import load_scenario
+from edgepick.decide.stage import DecideRequest, run as run_stage
+from edgepick.decide.view import enrich
+from edgepick.devices.catalog import load_device
 from edgepick.errors import EdgepickError
+from edgepick.monitor.window import parse_window
+from edgepick.plan.loader import load_plan
+from edgepick.plan.runner import run_plan
+from edgepick.plan.traffic import reselect
+from edgepick.report.writer import LANGS
+from edgepick.store import ResultStore
 
 # `edgepick run`'s longer option texts, one table (typer reflows them to the terminal)
 PLAN_RUN_HELP = {
@@ -38,7 +49,6 @@ PLAN_RUN_HELP = {
 def _budget(device: str | None) -> int | None:
     if not device:
         return None
-    from edgepick.devices.catalog import load_device
 
     return load_device(device).model_budget_bytes
 
@@ -46,7 +56,6 @@ def _budget(device: str | None) -> int | None:
 def _power_budget(device: str | None) -> float | None:
     if not device:
         return None
-    from edgepick.devices.catalog import load_device
 
     return load_device(device).power_budget_w
 
@@ -54,11 +63,6 @@ def _power_budget(device: str | None) -> float | None:
 def _decide(store_path: str | None, runs: list[int] | None, scenario: str, device: str | None,
             **kw):
     """The decide stage (decide/stage.py) over the store's selected runs."""
-    from edgepick.decide.scenarios import load_scenario
-    from edgepick.decide.stage import DecideRequest
-    from edgepick.decide.stage import run as run_stage
-    from edgepick.store import ResultStore
-
     req = DecideRequest(scenario=load_scenario(scenario), budget=_budget(device), device=device,
                         power_budget_w=_power_budget(device), runs=runs or None, **kw)
     with ResultStore(store_path or None, must_exist=True) as store:
@@ -96,7 +100,6 @@ def register(app: typer.Typer) -> None:
                                 "violations": [v.model_dump() for v in r.violations],
                                 "layer_scores": r.layer_scores, "pareto": r.pareto}
                                for r in decision.ranking]
-            from edgepick.decide.view import enrich
 
             enrich(data, decision, summaries)
             if rec.deploy:
@@ -118,8 +121,6 @@ def register(app: typer.Typer) -> None:
                                           "'local': its model budget is the peak-memory limit"),
                lang: str = typer.Option("both", "--lang", help="en | zh | both")) -> None:
         """Write the Markdown and self-contained HTML report plus CSV/JSON of every figure."""
-        from edgepick.report.writer import LANGS
-
         if lang not in LANGS:  # before any work, as the report writer would say it
             raise EdgepickError(f"--lang must be en, zh or both, got '{lang}'")
         rec = _decide(store, run_ids, scenario, device, report=Path(out), lang=lang)
@@ -147,13 +148,8 @@ def register(app: typer.Typer) -> None:
         """Run a whole plan: a decision, its report and, when something passes, a deploy.yaml.
 
         The stages: fit → quantize → bench → eval → fidelity → decide → report."""
-        from edgepick.plan.loader import load_plan
-        from edgepick.plan.runner import run_plan
-
         budget_s = None
         if budget is not None:
-            from edgepick.monitor.window import parse_window
-
             try:
                 budget_s = parse_window(budget)
             except ValueError as exc:
@@ -167,8 +163,6 @@ def register(app: typer.Typer) -> None:
         if store:
             lp.plan.store = os.path.abspath(store)
         if traffic or traffic_weight is not None or deployed:
-            from edgepick.plan.traffic import reselect
-
             if not traffic:
                 raise EdgepickError("--traffic-weight and --deployed go with --traffic FILE")
             sel = reselect(lp, Path(traffic), traffic_weight, Path(deployed) if deployed else None,
@@ -179,8 +173,6 @@ def register(app: typer.Typer) -> None:
             show_reselection(sel)
             return
         if executor != "local" or address or lp.plan.devices:
-            from edgepick.cluster.fleet import run_fleet
-
             if budget_s is not None:
                 raise EdgepickError("--budget runs on this machine only (not with a fleet)")
 

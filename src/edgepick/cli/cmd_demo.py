@@ -9,8 +9,13 @@ from typing import Optional
 import typer
 from rich.table import Table
 
+from edgepick.bench.runner import run as bench
+from edgepick.bench.sweeps import BenchRequest
 from edgepick.cli.options import STORE_HELP, open_store, split_list
 from edgepick.cli.output import console, err_console, human_bytes, print_json, to_jsonable
+from edgepick.devices.local import describe, local_device
+from edgepick.fit.stage import FitRequest, run as fit
+from edgepick.inputs import resolve_ref
 from edgepick.records import RuntimeSettings
 
 
@@ -29,12 +34,6 @@ def register(app: typer.Typer) -> None:
         json_out: bool = typer.Option(False, "--json", help="print check.json's content"),
     ) -> None:
         """Probe this machine, fit the models, then measure the first one: predicted vs measured."""
-        from edgepick.bench.runner import run as bench
-        from edgepick.bench.sweeps import BenchRequest
-        from edgepick.devices.local import describe, local_device
-        from edgepick.fit.stage import FitRequest, run as fit
-        from edgepick.inputs import resolve_ref
-
         say = err_console if json_out else console  # stdout stays clean for --json
         with say.status("reading this machine's probe…"):
             device = local_device(notify=say.print)

@@ -13,10 +13,17 @@ from edgepick.cli.cmd_fidelity import _progress
 from edgepick.cli.options import STORE_HELP, open_store, split_list
 from edgepick.cli.output import console, err_console, print_json
 from edgepick.cli.remote_text import say_remote
+from edgepick.doctor.plan import plan
+from edgepick.doctor.remote import not_run_line, planned, run_remote
+from edgepick.doctor.render import checks_table, evidence_lines, findings_table
+from edgepick.doctor.runner import QUICK_BUDGET_S, SYMPTOM_BUDGET_S, DoctorRequest, run
 from edgepick.errors import EdgepickError
+from edgepick.inputs import resolve_ref
+from edgepick.inputs.remote import is_remote, resolve_remote
 from edgepick.llama_tools import repack_reason
 from edgepick.progress import silent
 from edgepick.records.candidate import DEFAULTS
+from edgepick.report.doctor_section import append_to_report, report_dir_of
 from edgepick.strings import texts
 from edgepick.units import parse_size
 
@@ -63,25 +70,15 @@ def register(app: typer.Typer) -> None:
         host_load, thermal_throttling, memory_budget, memory_growth, engine_support,
         file_integrity, cold_start, conversion, tool_schema, speculation. Figures already in
         the results store for this file and these settings are reused."""
-        from edgepick.doctor.plan import plan
-        from edgepick.doctor.remote import not_run_line, planned, run_remote
-        from edgepick.doctor.render import checks_table, evidence_lines, findings_table
-        from edgepick.doctor.runner import DoctorRequest, run
-        from edgepick.inputs.remote import is_remote, resolve_remote
-
         check = split_list(check) or None
         if lang not in ("en", "zh"):
             raise EdgepickError(f"--lang must be en or zh, got '{lang}'")
         ref = None
         if reference:
-            from edgepick.inputs import resolve_ref
-
             ref = resolve_ref(reference)
         remote = resolve_remote(target) if is_remote(target) else None
         target_path = target
         if remote is None and "://" not in target and not target.endswith((".yaml", ".yml")):
-            from edgepick.inputs import resolve_ref
-
             if not os.path.exists(target):
                 target_path = resolve_ref(target).path or target  # a bundled name
         try:
@@ -95,8 +92,6 @@ def register(app: typer.Typer) -> None:
         if remote is not None:
             say_remote([remote])  # the bytes its header cost, on stderr
         if not json_out:
-            from edgepick.doctor.runner import QUICK_BUDGET_S, SYMPTOM_BUDGET_S
-
             names = [c.name for c in plan(symptom) if not check or c.name in check]
             if not check and "://" not in target:
                 names = [n for n in ("file_integrity", "engine_support")
@@ -121,8 +116,6 @@ def register(app: typer.Typer) -> None:
             report = (run_remote(req, remote, rs, cb or silent, on_check=on_check)
                       if remote is not None else run(req, rs, cb or silent, on_check=on_check))
         if report.kind == "deploy":
-            from edgepick.report.doctor_section import append_to_report, report_dir_of
-
             folder = report_dir_of(target)
             if folder is not None:
                 touched = append_to_report(folder, report, ["en", "zh"])

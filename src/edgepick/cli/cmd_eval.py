@@ -15,6 +15,10 @@ from rich.table import Table
 from edgepick.cli.options import STORE_HELP, open_store, split_list
 from edgepick.cli.output import console, err_console, print_json
 from edgepick.cli.progress_lines import progress_lines
+from edgepick.evaluate.eval_sets import bundled_set_path
+from edgepick.evaluate.intervals import verdict, wilson
+from edgepick.evaluate.stage import EvalRequest, distinct_names, run
+from edgepick.inputs import resolve_ref
 from edgepick.progress import ProgressEvent
 from edgepick.records.candidate import DEFAULTS, Candidate, RuntimeSettings
 from edgepick.units import pct
@@ -53,7 +57,6 @@ def _print_human(res, show_badcases: int) -> None:
                 extras.add_row(task, k, f"{g.ref_metrics.get(k, 0):.3f}", f"{v:.3f}")
         console.print(extras)
         u = c.unacceptable
-        from edgepick.evaluate.intervals import verdict, wilson
 
         lo, hi = wilson(u.count, u.n)
         verdict_ = verdict(u.rate, lo, hi, ELIMINATE_ABOVE, "max")
@@ -149,10 +152,6 @@ def register(app: typer.Typer) -> None:
         json_out: bool = typer.Option(False, "--json", help="print JSON (per-item outcomes in --out only)"),
     ) -> None:
         """Score candidates and a reference on an eval set: gap per task with bootstrap CI, badcases."""
-        from edgepick.evaluate.eval_sets import bundled_set_path
-        from edgepick.evaluate.stage import EvalRequest, distinct_names, run
-        from edgepick.inputs import resolve_ref
-
         paths = [bundled_set_path(d) or d for d in (data or ["demo"])]
         settings = RuntimeSettings(threads=threads, n_ctx=ctx)
         ref = Candidate(ref=resolve_ref(reference, api_key_env=reference_key_env),

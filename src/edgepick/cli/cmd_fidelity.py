@@ -14,6 +14,12 @@ from rich.table import Table
 from edgepick.cli.options import STORE_HELP, merged, one_model, open_store
 from edgepick.cli.output import console, err_console, print_json
 from edgepick.cli.progress_lines import progress_lines
+from edgepick.evaluate import consistency_stage, fidelity_stage
+from edgepick.evaluate.consistency_stage import ConsistencyRequest
+from edgepick.evaluate.eval_sets import bundled_set_path
+from edgepick.evaluate.fidelity import bundled_text
+from edgepick.evaluate.fidelity_stage import FidelityRequest
+from edgepick.inputs import resolve_ref
 from edgepick.progress import ProgressEvent, silent
 from edgepick.records.candidate import DEFAULTS
 from edgepick.units import pct
@@ -64,10 +70,6 @@ def register(app: typer.Typer) -> None:
         json_out: bool = typer.Option(False, "--json", help="print JSON"),
     ) -> None:
         """Perplexities, KL divergence, top-1 agreement and Δp of the model against REFERENCE."""
-        from edgepick.evaluate.fidelity import bundled_text
-        from edgepick.evaluate.fidelity_stage import FidelityRequest, run
-        from edgepick.inputs import resolve_ref
-
         cand = one_model(merged(model, [candidate] if candidate else None, "-c/--candidate",
                                 "-m/--model"), None, "candidate")
         path = str(Path(text) if text else bundled_text("fidelity"))
@@ -75,7 +77,7 @@ def register(app: typer.Typer) -> None:
                               text=path, ctx=ctx, max_chunks=chunks, threads=threads,
                               cache=not no_cache)
         with _progress(not json_out) as cb, open_store(store, path) as rs:
-            res = run(req, rs, cb or silent)
+            res = fidelity_stage.run(req, rs, cb or silent)
         if json_out:
             print_json(res)
             return
@@ -116,10 +118,6 @@ def register(app: typer.Typer) -> None:
         show: int = typer.Option(10, "--show", help="diverging items to list"),
     ) -> int:
         """Greedy answers of the model and REFERENCE: identical share, first diverging token."""
-        from edgepick.evaluate.eval_sets import bundled_set_path
-        from edgepick.evaluate.consistency_stage import ConsistencyRequest, run
-        from edgepick.inputs import resolve_ref
-
         cand = one_model(merged(model, [candidate] if candidate else None, "-c/--candidate",
                                 "-m/--model"), None, "candidate")
         path = bundled_set_path(data) or data
@@ -127,7 +125,7 @@ def register(app: typer.Typer) -> None:
                                  candidate=resolve_ref(cand), data=path,
                                  max_tokens=max_tokens, threshold=threshold, threads=threads)
         with _progress(not json_out) as cb, open_store(store, path) as rs:
-            res = run(req, rs, cb or silent)
+            res = consistency_stage.run(req, rs, cb or silent)
         for msg in res.skipped:
             err_console.print(f"[yellow]skipped:[/] {msg}", highlight=False, soft_wrap=True)
         if json_out:

@@ -6,10 +6,17 @@ import typer
 from rich import box
 from rich.table import Table
 
+from edgepick.cli.fit_place import auto_placement, place_rows, placement_from_options, print_plans
 from edgepick.cli.options import STORE_HELP, int_list, merged, open_store, split_list
 from edgepick.cli.output import console, err_console, print_json
 from edgepick.cli.remote_text import say_remote
+from edgepick.devices import load_device
+from edgepick.devices.local import describe, local_device
 from edgepick.errors import EdgepickError
+from edgepick.fit.memory import KV_TYPE_NAMES
+from edgepick.fit.speed import band_text
+from edgepick.fit.stage import FitRequest, run
+from edgepick.inputs import resolve_ref
 from edgepick.llama_tools import repack_reason
 from edgepick.records.candidate import DEFAULTS
 from edgepick.units import whole_pct
@@ -82,12 +89,6 @@ def register(app: typer.Typer) -> None:
         originals shown as reclaimable) against the device budget, and decode speed bounds; an
         engine that cannot run the model's architecture is refused in one line; estimates of
         the files themselves are stored for `decide`."""
-        from edgepick.cli.fit_place import place_rows, placement_from_options, print_plans
-        from edgepick.devices import load_device
-        from edgepick.fit.memory import KV_TYPE_NAMES
-        from edgepick.fit.stage import FitRequest, run
-        from edgepick.inputs import resolve_ref
-
         for flag, value in (("--kv-type", kv_type), ("--kv-type-v", kv_type_v)):
             if value is not None and value not in KV_TYPE_NAMES:
                 raise EdgepickError(f"{flag}: unknown '{value}'; known: {', '.join(KV_TYPE_NAMES)}")
@@ -103,8 +104,6 @@ def register(app: typer.Typer) -> None:
         refs = [resolve_ref(m, remote_ok=True) for m in split_list(model)]
         say_remote(refs)
         if device == "local":
-            from edgepick.devices.local import describe, local_device
-
             dev = local_device(calibrate=calibrate, refresh=refresh,
                                notify=lambda m: err_console.print(f"[dim]{m}…[/]"))
             err_console.print(f"[dim]device local: {describe(dev)}[/]")
@@ -161,8 +160,6 @@ def register(app: typer.Typer) -> None:
 
 def _auto(place, placement, refs, quants, ctxs, dev, ngl, ot, n_cpu_moe, fit_target,
           settings):
-    from edgepick.cli.fit_place import auto_placement, placement_from_options
-
     if place != "auto":
         raise EdgepickError(f"--place: expected 'auto', got {place!r}")
     if ngl is not None or ot or n_cpu_moe:
@@ -177,8 +174,6 @@ def _auto(place, placement, refs, quants, ctxs, dev, ngl, ot, n_cpu_moe, fit_tar
 
 def _print_tables(rows, names: list[str], dev, margin: float) -> None:
     """Memory, then speed: two narrow tables, so that both read at 80 columns."""
-    from edgepick.fit.speed import band_text
-
     mib = lambda n: f"{n / 2**20:.1f}"  # noqa: E731
     mem = Table(title=f"memory on {dev.name}, MiB: budget {mib(dev.model_budget_bytes)}, "
                       f"margin {whole_pct(margin)}", box=box.SIMPLE_HEAD)

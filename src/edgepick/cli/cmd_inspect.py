@@ -10,6 +10,10 @@ from rich.table import Table
 from edgepick.cli.options import one_model
 from edgepick.cli.output import console, human_bytes, print_json
 from edgepick.cli.remote_text import say_remote
+from edgepick.fit.planner import plan_tensors
+from edgepick.fit.speed import weights_read_per_token
+from edgepick.inputs import resolve_ref
+from edgepick.models.spec import load_spec
 
 
 def register(app: typer.Typer) -> None:
@@ -21,9 +25,6 @@ def register(app: typer.Typer) -> None:
                 json_out: bool = typer.Option(False, "--json", help="print JSON"),
                 tensors: bool = typer.Option(False, "--tensors", help="list every tensor")) -> None:
         """Read a model's architecture and per-tensor quant types (header only; no weights)."""
-        from edgepick.models.spec import load_spec
-        from edgepick.inputs import resolve_ref
-
         ref = resolve_ref(one_model(model, positional, "model"), remote_ok=True)
         say_remote([ref])
         spec = load_spec(ref)
@@ -81,8 +82,5 @@ def register(app: typer.Typer) -> None:
 def _weights_read(spec) -> int:
     """Weight bytes one decoded token reads at the file's own types (no KV cache): an MoE
     model's active experts only."""
-    from edgepick.fit.planner import plan_tensors
-    from edgepick.fit.speed import weights_read_per_token
-
     read = weights_read_per_token(plan_tensors(spec, None)[0], spec.n_experts, spec.n_experts_used)
     return sum(t.n_bytes for t in read)

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import Annotated, Optional
 
+import httpx
 import typer
 from rich.table import Table
 
@@ -15,8 +16,13 @@ from edgepick.cli.cmd_fidelity import _progress
 from edgepick.cli.cmd_update import package_from
 from edgepick.cli.output import console, human_bytes, print_json
 from edgepick.errors import EdgepickError
+from edgepick.evaluate.eval_sets import DataSpec, bundled_set_path, load_sets
 from edgepick.records.deploy import DeployConfig
 from edgepick.records.update import UpdatePolicy
+from edgepick.registry.activation import activate as do_activate, rollback as do_rollback
+from edgepick.registry.install import install
+from edgepick.registry.store import Registry, split_versioned_ref
+from edgepick.serve.engine.check import check_engine
 from edgepick.yaml_input import read_yaml_mapping, validate_input
 
 models_app = typer.Typer(help="The model registry: versions verified by SHA-256, activate, "
@@ -42,8 +48,6 @@ def _switch_live(server: str, action: str, payload: dict, api_key: Optional[str]
 
 
 def _server_call(server: str, action: str, payload: dict, api_key: Optional[str]) -> dict:
-    import httpx
-
     key = api_key or os.environ.get("EDGEPICK_API_KEY")
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     url = server.rstrip("/").removesuffix("/v1") + f"/admin/models/{action}"
@@ -67,8 +71,6 @@ def add(file: Path = typer.Argument(..., help="the model file (GGUF)"),
         adapter_scale: float = typer.Option(1.0, "--adapter-scale", help="the adapter's scale"),
         registry: RegistryOpt = None) -> None:
     """Copy a model file (and its adapter) into the registry and record their SHA-256."""
-    from edgepick.registry.store import Registry
-
     ve = Registry(_root(registry), create=True).add(file, name, version, adapter, adapter_scale)
     lora = f", adapter sha256 {ve.adapter.sha256[:12]}…" if ve.adapter else ""
     console.print(f"added {name}@{version} ({human_bytes(ve.size)}, sha256 {ve.sha256[:12]}…"
@@ -79,8 +81,6 @@ def add(file: Path = typer.Argument(..., help="the model file (GGUF)"),
 def list_(registry: RegistryOpt = None,
           json_out: bool = typer.Option(False, "--json", help="print JSON")) -> None:
     """The registry's models, their versions and which one is active."""
-    from edgepick.registry.store import Registry
-
     state = Registry(_root(registry)).state()
     if json_out:
         print_json(state)
@@ -101,8 +101,6 @@ def history(name: str = typer.Argument(..., help="NAME"), registry: RegistryOpt 
             json_out: bool = typer.Option(False, "--json", help="print JSON")) -> None:
     """What happened to a model, oldest first: versions added or built from an update, probes,
     activations, rollbacks (a canary's with the figure that was worse), canary windows."""
-    from edgepick.registry.store import Registry
-
     entry = Registry(_root(registry)).model(name)
     if json_out:
         print_json(entry.events)
@@ -118,8 +116,6 @@ def history(name: str = typer.Argument(..., help="NAME"), registry: RegistryOpt 
 @models_app.command("remove")
 def remove(ref: str = typer.Argument(..., help="NAME@VERSION"), registry: RegistryOpt = None) -> None:
     """Delete a version that is not active (its file too)."""
-    from edgepick.registry.store import Registry, split_versioned_ref
-
     name, version = split_versioned_ref(ref)
     Registry(_root(registry)).remove(name, version)
     console.print(f"removed {name}@{version}")
@@ -130,10 +126,6 @@ def activate(ref: str = typer.Argument(..., help="NAME@VERSION"), registry: Regi
              server: ServerOpt = None, api_key: ApiKeyOpt = None) -> None:
     """Verify the SHA-256, start the version, and switch to it once healthy; the old version
     stays on disk. A checksum mismatch is refused and the active version stays."""
-    from edgepick.registry.activation import activate as do_activate
-    from edgepick.serve.engine.check import check_engine
-    from edgepick.registry.store import Registry, split_versioned_ref
-
     name, version = split_versioned_ref(ref)
     if server:
         _switch_live(server, "activate", {"name": name, "version": version}, api_key)
@@ -151,10 +143,6 @@ def activate(ref: str = typer.Argument(..., help="NAME@VERSION"), registry: Regi
 def rollback(name: str = typer.Argument(..., help="NAME"), registry: RegistryOpt = None,
              server: ServerOpt = None, api_key: ApiKeyOpt = None) -> None:
     """Go back to the version that was active before."""
-    from edgepick.registry.activation import rollback as do_rollback
-    from edgepick.serve.engine.check import check_engine
-    from edgepick.registry.store import Registry
-
     if server:
         _switch_live(server, "rollback", {"name": name}, api_key)
         return
@@ -194,12 +182,6 @@ def update(name: str = typer.Argument(..., help="NAME of the model in the regist
     top-1 and, with --deploy, format checks), and activate it only if the probe holds; the probe
     is recorded with the version. With --server the running server switches and watches the new
     version for the canary window, rolling back by itself if it serves worse."""
-    from edgepick.evaluate.eval_sets import bundled_set_path
-    from edgepick.registry.activation import activate as do_activate
-    from edgepick.serve.engine.check import check_engine
-    from edgepick.registry.store import Registry
-    from edgepick.registry.install import install
-
     policy = _update_policy(deploy) if deploy else UpdatePolicy()
     if deploy is not None:  # files named in deploy.yaml are relative to its folder
         policy = policy.model_copy(update={
@@ -251,8 +233,6 @@ def _update_policy(deploy: Path):
 def _probe_items(policy) -> list[dict]:
     """The canary's quality probe: the first items of the deploy's eval set (the update
     probe's), sent with the activation; the server cannot read the deploy's files itself."""
-    from edgepick.evaluate.eval_sets import DataSpec, load_sets
-
     n = policy.canary.probe_items
     if not policy.items or not n or not policy.canary.window_s:
         return []

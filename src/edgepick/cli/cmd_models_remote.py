@@ -19,9 +19,13 @@ from edgepick.cli.cmd_models import RegistryOpt, _root, models_app
 from edgepick.cli.output import console, err_console, human_bytes
 from edgepick.cli.remote_text import say_remote
 from edgepick.errors import EdgepickError
+from edgepick.inputs import resolve_ref
+from edgepick.inputs.remote import is_remote, token_for
 from edgepick.models.file_server import file_server
 from edgepick.monitor.window import parse_window
 from edgepick.progress import ProgressEvent
+from edgepick.registry.pull import pull
+from edgepick.registry.store import Registry
 
 
 def register(app: typer.Typer) -> None:
@@ -39,11 +43,6 @@ def register(app: typer.Typer) -> None:
         Its header is read first (from the cache when fit or inspect read it); the download
         resumes where a cut or killed pull stopped, and the file joins the registry only once its
         SHA-256 matches the hub's (where the hub gives one) and its header the one read."""
-        from edgepick.inputs import resolve_ref
-        from edgepick.inputs.remote import is_remote, token_for
-        from edgepick.registry.pull import pull
-        from edgepick.registry.store import Registry
-
         if not is_remote(ref):
             raise EdgepickError(f"{ref}: expected a URL of a .gguf file or an hf: reference; "
                                 "`edgepick models add FILE` adds a file on disk")
@@ -79,8 +78,6 @@ def register(app: typer.Typer) -> None:
 
         Prints one URL per file; `fit -m URL` and `inspect -m URL` then read the header as
         they would from a hub, and `models pull URL` downloads it."""
-        from edgepick.inputs import resolve_ref
-
         files: dict[str, Path] = {}
         for m in models:
             path = resolve_ref(m).local_path("only a file on disk can be hosted")

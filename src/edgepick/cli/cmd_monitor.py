@@ -13,6 +13,10 @@ from rich.table import Table
 
 from edgepick.cli.output import console, human_bytes, print_json
 from edgepick.errors import EdgepickError
+from edgepick.monitor.doctor_hint import doctor_commands
+from edgepick.monitor.drift import as_dicts as drift_dicts, drift
+from edgepick.monitor.live import as_dicts, figures, scrape_window
+from edgepick.monitor.window import parse_window
 from edgepick.records.deploy import DeployConfig
 from edgepick.units import pct
 
@@ -61,12 +65,6 @@ def register(app: typer.Typer) -> None:
         badcase and format-error rates of sampled outputs (per task too), each against the
         deploy baseline; with --against, whether the traffic still looks like the evaluation
         (sampling is opt-in: `edgepick serve --sample-rate`)."""
-        from edgepick.monitor.drift import as_dicts as drift_dicts
-        from edgepick.monitor.drift import drift
-        from edgepick.monitor.doctor_hint import doctor_commands
-        from edgepick.monitor.live import as_dicts, figures, scrape_window
-        from edgepick.monitor.window import parse_window
-
         try:
             window_s = parse_window(window)
         except ValueError as exc:

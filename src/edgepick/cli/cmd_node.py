@@ -20,8 +20,12 @@ from rich.table import Table
 
 from edgepick.cli.node_rpc import rpc_command
 from edgepick.cli.output import console, human_bytes, print_json
+from edgepick.cluster.nodes import (check_tag, cluster_nodes, connect, has_token, is_loopback,
+                                    publish_profile, published_profiles, require_ray, tag_resource,
+                                    use_loopback, withdraw_profile)
+from edgepick.devices.probe import probe
 from edgepick.errors import EdgepickError
-from edgepick.launch.process import run_child
+from edgepick.launch.process import run_child, start as start_child
 
 node_app = typer.Typer(help="Device-farm nodes on Ray: start one under a device tag, list them "
                             "(docs/scale.md).", no_args_is_help=True)
@@ -38,8 +42,6 @@ def _ray_cli() -> str:
 
 def _ray_start_args(device: str, address: str | None, head: bool, port: int,
                     node_ip: str | None, num_cpus: int | None, block: bool) -> list[str]:
-    from edgepick.cluster.nodes import check_tag, tag_resource
-
     if head == bool(address):
         raise EdgepickError("give --address HOST:PORT to join a cluster, or --head to start one")
     args = [_ray_cli(), "start", "--resources", json.dumps({tag_resource(check_tag(device)): 1}),
@@ -57,8 +59,6 @@ def _join(address: str, device: str, proc: subprocess.Popen | None, loopback: bo
           timeout_s: float = 120):
     """Connect once this machine's node is up and carries the tag (ray start may still be
     starting it when we ask)."""
-    from edgepick.cluster.nodes import cluster_nodes, connect, require_ray
-
     ray = require_ray()
 
     deadline = time.monotonic() + timeout_s
@@ -98,10 +98,6 @@ def start(device: str = typer.Option(..., "--device", help="this machine's devic
                                      help="stay in the foreground; Ctrl-C stops the node")) -> None:
     """Start Ray here with the resource device:<tag>, probe this machine and publish its profile.
     With --head --node-ip-address 127.0.0.1, every Ray port listens on loopback only."""
-    from edgepick.cluster.nodes import (has_token, is_loopback, publish_profile, require_ray,
-                                        use_loopback)
-    from edgepick.devices.probe import probe
-
     loopback = is_loopback(node_ip)
     if loopback and not head:
         raise EdgepickError(f"--node-ip-address {node_ip} keeps Ray on this machine: use it with "
@@ -123,7 +119,6 @@ def start(device: str = typer.Option(..., "--device", help="this machine's devic
     if block:
         # A service manager stops us with SIGTERM: take the node down with us, not orphaned.
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-        from edgepick.launch.process import start as start_child
 
         proc = start_child(args, stdin=None)  # dies with us, even killed outright
     else:
@@ -155,8 +150,6 @@ def start(device: str = typer.Option(..., "--device", help="this machine's devic
 def _withdraw(address: str, name: str, loopback: bool) -> None:
     """Remove this node's profile before stopping it: Ray drains a node on SIGTERM until it holds
     no actor (up to 30 s), and the detached profile would hold it that long."""
-    from edgepick.cluster.nodes import connect, withdraw_profile
-
     try:
         connect(address, loopback=loopback)
         withdraw_profile(name)
@@ -174,8 +167,6 @@ def list_nodes(address: str = typer.Option("auto", "--address",
                                            help="the cluster, HOST:PORT (auto: the one here)"),
                json_out: bool = typer.Option(False, "--json", help="print JSON")) -> None:
     """The cluster's nodes: host, state, device tags, CPUs, memory and the published profile."""
-    from edgepick.cluster.nodes import cluster_nodes, connect, published_profiles, require_ray
-
     owned = connect(address)  # first: a loopback head is reached only if Ray is not yet imported
     ray = require_ray()
     try:

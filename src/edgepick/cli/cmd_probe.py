@@ -8,6 +8,9 @@ from rich.table import Table
 from edgepick.cli.cmd_fit import attention_text, compute_text
 from edgepick.cli.output import console, err_console, human_bytes, print_json
 from edgepick.cli.probe_backends import print_backend_devices, with_backend_devices
+from edgepick.devices import local
+from edgepick.devices.catalog import catalog
+from edgepick.devices.probe import probe as run_probe
 
 
 def register(app: typer.Typer) -> None:
@@ -25,9 +28,6 @@ def register(app: typer.Typer) -> None:
         Measure this machine now: cores, RAM, memory read bandwidth, compute, CPU features,
         sensors; with --engine, how fast the engine decodes here. Cached per machine and engine
         version for `--device local` (fit, check, plans)."""
-        from edgepick.devices import local
-        from edgepick.devices.probe import probe as run_probe
-
         what = "bandwidth, compute and engine decode speed" if engine else "bandwidth and compute"
         with console.status(f"measuring memory {what}…"):
             dev = run_probe(engine=engine)
@@ -65,8 +65,6 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def devices(json_out: bool = typer.Option(False, "--json", help="print JSON")) -> None:
         """List the device catalog (use a name with --device, or a YAML file of your own)."""
-        from edgepick.devices.catalog import catalog
-
         profiles = list(catalog().values())
         if json_out:
             print_json(profiles)

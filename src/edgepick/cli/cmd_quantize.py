@@ -14,7 +14,17 @@ from rich.table import Table
 from edgepick.cli.options import STORE_HELP, merged, one_model, open_store, split_list
 from edgepick.cli.output import console, err_console, human_bytes, print_json
 from edgepick.errors import EdgepickError
+from edgepick.evaluate.fidelity import bundled_text
+from edgepick.inputs import resolve_ref
 from edgepick.progress import ProgressEvent
+from edgepick.quantize.imatrix import compute_imatrix
+from edgepick.quantize.ladder import (parse_types, quantized_tensor_types, requantize_warning,
+                                      spec_of)
+from edgepick.quantize.recipe import (auto_recipe, budget_bytes, build_recipe, load_recipe,
+                                      recipe_output, recipe_path)
+from edgepick.quantize.sensitivity import analyze
+from edgepick.quantize.stage import QuantizeRequest, run
+from edgepick.quantize.units import ggml_type_of
 from edgepick.records.candidate import DEFAULTS
 
 DEFAULT_TYPES = "F16,Q8_0,Q6_K,Q5_K_M,Q5_0,Q4_K_M,Q4_1,Q4_0,Q3_K_M,Q2_K"
@@ -68,8 +78,6 @@ def _file_json(f) -> dict:
 
 
 def _warn_requantize(src: str) -> None:
-    from edgepick.quantize.ladder import quantized_tensor_types, requantize_warning
-
     quantized = quantized_tensor_types(src)
     if quantized:
         err_console.print(f"[bold red]WARNING: requantizing.[/] {requantize_warning(src, quantized)}",
@@ -79,24 +87,18 @@ def _warn_requantize(src: str) -> None:
 def _default_text(text: Optional[str], which: str) -> str:
     if text:
         return text
-    from edgepick.evaluate.fidelity import bundled_text
 
     return str(bundled_text(which))
 
 
 def _source(model: list[str] | None, src: str | None):
     """The source model's path: `-m`, or the deprecated positional form; a GGUF is required."""
-    from edgepick.quantize.ladder import spec_of
-    from edgepick.inputs import resolve_ref
-
     ref = resolve_ref(one_model(model, src, "source model"))
     spec_of(ref.local_path("quantizing needs a local GGUF file"))  # one-line error for a missing file or one that is not a GGUF
     return ref
 
 
 def _sensitivity(src, low, high, text, by, ctx, chunks, threads, imatrix, store_path):
-    from edgepick.quantize.sensitivity import analyze
-
     store = open_store(store_path)
     with store, _progress() as bar:
         task = bar.add_task("sensitivity", total=None)
@@ -148,9 +150,6 @@ def quantize(
 
 def _quantize_ladder(source, src: str, types: list[str] | None, out: str, imatrix, threads: int,
                      store, json_out: bool) -> None:
-    from edgepick.quantize.ladder import parse_types
-    from edgepick.quantize.stage import QuantizeRequest, run
-
     names = parse_types(",".join(types or [DEFAULT_TYPES]))
     _warn_requantize(src)
     with _progress() as bar:
@@ -190,9 +189,6 @@ def _quantize_ladder(source, src: str, types: list[str] | None, out: str, imatri
 
 def _quantize_recipe(src, recipe, out, imatrix, low, high, budget, text, by, ctx, chunks,
                      threads, store, json_out) -> None:
-    from edgepick.quantize.recipe import (auto_recipe, budget_bytes, build_recipe,
-                                          load_recipe, recipe_output, recipe_path)
-
     _warn_requantize(src)
     if recipe == "auto":
         if not budget:
@@ -216,7 +212,6 @@ def _quantize_recipe(src, recipe, out, imatrix, low, high, budget, text, by, ctx
                     "units": [u.model_dump() for u in rec.units]})
         return
     console.print(_files_table([built], f"mixed precision from {src} into {out}"))
-    from edgepick.quantize.units import ggml_type_of
 
     kept = [u.unit for u in rec.units if u.type == ggml_type_of(rec.high)]
     console.print(f"kept at {rec.high}: {', '.join(kept) or 'none'}; rest at {rec.low}")
@@ -240,8 +235,6 @@ def imatrix(
     json_out: bool = typer.Option(False, "--json", help="print JSON"),
 ) -> None:
     """Compute an importance matrix from calibration text with llama-imatrix."""
-    from edgepick.quantize.imatrix import compute_imatrix
-
     src = str(_source(model, src).path)
     with err_console.status(f"llama-imatrix over {text} (ctx {ctx})"):
         res = compute_imatrix(src, text, out, ctx=ctx, chunks=chunks, threads=threads)

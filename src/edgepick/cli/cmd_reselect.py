@@ -13,6 +13,8 @@ from edgepick.cli.decision_print import print_decision, print_notes
 from edgepick.cli.output import console, print_json
 from edgepick.cli.run_display import RichRunDisplay
 from edgepick.errors import EdgepickError
+from edgepick.plan.loader import load_plan
+from edgepick.plan.traffic import reselect as run_reselect
 
 
 def show_reselection(sel) -> None:
@@ -51,9 +53,6 @@ def register(app: typer.Typer) -> None:
         Run the plan's candidates on the sampled traffic (alone or mixed at a weight) and write
         a decision naming what changed from the deployed one; its deploy.yaml is written beside
         DEPLOY.yaml under a new name."""
-        from edgepick.plan.loader import load_plan
-        from edgepick.plan.traffic import reselect as run_reselect
-
         if not deploy.is_file():
             raise EdgepickError(f"{deploy}: no such deploy.yaml")
         sel = run_reselect(load_plan(plan), traffic, weight, deploy, RichRunDisplay())

@@ -15,7 +15,13 @@ from edgepick.cli.cmd_fidelity import _progress
 from edgepick.cli.options import STORE_HELP, open_store
 from edgepick.cli.output import console, err_console, print_json
 from edgepick.errors import EdgepickError
+from edgepick.evaluate.items import load_eval_set
+from edgepick.inputs import resolve_ref
 from edgepick.records.candidate import RuntimeSettings
+from edgepick.report.route_section import (curve_rows, summary_lines, tier_lines, tier_table,
+                                           write_route_report)
+from edgepick.route import route_eval as stage
+from edgepick.route.confidence import ConfidenceSettings
 from edgepick.units import pct
 
 route_app = typer.Typer(help="Edge–cloud routing: evaluate a cascade on your own data.",
@@ -33,8 +39,6 @@ def _shares(text: str) -> list[float]:
 
 
 def _print(res) -> None:
-    from edgepick.report.route_section import curve_rows, summary_lines
-
     for line in summary_lines(res, "en"):
         console.print(line, highlight=False)
     t = Table("cloud share", "quality", "escalate below", title="quality vs cloud share")
@@ -56,8 +60,6 @@ def _print(res) -> None:
 
 
 def _print_tiers(tr) -> None:
-    from edgepick.report.route_section import tier_lines, tier_table
-
     for line in tier_lines(tr, "en"):
         console.print(line, highlight=False)
     _, rows = tier_table(tr, "en")
@@ -114,11 +116,6 @@ def register(app: typer.Typer) -> None:
         With the router comparison and the edge/cloud consistency rate. Several --edge give a
         cascade over tiers: each step's threshold calibrated on half the items, judged on the
         other half against random assignment at the same shares."""
-        from edgepick.evaluate.items import load_eval_set
-        from edgepick.inputs import resolve_ref
-        from edgepick.route import route_eval as stage
-        from edgepick.route.confidence import ConfidenceSettings
-
         if target_share is not None and target_quality is not None:
             raise EdgepickError("give --target-share or --target-quality, not both")
         if method not in ("mean", "min", "first_k"):
@@ -149,8 +146,6 @@ def register(app: typer.Typer) -> None:
         with open_store(store, path) as rs, _progress(not json_out) as cb:
             res = stage.run(req, rs, cb)
         if out:
-            from edgepick.report.route_section import write_route_report
-
             for p in write_route_report(res, out):
                 err_console.print(f"wrote {p}", highlight=False)
         if json_out:

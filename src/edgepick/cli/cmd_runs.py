@@ -9,6 +9,7 @@ from rich.table import Table
 
 from edgepick.cli.options import STORE_HELP
 from edgepick.cli.output import console, print_json
+from edgepick.store import ResultStore
 
 
 def register(app: typer.Typer) -> None:
@@ -18,8 +19,6 @@ def register(app: typer.Typer) -> None:
         """List the runs in a results store, for `decide --run` and `report --run`.
 
         Each run's id, time, command and what it stored or reused."""
-        from edgepick.store import ResultStore
-
         with ResultStore(store or None, must_exist=True) as rs:
             found = rs.runs()
             version = rs.schema_version

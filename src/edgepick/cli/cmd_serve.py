@@ -15,7 +15,11 @@ from typing import Any, Optional
 import typer
 
 from edgepick.errors import EdgepickError
+from edgepick.inputs import resolve_ref
 from edgepick.records.candidate import DEFAULTS
+from edgepick.registry.store import Registry
+from edgepick.serve import assemble
+from edgepick.serve.run import run_server
 from edgepick.serve.settings import ServeSettings
 
 # ServeSettings field → its flag (None: --field-name); sizes (1MiB) are read as text
@@ -98,9 +102,6 @@ def serve(
     /v1/embeddings, /v1/models, /health, /metrics) on supervised llama-server engines, with
     bounded admission, deadlines, liveness probes, a memory watchdog, a model registry and hot
     swap by policy."""
-    from edgepick.registry.store import Registry
-    from edgepick.serve import assemble
-
     if not flags.get("cors_origin"):
         flags["cors_origin"] = None  # none given: the file's or the environment's
     settings = ServeSettings.load(config, **flags)
@@ -115,19 +116,14 @@ def serve(
     if deploy is not None:
         source = assemble.from_deploy(deploy, runtime)
     elif len(models) > 1:
-        from edgepick.inputs import resolve_ref
-
         source = assemble.from_models([resolve_ref(m) for m in models], runtime)
     elif reg is not None and (not models or not Path(models[0]).exists()):
         source = assemble.from_registry(reg, models[0] if models else None, runtime)
     elif models:
-        from edgepick.inputs import resolve_ref
-
         source = assemble.from_model(resolve_ref(models[0]), runtime)
     else:
         raise EdgepickError("nothing to serve: give a deploy.yaml, -m MODEL or --registry DIR")
     state = assemble.build_state(settings, source, registry=reg)
-    from edgepick.serve.run import run_server
 
     run_server(state)
 

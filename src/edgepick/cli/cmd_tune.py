@@ -11,8 +11,13 @@ from rich.table import Table
 
 from edgepick.cli.cmd_fidelity import _progress
 from edgepick.cli.output import console, err_console, print_json
+from edgepick.decide.scenarios import load_scenario
+from edgepick.devices import load_device
+from edgepick.devices.local import local_device
 from edgepick.errors import EdgepickError
+from edgepick.inputs import resolve_ref
 from edgepick.records.candidate import RuntimeSettings
+from edgepick.tune.search import ContendedChoice, TuneRequest, run, write_fragment
 
 # the grid searched when the user names none (seed 000 §4.4, seed 001 §4.3, seed 004 §5.2)
 DEFAULT_AXES = {"threads": None, "n_ubatch": [128, 512], "flash_attn": [True, False],
@@ -77,10 +82,6 @@ def register(app: typer.Typer) -> None:
         Says how many points of the grid it measured and why it skipped the rest. A point
         measured while other work used more than a quarter of the CPUs is flagged, as bench
         flags it, and tune then chooses nothing unless --allow-contended (docs/tune.md)."""
-        from edgepick.decide.scenarios import load_scenario
-        from edgepick.inputs import resolve_ref
-        from edgepick.tune.search import ContendedChoice, TuneRequest, run, write_fragment
-
         ref = resolve_ref(model)
         if ref.is_endpoint:
             raise EdgepickError("tune measures a model file on this machine, not an endpoint")
@@ -114,11 +115,8 @@ def register(app: typer.Typer) -> None:
         _print(res)
 
     def _device(name: str):
-        from edgepick.devices import load_device
-
         if name != "local":
             return load_device(name)
-        from edgepick.devices.local import local_device
 
         return local_device()
 

@@ -12,6 +12,10 @@ from rich.table import Table
 from edgepick.cli.cmd_fidelity import _progress
 from edgepick.cli.output import console, err_console, human_bytes, print_json
 from edgepick.errors import EdgepickError
+from edgepick.update.apply import apply as do_apply
+from edgepick.update.diff import diff as do_diff
+from edgepick.update.fetch import fetch
+from edgepick.update.manifest import build_manifest
 
 update_app = typer.Typer(help="Model updates as verified deltas: a per-tensor manifest, a "
                               "package of what changed, its byte-exact application "
@@ -30,7 +34,6 @@ def package_from(update: Optional[Path], url: Optional[str], sha256: Optional[st
         if not update.is_file():
             raise EdgepickError(f"{update}: no such file")
         return update
-    from edgepick.update.fetch import fetch
 
     with _progress(True) as tick:
         path = fetch(url, sha256=sha256, progress=tick)
@@ -47,8 +50,6 @@ def manifest(file: Path = typer.Argument(..., help="a GGUF model file"),
                                           "(name, type, shape, offset, size, SHA-256)")) -> None:
     """The file's and the metadata's SHA-256 and its tensors by type; with --verbose (or in the
     JSON, --json / -o) each tensor's name, type, shape, offset, size and SHA-256."""
-    from edgepick.update.manifest import build_manifest
-
     m = build_manifest(file)
     if out is not None:
         replaced = out.exists()
@@ -87,8 +88,6 @@ def diff(old: Path = typer.Argument(..., help="the version devices have (the bas
          force: bool = typer.Option(False, "--force", help="replace --out if it exists")) -> None:
     """Write a package holding NEW's metadata, its changed tensors (compressed where that pays)
     and references to the tensors OLD already has; a tensor that only moved costs nothing."""
-    from edgepick.update.diff import diff as do_diff
-
     for p in (old, new):
         if not p.is_file():
             raise EdgepickError(f"{p}: no such file")
@@ -110,8 +109,6 @@ def apply(old: Path = typer.Argument(..., help="the base file the package was ma
           force: bool = typer.Option(False, "--force", help="replace --out if it exists")) -> None:
     """Rebuild NEW byte for byte and check its SHA-256; a package that is corrupt or made for
     another base is refused and nothing is written."""
-    from edgepick.update.apply import apply as do_apply
-
     pkg = package_from(update, url, sha256)
     if out.exists() and not force:
         raise EdgepickError(f"{out} exists; give --force to replace it")

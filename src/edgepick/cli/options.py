@@ -8,6 +8,8 @@ import sys
 from typing import Any, Iterable
 
 from edgepick.errors import InputError
+from edgepick.store import ResultStore
+from edgepick.store.identity import file_sha256
 
 try:  # Typer >= 0.20 runs on its own copy of click; older ones on click itself
     from typer._click.globals import get_current_context
@@ -87,9 +89,6 @@ def _command() -> str:
 def open_store(path: str | None, data: str | None = None, *, run: bool = True):
     """The results store, with a run begun for this invocation: its command line, its settings
     (every flag's value) and the data file's hash."""
-    from edgepick.store import ResultStore
-    from edgepick.store.identity import file_sha256
-
     sha = None
     if run and data:
         try:
