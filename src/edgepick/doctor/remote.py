@@ -15,10 +15,10 @@ from edgepick.doctor.checks_file import unsupported_finding
 from edgepick.doctor.checks_memory import LOWER_TYPES, _device
 from edgepick.doctor.checks_template import _render_error, _template_and_vocab, _template_source
 from edgepick.doctor.context import Ctx
-from edgepick.doctor.finding import CheckRun, DoctorReport, Evidence, Fix, ranked
-from edgepick.doctor.plan import BLOCKING, CHECKS, STOP_CONFIDENCE, plan
-from edgepick.doctor.runner import (KIND, QUICK_BUDGET_S, SYMPTOM_BUDGET_S, DoctorRequest, store_key,
-                                    timed_check)
+from edgepick.doctor.finding import CheckRun, DoctorReport, Evidence, Fix
+from edgepick.doctor.plan import CHECKS, plan
+from edgepick.doctor.runner import (QUICK_BUDGET_S, SYMPTOM_BUDGET_S, DoctorRequest, finished,
+                                    ran, timed_check)
 from edgepick.doctor.target import Target
 from edgepick.errors import EdgepickError
 from edgepick.fit.planner import fit_one
@@ -167,20 +167,7 @@ def run_remote(req: DoctorRequest, ref: ModelRef, store=None, progress: Tick = s
         else:
             cr = CheckRun(check=name, cause=check.cause, status="skipped", seconds=0.0,
                           note="needs the file (the header alone does not answer it)")
-        report.checks.append(cr)
-        if on_check:
-            on_check(cr, budget - (time.monotonic() - t0))
-        found = [f for f in report.findings if f.check == name]
-        if found and name in BLOCKING:
-            report.stopped = f"{name}: the model cannot load as it is"
-            break
-        if req.symptom and any(f.confidence >= STOP_CONFIDENCE for f in found):
-            report.stopped = f"{check.cause} explains the symptom"
+        if ran(report, cr, req, on_check, budget - (time.monotonic() - t0)):
             break
     progress(ProgressEvent(len(names), len(names), "done"))
-    report.findings = ranked(report.findings, req.symptom)
-    report.elapsed_s = round(time.monotonic() - t0, 1)
-    if store is not None:
-        store.put(KIND, store_key(report), report.model_dump(mode="json"),
-                  label=f"doctor {ref.label}")
-    return report
+    return finished(report, req, t0, store, ref.label)

@@ -94,24 +94,37 @@ def run(req: DoctorRequest, store, progress: Tick = silent,
                                    f"{max(left, 0):.0f} s left)")
             else:
                 cr = _one(ctx, check, report)
-            report.checks.append(cr)
-            if on_check:
-                on_check(cr, budget - (time.monotonic() - t0))
-            found = [f for f in report.findings if f.check == check.name]
-            if found and check.name in BLOCKING:
-                report.stopped = f"{check.name}: the model cannot load as it is"
-                break
-            if req.symptom and any(f.confidence >= STOP_CONFIDENCE for f in found):
-                report.stopped = f"{check.cause} explains the symptom"
+            if ran(report, cr, req, on_check, budget - (time.monotonic() - t0)):
                 break
         progress(ProgressEvent(len(checks), len(checks), "done"))
     finally:
         ctx.close_engines()
+    return finished(report, req, t0, store, ctx.target.label)
+
+
+def ran(report: DoctorReport, cr: CheckRun, req: DoctorRequest,
+        on_check: Callable[[CheckRun, float], None] | None, left: float) -> bool:
+    """`cr` joins the report and is shown; True when the run stops after it: a blocking
+    finding (the model cannot load), or one that explains the symptom (`report.stopped`)."""
+    report.checks.append(cr)
+    if on_check:
+        on_check(cr, left)
+    found = [f for f in report.findings if f.check == cr.check]
+    if found and cr.check in BLOCKING:
+        report.stopped = f"{cr.check}: the model cannot load as it is"
+    elif req.symptom and any(f.confidence >= STOP_CONFIDENCE for f in found):
+        report.stopped = f"{cr.cause} explains the symptom"
+    return bool(report.stopped)
+
+
+def finished(report: DoctorReport, req: DoctorRequest, t0: float, store,
+             label: str) -> DoctorReport:
+    """The findings ranked, the time taken, and the report stored under its key."""
     report.findings = ranked(report.findings, req.symptom)
     report.elapsed_s = round(time.monotonic() - t0, 1)
     if store is not None:
         store.put(KIND, store_key(report), report.model_dump(mode="json"),
-                  label=f"doctor {ctx.target.label}")
+                  label=f"doctor {label}")
     return report
 
 
