@@ -19,7 +19,7 @@ from edgepick.bench.speculation import ENGINE, SpecRequest, figures, run_request
     timing_agreement
 from edgepick.errors import EdgepickError
 from edgepick.evaluate.items import EvalItem
-from edgepick.evaluate.outputs import DEFAULT_MAX_TOKENS
+from edgepick.evaluate.outputs import DEFAULT_MAX_TOKENS, budget
 from edgepick.models.draft_vocab import draft_mismatch
 from edgepick.progress import Tick, silent
 from edgepick.records.candidate import RuntimeSettings
@@ -42,8 +42,16 @@ class SpeculationRequest(BaseModel):
     items: list[EvalItem] = Field(min_length=1)
     eval_set: str | None = None  # the file the items came from (the record names it)
     budgets: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_MAX_TOKENS))
+    max_tokens: int | None = Field(None, ge=1)  # a cap on every item's budget
     repeats: int = Field(1, ge=1, le=5)
     fresh: bool = False
+
+    def capped_items(self) -> list[EvalItem]:
+        """The items, each with its budget (its own, else its task's) at most `max_tokens`."""
+        if self.max_tokens is None:
+            return list(self.items)
+        return [it.model_copy(update={"max_tokens": min(budget(it, self.budgets),
+                                                        self.max_tokens)}) for it in self.items]
 
 
 class SpeculationRecord(BaseModel):
@@ -75,7 +83,7 @@ def _with_draft_sha(kind: Speculation) -> Speculation:
 def _key(req: SpeculationRequest, kinds: list[Speculation]) -> str:
     payload = {"model": ref_identity(req.model), "engine": ENGINE,
                "settings": req.base.key_dict(), "kinds": [k.key_dict() for k in kinds],
-               "items": [it.model_dump(mode="json") for it in req.items],
+               "items": [it.model_dump(mode="json") for it in req.capped_items()],
                "budgets": req.budgets, "repeats": req.repeats}
     blob = json.dumps(payload, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:32]
@@ -112,7 +120,7 @@ def run(req: SpeculationRequest, store, progress: Tick = silent) -> SpeculationR
         rec = SpeculationRecord.model_validate(held)
         return rec.model_copy(update={"reused": True, "refused": refused})
     settings = [base.model_copy(update={"speculative": k}) for k in kinds]
-    reqs = run_requests(req.model, base, settings, list(req.items), req.budgets,
+    reqs = run_requests(req.model, base, settings, req.capped_items(), req.budgets,
                         repeats=req.repeats, progress=progress)
     path = str(req.model.path)
     rec = SpeculationRecord(

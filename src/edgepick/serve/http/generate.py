@@ -23,6 +23,7 @@ from edgepick.serve.http.request_checks import check_body, check_key, read_json
 from edgepick.serve.http.state import ServeState, route, until_disconnect
 from edgepick.serve.http.task_constraints import HEADER as CONSTRAINT_HEADER
 from edgepick.serve.pool.forwarded import apply_sampling, wire
+from edgepick.serve.pool.team import MODEL_HEADER
 from edgepick.serve.router_api import Kind, Routed, RouteRequest
 
 log = logging.getLogger("edgepick.serve")
@@ -49,8 +50,10 @@ def refused(state: ServeState, kind: str, err: ServeError) -> Response:
 
 
 def finish(state: ServeState, rr: RouteRequest, route_name: str, t0: float, version: str,
-           sampled: bool, endpoint: str | None = None) -> Callable[[Outcome], None]:
-    """What runs once an answer is complete: its metrics, and the sample when chosen."""
+           sampled: bool, endpoint: str | None = None,
+           model: str | None = None) -> Callable[[Outcome], None]:
+    """What runs once an answer is complete: its metrics, and the sample when chosen. `model`:
+    the team member that answered (its speculation counts under its name), else the route."""
     m = state.metrics
     endpoint = endpoint or ENDPOINTS[rr.kind]
 
@@ -67,8 +70,8 @@ def finish(state: ServeState, rr: RouteRequest, route_name: str, t0: float, vers
         m.tokens.labels("completion").inc(out.completion_tokens)
         if out.drafted:
             task = rr.task or "none"
-            m.speculative.labels(route_name, task, "drafted").inc(out.drafted)
-            m.speculative.labels(route_name, task, "accepted").inc(out.accepted)
+            m.speculative.labels(model or route_name, task, "drafted").inc(out.drafted)
+            m.speculative.labels(model or route_name, task, "accepted").inc(out.accepted)
         if out.status == 200 and out.prompt_tokens:  # the length drift check's input (H)
             m.prompt_tokens.observe(out.prompt_tokens)
             m.completion_tokens.observe(out.completion_tokens)
@@ -140,7 +143,7 @@ def prepared(state: ServeState, rr: RouteRequest, routed: Routed, t0: float,
         headers[CONSTRAINT_HEADER] = rr.constraint
     sampled = state.sampler.take()
     done = finish(state, rr, routed.route, t0, headers.get("x-edgepick-model-version", ""),
-                  sampled, endpoint)
+                  sampled, endpoint, model=headers.get(MODEL_HEADER))
     return headers, sampled, done
 
 
