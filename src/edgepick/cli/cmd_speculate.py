@@ -101,10 +101,11 @@ def register(app: typer.Typer) -> None:
         fresh: bool = typer.Option(False, "--fresh", help="measure again what is stored"),
         json_out: bool = typer.Option(False, "--json", help="print the record as JSON"),
     ) -> None:
-        """Measure per task whether speculative decoding pays: each eval item decoded greedily at
-        its task's output budget on llama-server, plainly and with each --kind, side by side.
+        """Measure per task whether speculative decoding pays: each --kind against plain decoding
+        on the eval set's own items.
 
-        Prints per task and kind the speed-up with its 95% interval, the acceptance rate with its
+        Each item is decoded greedily at its task's output budget on llama-server, plainly and
+        with each kind, side by side. Prints per task and kind the speed-up with its 95% interval, the acceptance rate with its
         interval, the mean accepted length, the draft's share of decode time and how many greedy
         answers stayed the same; stores them, so `edgepick decide` (and `run`) turns
         speculation on for the tasks where it wins and off elsewhere (docs/bench.md)."""

@@ -55,8 +55,8 @@ COMMANDS: list[tuple[str, tuple[str, ...], str | None]] = [
     ("serve", ("cmd_serve",),
      "Serve a deploy.yaml or a model as an OpenAI-compatible API on 127.0.0.1:8080."),
     ("speculate", ("cmd_speculate",),
-     "Measure per task whether speculative decoding pays: each eval item decoded greedily at its "
-     "task's output budget on llama-server, plainly and with each --kind, side by side."),
+     "Measure per task whether speculative decoding pays: each --kind against plain decoding on "
+     "the eval set's own items."),
     ("tune", ("cmd_tune",),
      "Find the fastest runtime settings of a model whose gates and answers still pass."),
     ("models", ("cmd_models", "cmd_models_remote"),

@@ -1,5 +1,5 @@
 """Speculative decoding per task for the recommended model, from its newest per-task measurement
-(`edgepick speculate`, bench/speculation_stage.py). Seed 003 §2 names speculative sampling among
+(`edgepick speculate`, bench/speculation_stage.py). Seed 003 §2.3 names speculative sampling among
 the ways to keep a device within budget; whether it pays depends on the text (extraction copies
 spans of its prompt, open chat does not), so it is chosen task by task:
 
