@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import pytest
 from decide_payloads import bench_rows, cand_eval, eval_result
+from typer.testing import CliRunner
 
 from edgepick.bench.speculation_stage import KIND
+from edgepick.cli.app import app
 from edgepick.decide.scenarios import load_scenario
 from edgepick.decide.stage import DecideRequest, run
 from edgepick.records.deploy import DeployConfig
@@ -127,3 +129,15 @@ def test_another_files_measurement_is_not_read(tiny_model, smollm2_q4_1, store_p
         rec = _decide(store, tmp_path)
     assert rec.decision.speculation is None
     assert DeployConfig.load(rec.deploy).runtime.speculative is None
+
+
+def test_decide_prints_the_choice_per_task(tiny_model, store_path, tmp_path):
+    figures = [fig("extraction", (1.4, 1.2, 1.6)), fig("qa", (0.6, 0.5, 0.7))]
+    _store(store_path, tiny_model, figures).close()
+    done = CliRunner().invoke(app, ["decide", "--store", store_path, "--deploy",
+                                    str(tmp_path / "deploy.yaml")], env={"COLUMNS": "100"})
+    assert done.exit_code == 0, done.output
+    assert "speculative decoding (deploy.yaml: per-task):" in done.stdout
+    assert "extraction: ngram-mod — ngram-mod 1.40× [1.20, 1.60]" in done.stdout
+    assert "qa: off (loses) — ngram-mod 0.60× [0.50, 0.70]" in done.stdout
+    assert "summary: off (unmeasured)" in done.stdout

@@ -38,6 +38,22 @@ def print_decision(decision) -> None:
             console.print(f"[bold]{title}:[/]")
             for line in lines:
                 console.print(f"  - {line}", highlight=False)
+    if decision.speculation is not None:
+        print_speculation(decision.speculation)
+
+
+def print_speculation(sp) -> None:
+    """Decide's per-task speculation: each task's kind or why it decodes plainly, and how
+    deploy.yaml carries it (decide/speculation.py)."""
+    console.print(f"[bold]speculative decoding[/] (deploy.yaml: {sp.applied}"
+                  + (f"; {escape(sp.note)}" if sp.note else "") + "):", highlight=False)
+    for t in sp.tasks:
+        f = next((f for f in t.figures if t.chosen and f.setting == t.chosen.tag()), None)
+        f = f or max(t.figures, key=lambda f: f.speedup or 0.0, default=None)
+        fig = "" if f is None or f.speedup is None else (
+            f" — {f.setting} {f.speedup:.2f}× [{f.speedup_low:.2f}, {f.speedup_high:.2f}]")
+        what = t.chosen.tag() if t.chosen else f"off ({t.reason})"
+        console.print(f"  - {t.task}: {what}{fig}", highlight=False)
 
 
 def nearest(decision, summaries) -> tuple[str, str, list[str]] | None:
