@@ -181,7 +181,7 @@ def test_over_memory_or_hung_past_the_budget_stops_the_engine_and_fails_fast():
 def test_memory_limit_under_the_footprint_refuses_the_first_engine():
     async def main():
         pool = _pool()
-        MemoryWatchdog(pool, limit_bytes=1 << 20)
+        MemoryWatchdog(pool.supervisor, limit_bytes=1 << 20)
         with pytest.raises(EdgepickError) as exc:
             await pool.start()
         assert "below the engine's own footprint" in str(exc.value)

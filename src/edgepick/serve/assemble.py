@@ -240,7 +240,7 @@ def build_state(settings: ServeSettings, source: Source, *, registry: Registry |
     warn_without_template([(m.spec.name, m.spec.path) for m in source.team or []]
                           or [(source.name, source.path)])
     # one watchdog per engine: a team's members each have their own, as one engine has
-    background += [MemoryWatchdog(p, settings.mem_limit, settings.mem_check,
+    background += [MemoryWatchdog(p.supervisor, settings.mem_limit, settings.mem_check,
                                   settings.restart_cooldown).run
                    for p in engines if p is not None]
     admin = None

@@ -71,7 +71,8 @@ class ServeSettings(BaseSettings):
                               "and reports itself degraded")
     restart_window: float = Field(600.0, gt=0, description="seconds over which --max-restarts "
                                   "is counted")
-    # a team of models (several -m, or a team deploy.yaml): serve/pool/team.py, serve/pool/residency.py
+    # a team of models (several -m, or a team deploy.yaml): serve/pool/team.py and
+    # serve/pool/residency.py
     memory_budget: int | None = Field(None, gt=0, description="bytes the team's resident "
                                       "models may need together, e.g. 600M (default: "
                                       "deploy.yaml's memory.budget_bytes, else none)")

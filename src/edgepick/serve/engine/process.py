@@ -1,7 +1,8 @@
-"""What serve's pool needs of an engine (serve/pool/edge.py, serve/engine/supervisor.py, serve/engine/watchdog.py):
-a child process that serves the OpenAI HTTP API on loopback, started, probed, measured, drained
-and stopped. llama-server is one implementation (serve/engine/llama_server.py's `LlamaServer`); another
-engine is one class satisfying `EngineProcess`, given to the pool as its `engine_factory`."""
+"""What serve's pool needs of an engine (serve/pool/edge.py, serve/engine/supervisor.py,
+serve/engine/watchdog.py): a child process that serves the OpenAI HTTP API on loopback,
+started, probed, measured, drained and stopped. llama-server is one implementation
+(serve/engine/llama_server.py's `LlamaServer`); another engine is one class satisfying
+`EngineProcess`, given to the pool as its `engine_factory`."""
 
 from __future__ import annotations
 

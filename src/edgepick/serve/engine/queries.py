@@ -1,6 +1,6 @@
-"""What the pool asks its serving engine besides generation (serve/pool/edge.py's EdgePool inherits
-it): the tokenizer, the model's props and sizes, and the engine's own slot counters beside
-edgepick's. Each needs a ready engine and answers 503 at once otherwise."""
+"""What the pool asks its serving engine besides generation (serve/pool/edge.py's EdgePool owns
+one over its supervisor): the tokenizer, the model's props and sizes, and the engine's own slot
+counters. Each needs a ready engine and answers 503 at once otherwise."""
 
 from __future__ import annotations
 
@@ -9,11 +9,13 @@ import httpx
 from edgepick.backends import llama_server_client as lsc
 from edgepick.errors import EdgepickError
 from edgepick.serve.engine.process import EngineProcess
+from edgepick.serve.engine.supervisor import EngineSupervisor
 from edgepick.serve.router_api import BadRequest, EngineUnavailable
 
 
 class EngineQueries:
-    """Uses the pool's `_ready_engine`, `engine`, `spec` and `admission`."""
+    def __init__(self, supervisor: EngineSupervisor) -> None:
+        self.supervisor = supervisor
 
     async def count_tokens(self, text: str) -> int:
         """Tokens of `text` by the serving model's own tokenizer (llama-server's /tokenize)."""
@@ -21,7 +23,7 @@ class EngineQueries:
 
     async def tokenize(self, text: str, add_special: bool = True,
                        parse_special: bool = True) -> list[int]:
-        engine = await self._ready_engine()
+        engine = await self.supervisor.ready_engine()
         try:
             return await lsc.atokenize(engine.client, text, add_special, parse_special)
         except (httpx.HTTPError, EdgepickError) as exc:
@@ -29,7 +31,7 @@ class EngineQueries:
                                     retry_after=2) from None
 
     async def detokenize(self, tokens: list[int]) -> str:
-        engine = await self._ready_engine()
+        engine = await self.supervisor.ready_engine()
         try:
             # llama-server answers an id outside the vocabulary with a 500: the client's 400
             vocab = await self._vocab_size(engine)
@@ -49,27 +51,23 @@ class EngineQueries:
 
     @property
     def n_vocab(self) -> int | None:
-        return self.engine.n_vocab if self.engine is not None else None
+        engine = self.supervisor.engine
+        return engine.n_vocab if engine is not None else None
 
     @property
     def embedding_width(self) -> int | None:
         """An embedding engine's vector width (its model's n_embd)."""
-        return self.engine.n_embd if self.engine is not None and self.spec.pooling else None
+        engine = self.supervisor.engine
+        return engine.n_embd if engine is not None and self.supervisor.spec.pooling else None
 
     async def props(self) -> dict:
-        engine = await self._ready_engine()
+        engine = await self.supervisor.ready_engine()
         return await lsc.aprops(engine.client) or {}
 
-    async def slot_use(self) -> dict:
-        """edgepick's slot accounting beside the engine's own (its /metrics), read at once."""
-        engine = await self._ready_engine()
-        busy, waiting = self.admission.busy, self.admission.waiting
+    async def engine_slot_use(self, engine: EngineProcess) -> dict:
+        """The engine's own slot counters (its /metrics), read at once."""
         try:
-            theirs = await engine.slot_use()
+            return await engine.slot_use()
         except (httpx.HTTPError, EdgepickError) as exc:
             raise EngineUnavailable(f"engine unavailable ({type(exc).__name__})",
                                     retry_after=2) from None
-        return {"slots": self.admission.slots, "busy": busy, "waiting": waiting,
-                "busy_after": self.admission.busy, "engine_processing": theirs["processing"],
-                "engine_deferred": theirs["deferred"],
-                "engine_tokens_predicted": theirs["tokens_predicted"]}

@@ -1,6 +1,7 @@
-"""The engine pool's supervision (serve/pool/edge.py's EdgePool inherits it): a child that dies is
-restarted, a child that stops answering is marked not ready and, past `hung_after_s`, restarted,
-and restarts are budgeted (seed 000 §5.3).
+"""One engine child kept serving (serve/pool/edge.py's EdgePool owns one, and its embedding
+engine another): started once its start checks pass, a child that dies is restarted, a child
+that stops answering is marked not ready and, past `hung_after_s`, restarted, restarts are
+budgeted, and a switch to another version starts it beside the serving one (seed 000 §5.3).
 
 Liveness reads llama-server's two threads apart. Its HTTP thread answers `/health` by itself,
 so a `/health` answer only says the process lives. Its `/metrics` is a task the main loop must
@@ -16,22 +17,117 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Callable
+from collections import deque
+from typing import Any, Awaitable, Callable
 
-from edgepick.serve.engine.llama_server import EngineSpec
-from edgepick.serve.errors import EngineUnavailable
+from edgepick.serve.engine.process import EngineProcess, EngineSpec
+from edgepick.serve.errors import DeadlineExceeded, EngineUnavailable
 
 log = logging.getLogger("edgepick.serve")
 FAILED_RETRY_S = 60  # Retry-After once serve has stopped restarting its engine
 
 
-class Supervised:
-    """The restart, liveness and switch half of EdgePool (its attributes are set there)."""
+class EngineSupervisor:
+    """The serving engine's state (loading, ready, unresponsive, restarting, degraded, failed,
+    stopped), its restarts and switches. `metrics` is serve's ServeMetrics; the "chat" role owns
+    the engine gauges, another role (the embedding engine) counts restarts under its own
+    reasons."""
 
     STOP_GRACE_S = 2.0  # SIGTERM, then SIGKILL: a wedged main loop never acts on SIGTERM
-    memory_abort: Callable[[], bool] | None = None  # the memory watchdog's ceiling, when set
 
-    def _refuse_unless_ready(self) -> None:
+    def __init__(self, spec: EngineSpec, factory: Callable[[EngineSpec], EngineProcess],
+                 metrics: Any, *, role: str = "chat", drain_timeout_s: float = 30.0,
+                 probe_timeout_s: float = 5.0, hung_after_s: float = 30.0,
+                 max_restarts: int = 3, restart_window_s: float = 600.0) -> None:
+        self.spec = spec
+        self.role = role
+        self.metrics = metrics
+        self.drain_timeout_s = drain_timeout_s
+        self.probe_timeout_s = probe_timeout_s
+        self.hung_after_s = hung_after_s
+        self.max_restarts = max_restarts
+        self.restart_window_s = restart_window_s
+        self.engine: EngineProcess | None = None
+        self.last_memory = 0
+        self.status = "loading"  # loading, ready, unresponsive, restarting, degraded, failed
+        self.degraded: str | None = None  # why it stopped restarting, once it has
+        # run on a first or switched-to engine once healthy, before it serves; raising refuses it
+        self.start_checks: list[Callable[[EngineProcess], None]] = []
+        self.on_switch: list[Callable[[EngineSpec], Awaitable[None] | None]] = []
+        self.memory_abort: Callable[[], bool] | None = None  # the memory watchdog's ceiling
+        self._factory = factory
+        self._ready = asyncio.Event()
+        self._switch_lock = asyncio.Lock()
+        self._tasks: list[asyncio.Task] = []
+        self._restarts: deque[float] = deque()
+        self._last_answer = time.monotonic()  # the active engine's last answer to a probe
+        self._progress: tuple[int | None, float] = (None, time.monotonic())  # decodes, since
+
+    @property
+    def ready(self) -> bool:
+        return self._ready.is_set()
+
+    async def start(self) -> None:
+        engine = self._factory(self.spec)
+        await engine.start()
+        await self._checked(engine)
+        self._activate(engine)
+        self._tasks = [asyncio.create_task(self._supervise()),
+                       asyncio.create_task(self._watch_liveness())]
+
+    async def _checked(self, engine: EngineProcess) -> None:
+        try:
+            for check in self.start_checks:
+                check(engine)
+        except BaseException:
+            await engine.stop()
+            raise
+
+    def _activate(self, engine: EngineProcess) -> None:
+        self.engine = engine
+        self.spec = engine.spec
+        self.last_memory = engine.memory_bytes()
+        if self.role == "chat":
+            self.metrics.set_active(engine.spec.name, engine.spec.version)
+        self._set_ready(True, "ready" if not self.degraded else "degraded")
+
+    def _set_ready(self, ready: bool, status: str) -> None:
+        self.status = status
+        if ready:
+            self._ready.set()
+        else:
+            self._ready.clear()
+        if self.role == "chat":
+            self.metrics.ready.set(1 if ready else 0)
+
+    async def aclose(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        self._set_ready(False, "stopped")
+        if self.engine:
+            await self.engine.stop()
+
+    async def ready_engine(self, deadline: float | None = None) -> EngineProcess:
+        """The serving engine. Without a deadline (tokenizer, props) not ready is a 503 at once;
+        a request admitted before a restart waits for the new engine within its deadline,
+        unless serve fails meanwhile."""
+        if deadline is None:
+            self.refuse_unless_ready()
+        while not self.ready:
+            if self.status == "failed":
+                raise self._unavailable()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise DeadlineExceeded("deadline passed while the engine was not ready")
+            try:
+                await asyncio.wait_for(self._ready.wait(), min(left, 0.2))
+            except asyncio.TimeoutError:
+                pass
+        engine = self.engine
+        assert engine is not None and engine.client is not None
+        return engine
+
+    def refuse_unless_ready(self) -> None:
         """A new request to an engine that is not serving is answered 503 at once (loading,
         restarting, unresponsive, failed), never queued behind it."""
         if not self.ready:

@@ -4,7 +4,7 @@ assume the framework has no leaks). Restarts are logged with their reason and co
 
 A limit the engine cannot meet is refused, not looped on: an engine whose own footprint, right
 after it loads and before any request, is over the limit is not started (serve exits with the
-figure), and the pool's restart budget (EdgePool.max_restarts within restart_window_s) stops
+figure), and the supervisor's restart budget (max_restarts within restart_window_s) stops
 restarts that do not bring memory back under the limit, reporting the server degraded.
 
 The watchdog always wins: it samples every `every_s` (0.1 s by default: a leak
@@ -20,13 +20,10 @@ import asyncio
 import logging
 import math
 import time
-from typing import TYPE_CHECKING
 
 from edgepick.errors import EdgepickError
 from edgepick.serve.engine.process import EngineProcess
-
-if TYPE_CHECKING:  # the pool it watches; at run time any object with its attributes
-    from edgepick.serve.pool.edge import EdgePool
+from edgepick.serve.engine.supervisor import EngineSupervisor
 
 log = logging.getLogger("edgepick.serve")
 
@@ -35,18 +32,20 @@ HARD_MARGIN = 0.10  # share of the limit a drain may run over before the engine 
 
 
 class MemoryWatchdog:
-    def __init__(self, pool: EdgePool, limit_bytes: int | None, every_s: float = 0.1,
-                 cooldown_s: float = 30.0) -> None:
-        self.pool = pool
+    """Watches one engine through its supervisor (an EdgePool's `supervisor`)."""
+
+    def __init__(self, supervisor: EngineSupervisor, limit_bytes: int | None,
+                 every_s: float = 0.1, cooldown_s: float = 30.0) -> None:
+        self.supervisor = supervisor
         self.limit_bytes = limit_bytes
         self.hard_bytes = int(limit_bytes * (1 + HARD_MARGIN)) if limit_bytes else None
         self.every_s = every_s
         self.cooldown_s = cooldown_s
         self._last_restart = -math.inf
-        pool.metrics.memory_limit.set(limit_bytes or 0)
+        supervisor.metrics.memory_limit.set(limit_bytes or 0)
         if limit_bytes:
-            pool.start_checks.append(self.check_footprint)
-            pool.memory_abort = self.over_hard_limit  # any stop's grace ends past the ceiling
+            supervisor.start_checks.append(self.check_footprint)
+            supervisor.memory_abort = self.over_hard_limit  # any stop's grace ends past the ceiling
 
     def check_footprint(self, engine: EngineProcess) -> None:
         """Refuse an engine that is over the limit before it has served anything."""
@@ -59,11 +58,11 @@ class MemoryWatchdog:
                 "restart in a loop; raise the limit or shrink the context or slots")
 
     def sample(self) -> int:
-        engine = self.pool.engine
+        engine = self.supervisor.engine
         mem = engine.memory_bytes() if engine is not None else 0
-        self.pool.last_memory = mem
-        if self.pool.role == "chat":
-            self.pool.metrics.engine_fate.sample_memory(mem)
+        self.supervisor.last_memory = mem
+        if self.supervisor.role == "chat":
+            self.supervisor.metrics.engine_fate.sample_memory(mem)
         return mem
 
     def over_hard_limit(self) -> bool:
@@ -72,7 +71,7 @@ class MemoryWatchdog:
 
     async def check_once(self) -> bool:
         """Sample, and restart when over the limit; True when a restart happened."""
-        engine = self.pool.engine
+        engine = self.supervisor.engine
         if engine is None or engine.stopping or not engine.alive:
             return False
         mem = self.sample()
@@ -86,7 +85,7 @@ class MemoryWatchdog:
                     "%s", mem / 2**20, limit / 2**20,
                     "stopping it now" if hard else "draining and restarting")
         self._last_restart = time.monotonic()
-        return await self.pool.restart("memory", drain=not hard, abort=self.over_hard_limit)
+        return await self.supervisor.restart("memory", drain=not hard, abort=self.over_hard_limit)
 
     async def run(self) -> None:
         while True:

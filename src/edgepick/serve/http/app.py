@@ -2,10 +2,10 @@
 admin endpoints the registry CLI calls (seed 000 §4.3, §5.2-5.3, §7.4; seed 001 §6.4).
 
 The app is assembled here from its handlers (serve/http/generate.py, serve/http/info_api.py,
-serve/http/engine_api.py, serve/http/feedback.py), which share a typed `ServeState` (serve/http/state.py).
-Handlers only check a request and hand it to the router (serve/router_api.py); they never know
-which engine answers. Every refusal, FastAPI's own 404/405/422 included, answers in OpenAI's
-error shape (serve/errors.py); every answer carries `x-request-id` (serve/http/middleware.py).
+serve/http/engine_api.py, serve/http/feedback.py), which share a typed `ServeState`
+(serve/http/state.py). Handlers only check a request and hand it to the router
+(serve/router_api.py); they never know which engine answers. Every refusal, FastAPI's own
+404/405/422 included, answers in OpenAI's error shape, Ollama's under /api/ (serve/errors.py); every answer carries `x-request-id` (serve/http/middleware.py).
 """
 
 from __future__ import annotations

@@ -41,7 +41,8 @@ REMEMBERED = 100_000
 
 
 class LoopState(Protocol):
-    """What the loop's endpoints and jobs need of the app's state (serve/http/state.py's ServeState)."""
+    """What the loop's endpoints and jobs need of the app's state (serve/http/state.py's
+    ServeState)."""
 
     pool: "EdgePool"
     settings: "ServeSettings"

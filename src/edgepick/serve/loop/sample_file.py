@@ -1,5 +1,6 @@
-"""The eval JSONL that traffic sampling writes (serve/loop/sampling.py): items held until their cloud
-reference is settled, appended once, and rewritten whole (atomically) only for feedback."""
+"""The eval JSONL that traffic sampling writes (serve/loop/sampling.py): items held until their
+cloud reference is settled, appended once, and rewritten whole (atomically) only for
+feedback."""
 
 from __future__ import annotations
 

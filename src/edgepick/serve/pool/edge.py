@@ -9,6 +9,7 @@ a router's own body dict, checked into it here); it is written as JSON once, whe
 the engine, with `model` set to the served name. A streaming response must be `aclose()`d; that
 frees the slots and, by closing the connection to llama-server, cancels the generation.
 
+The engine itself is its supervisor's (serve/engine/supervisor.py), which the pool owns:
 `switch_to(spec)` starts the new engine beside the old one and switches once it is healthy
 (in-flight requests finish on the old one); `restart(reason)` stops the engine first (to give
 its memory back) while admitted requests wait for the new one within their deadlines. Restarts
@@ -25,15 +26,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import deque
-from typing import Awaitable, Callable
+from typing import Any, Callable
 
 from edgepick.backends import llama_server_client as lsc
 from edgepick.serve.engine.llama_server import LlamaServer
 from edgepick.serve.engine.process import EngineProcess, EngineSpec
 from edgepick.serve.engine.queries import EngineQueries
 from edgepick.serve.engine.send import relay_error, send, sse_error  # noqa: F401 (re-export)
-from edgepick.serve.engine.supervisor import Supervised
+from edgepick.serve.engine.supervisor import EngineSupervisor
 from edgepick.serve.metrics import ServeMetrics
 from edgepick.serve.pool.admission import (Admission, Held, ResourceCheck, ResourcePolicy,
                                       slots_needed)
@@ -52,7 +52,24 @@ PATHS: dict[str, str] = {"chat": "/v1/chat/completions", "completion": "/v1/comp
                          "embedding": "/v1/embeddings"}
 
 
-class EdgePool(Supervised, EngineQueries):
+def _supervisors(name: str, writable: bool = False) -> property:
+    """An attribute of the pool's engine that its supervisor holds, read (and, for the memory
+    watchdog's, written) through the pool."""
+
+    def get(self: EdgePool) -> Any:
+        return getattr(self.supervisor, name)
+
+    def put(self: EdgePool, value: Any) -> None:
+        setattr(self.supervisor, name, value)
+
+    return property(get, put if writable else None)
+
+
+class EdgePool:
+    """One model's engine behind bounded admission: its supervisor (serve/engine/supervisor.py)
+    keeps the engine serving, its queries (serve/engine/queries.py) ask it what is not
+    generation, and the pool admits and forwards requests to it."""
+
     def __init__(self, spec: EngineSpec, *, queue: int, metrics: ServeMetrics | None = None,
                  resources: ResourcePolicy | None = None, drain_timeout_s: float = 30.0,
                  log_dir: str | None = None,
@@ -61,35 +78,20 @@ class EdgePool(Supervised, EngineQueries):
                  max_restarts: int = 3, restart_window_s: float = 600.0,
                  embeddings: EngineSpec | None = None, role: str = "chat",
                  echo_limits: EchoLimits | None = None) -> None:
-        self.spec = spec
+        self.metrics = metrics or ServeMetrics()
         # "chat" owns the engine gauges; "embedding" is the second engine (/v1/embeddings),
         # locked, probed, restarted and budgeted the same way, counted under its own reasons
-        self.role = role
-        self.metrics = metrics or ServeMetrics()
+        self.supervisor = EngineSupervisor(
+            spec, engine_factory or (lambda s: LlamaServer(s, log_dir)), self.metrics,
+            role=role, drain_timeout_s=drain_timeout_s, probe_timeout_s=probe_timeout_s,
+            hung_after_s=hung_after_s, max_restarts=max_restarts,
+            restart_window_s=restart_window_s)
+        self.queries = EngineQueries(self.supervisor)
         self.admission = Admission(spec.slots, queue)
         self.resources = ResourceCheck(resources or ResourcePolicy())
-        self.drain_timeout_s = drain_timeout_s
-        self.probe_timeout_s = probe_timeout_s
-        self.hung_after_s = hung_after_s
-        self.max_restarts = max_restarts
-        self.restart_window_s = restart_window_s
-        self.engine: EngineProcess | None = None
-        self.last_memory = 0
-        self.status = "loading"  # loading, ready, unresponsive, restarting, degraded, failed
-        self.degraded: str | None = None  # why the pool stopped restarting, once it has
         self.scorer = None  # prompt log-probabilities for echo (serve/pool/scoring.py), on demand
         self.echo_limits = echo_limits or EchoLimits()
-        # run on a first or switched-to engine once healthy, before it serves; raising refuses it
-        self.start_checks: list[Callable[[EngineProcess], None]] = []
-        self._factory = engine_factory or (lambda s: LlamaServer(s, log_dir))
-        self._ready = asyncio.Event()
-        self._switch_lock = asyncio.Lock()
-        self._tasks: list[asyncio.Task] = []
-        self._restarts: deque[float] = deque()
-        self._last_answer = time.monotonic()  # the active engine's last answer to a probe
         self._tails: set[asyncio.Task] = set()  # slots held until the engine lets go
-        self._progress: tuple[int | None, float] = (None, time.monotonic())  # decodes, since
-        self.on_switch: list[Callable[[EngineSpec], Awaitable[None] | None]] = []
         self.embedder: EdgePool | None = None
         if embeddings is not None:
             self.embedder = EdgePool(embeddings, queue=queue, metrics=self.metrics,
@@ -102,12 +104,22 @@ class EdgePool(Supervised, EngineQueries):
             m = self.metrics
             m.slots.set(spec.slots)
             m.bind_pool(lambda: self.admission.waiting, lambda: self.admission.busy,
-                        lambda: self.last_memory)
+                        lambda: self.supervisor.last_memory)
 
-    # -- lifecycle ---------------------------------------------------------------------------
+    # -- the engine, as its supervisor keeps it ------------------------------------------------
+    spec = _supervisors("spec")
+    engine = _supervisors("engine")
+    status = _supervisors("status")
+    degraded = _supervisors("degraded")
+    role = _supervisors("role")
+    start_checks = _supervisors("start_checks")
+    on_switch = _supervisors("on_switch")
+    last_memory = _supervisors("last_memory", writable=True)  # the watchdog's last sample
+    memory_abort = _supervisors("memory_abort", writable=True)  # the watchdog's ceiling
+
     @property
     def ready(self) -> bool:
-        return self._ready.is_set()
+        return self.supervisor.ready
 
     def health(self) -> dict:
         """Readiness with its reason: {"ready": bool, "status": ..., "detail"?: ...}."""
@@ -121,75 +133,60 @@ class EdgePool(Supervised, EngineQueries):
     async def start(self) -> None:
         if self.embedder is not None:  # first, so /health's 200 means both engines serve
             await self.embedder.start()
-        engine = self._factory(self.spec)
-        await engine.start()
-        await self._checked(engine)
-        self._activate(engine)
-        self._tasks = [asyncio.create_task(self._supervise()),
-                       asyncio.create_task(self._watch_liveness())]
-
-    async def _checked(self, engine: EngineProcess) -> None:
-        try:
-            for check in self.start_checks:
-                check(engine)
-        except BaseException:
-            await engine.stop()
-            raise
-
-    def _activate(self, engine: EngineProcess) -> None:
-        self.engine = engine
-        self.spec = engine.spec
-        self.last_memory = engine.memory_bytes()
-        if self.role == "chat":
-            self.metrics.set_active(engine.spec.name, engine.spec.version)
-        self._set_ready(True, "ready" if not self.degraded else "degraded")
-
-    def _set_ready(self, ready: bool, status: str) -> None:
-        self.status = status
-        if ready:
-            self._ready.set()
-        else:
-            self._ready.clear()
-        if self.role == "chat":
-            self.metrics.ready.set(1 if ready else 0)
+        await self.supervisor.start()
 
     async def aclose(self) -> None:
-        for t in self._tasks:
-            t.cancel()
-        self._set_ready(False, "stopped")
-        if self.engine:
-            await self.engine.stop()
+        await self.supervisor.aclose()
         if self.scorer is not None:
             await self.scorer.aclose()
         if self.embedder is not None:
             await self.embedder.aclose()
 
-    async def _ready_engine(self, deadline: float | None = None) -> EngineProcess:
-        """The serving engine. Without a deadline (tokenizer, props) not ready is a 503 at once;
-        a request admitted before a restart waits for the new engine within its deadline,
-        unless serve fails meanwhile."""
-        if deadline is None:
-            self._refuse_unless_ready()
-        while not self.ready:
-            if self.status == "failed":
-                raise self._unavailable()
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise DeadlineExceeded("deadline passed while the engine was not ready")
-            try:
-                await asyncio.wait_for(self._ready.wait(), min(left, 0.2))
-            except asyncio.TimeoutError:
-                pass
-        engine = self.engine
-        assert engine is not None and engine.client is not None
-        return engine
+    async def restart(self, reason: str, *, drain: bool = True,
+                      abort: Callable[[], bool] | None = None) -> bool:
+        return await self.supervisor.restart(reason, drain=drain, abort=abort)
+
+    async def switch_to(self, spec: EngineSpec, cause: str) -> None:
+        await self.supervisor.switch_to(spec, cause)
+
+    # -- what is asked of the engine besides generation --------------------------------------
+    async def count_tokens(self, text: str) -> int:
+        return await self.queries.count_tokens(text)
+
+    async def tokenize(self, text: str, add_special: bool = True,
+                       parse_special: bool = True) -> list[int]:
+        return await self.queries.tokenize(text, add_special, parse_special)
+
+    async def detokenize(self, tokens: list[int]) -> str:
+        return await self.queries.detokenize(tokens)
+
+    async def props(self) -> dict:
+        return await self.queries.props()
+
+    @property
+    def n_vocab(self) -> int | None:
+        return self.queries.n_vocab
+
+    @property
+    def embedding_width(self) -> int | None:
+        return self.queries.embedding_width
+
+    async def slot_use(self) -> dict:
+        """edgepick's slot accounting beside the engine's own (its /metrics), read at once."""
+        engine = await self.supervisor.ready_engine()
+        busy, waiting = self.admission.busy, self.admission.waiting
+        theirs = await self.queries.engine_slot_use(engine)
+        return {"slots": self.admission.slots, "busy": busy, "waiting": waiting,
+                "busy_after": self.admission.busy, "engine_processing": theirs["processing"],
+                "engine_deferred": theirs["deferred"],
+                "engine_tokens_predicted": theirs["tokens_predicted"]}
 
     # -- the request path --------------------------------------------------------------------
     async def forward(self, kind: Kind, body: OpenAIRequest | dict, stream: bool, deadline: float,
                       forced: bool = True) -> ServedResponse:
         if kind == "completion" and value(body, "echo"):
             return await score_request(self, body, stream, deadline)
-        self._refuse_unless_ready()
+        self.supervisor.refuse_unless_ready()
         request = as_request(kind, body)
         functions = forced_functions(request) if kind == "chat" and forced else None
         if functions:  # a tool call required: enforced, as the engine may ignore it
@@ -217,7 +214,7 @@ class EdgePool(Supervised, EngineQueries):
         streamed = kind != "embedding" and (stream or not (
             kind == "chat" and request.tools and request.logprobs))
         try:
-            engine = await self._ready_engine(deadline)
+            engine = await self.supervisor.ready_engine(deadline)
             engine.begin()
             self.metrics.queue_wait.observe(wait_s)
             headers = {"x-edgepick-model-version": f"{engine.spec.name}@{engine.spec.version}",

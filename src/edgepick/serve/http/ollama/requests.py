@@ -183,7 +183,8 @@ def chat(raw: dict) -> Translated:
     body: dict = {"messages": [_message(m, i, calls) for i, m in enumerate(messages)]}
     if raw.get("tools") is not None:
         body["tools"] = raw["tools"]
-    if raw.get("tool_choice") is not None:  # not Ollama's: OpenAI's, honoured (serve/pool/tool_choice.py)
+    # not Ollama's: OpenAI's, honoured (serve/pool/tool_choice.py)
+    if raw.get("tool_choice") is not None:
         body["tool_choice"] = raw["tool_choice"]
     fmt = response_format(raw.get("format"))
     if fmt:
