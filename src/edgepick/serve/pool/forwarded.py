@@ -1,6 +1,6 @@
 """The body serve forwards, shaped from the checked request model: deploy.yaml's sampling
-applied (serve/http/generate.py), then written for the engine once, nulls dropped (llama-server reads
-`null` as a type error)."""
+applied (serve/http/generate.py), then written for the engine once, nulls dropped
+(llama-server reads `null` as a type error)."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ def wire(request: BaseModel | dict) -> dict:
 
 
 def engine_payload(request: BaseModel, model: str, streamed: bool) -> dict:
-    """What is sent to the engine (serve/pool/edge.py, as JSON): the request for the served model,
-    asking for a stream with its usage when serve reads the answer as one."""
+    """What is sent to the engine (serve/pool/edge.py, as JSON): the request for the served
+    model, asking for a stream with its usage when serve reads the answer as one."""
     payload = dict(wire(request), model=model)
     if streamed:
         payload["stream"] = True
@@ -36,42 +36,38 @@ def without_nulls(body: dict) -> dict:
     message and its tool calls (an assistant message left with neither content nor tool calls
     gets empty content, which llama-server wants). A JSON schema keeps its nulls (`default:
     null` means something there)."""
-    out = {k: v for k, v in body.items() if v is not None}
-    fmt = out.get("response_format")
-    if isinstance(fmt, dict):
-        fmt = {k: v for k, v in fmt.items() if v is not None}
-        if isinstance(fmt.get("json_schema"), dict):
-            fmt["json_schema"] = {k: v for k, v in fmt["json_schema"].items() if v is not None}
-        out["response_format"] = fmt
-    if isinstance(out.get("stream_options"), dict):
-        out["stream_options"] = {k: v for k, v in out["stream_options"].items()
-                                 if v is not None}
+    out = _no_nulls(body, "stream_options")
+    if "response_format" in out:
+        out["response_format"] = _no_nulls(out["response_format"], "json_schema")
     if isinstance(out.get("tools"), list):  # a function's `parameters` is a schema: kept
-        out["tools"] = [_tool_without_nulls(t) for t in out["tools"]]
+        out["tools"] = [_no_nulls(t, "function") for t in out["tools"]]
     if isinstance(out.get("messages"), list):
         out["messages"] = [_message(m) for m in out["messages"]]
+    return out
+
+
+def _no_nulls(d: Any, *inner: str) -> Any:
+    """A dict without its null fields, nor those of its `inner` dicts (one level down, no
+    further: a schema below keeps its nulls); anything else as it is."""
+    if not isinstance(d, dict):
+        return d
+    out = {k: v for k, v in d.items() if v is not None}
+    for key in inner:
+        if isinstance(out.get(key), dict):
+            out[key] = _no_nulls(out[key])
     return out
 
 
 def _message(m: Any) -> Any:
     if not isinstance(m, dict):
         return m
-    out = {k: v for k, v in m.items() if v is not None}
+    out = _no_nulls(m)
     if isinstance(out.get("tool_calls"), list):
         # `type` defaults to "function" in OpenAI's API; llama-server wants it written
-        out["tool_calls"] = [dict({"type": "function"}, **_tool_without_nulls(c))
+        out["tool_calls"] = [dict({"type": "function"}, **_no_nulls(c, "function"))
                              if isinstance(c, dict) else c for c in out["tool_calls"]]
     if out.get("role") == "assistant" and "content" not in out and not out.get("tool_calls"):
         out["content"] = ""  # llama-server wants one of the two; OpenAI's content is optional
-    return out
-
-
-def _tool_without_nulls(tool: Any) -> Any:
-    if not isinstance(tool, dict):
-        return tool
-    out = {k: v for k, v in tool.items() if v is not None}
-    if isinstance(out.get("function"), dict):
-        out["function"] = {k: v for k, v in out["function"].items() if v is not None}
     return out
 
 
