@@ -59,50 +59,58 @@ class ServeError(Exception):
         return {"Retry-After": str(max(1, round(self.retry_after)))} if self.retry_after else {}
 
 
-# Every refusal kind, one line each: class name → (HTTP status, OpenAI `type`, `code`, metrics
-# reason (None: the code), when it is raised). The classes below are made from it, so a kind
-# is added here and nowhere else; `for_status` takes the first kind of a status.
-KINDS: dict[str, tuple[int, str, str, str | None, str]] = {
-    "BadRequest": (400, "invalid_request_error", "invalid_value", None,
+# OpenAI's error `type` of a status: the client's for a 4xx, but for the rate limit and a
+# feature the server lacks; the server's for a 5xx
+_TYPE_OF_STATUS = {429: "requests", 501: "not_supported_error"}
+
+
+def openai_type(status: int) -> str:
+    return _TYPE_OF_STATUS.get(status, "invalid_request_error" if status < 500 else "server_error")
+
+
+# Every refusal kind, one line each: class name → (HTTP status, `code`, metrics reason (None:
+# the code), when it is raised); its OpenAI `type` follows from the status (`openai_type`). The
+# classes below are made from it, so a kind is added here and nowhere else; `for_status` takes
+# the first kind of a status.
+KINDS: dict[str, tuple[int, str, str | None, str]] = {
+    "BadRequest": (400, "invalid_value", None,
                    "A bad field (named in `param`), a prompt over the cap, n over the slots."),
-    "Unauthorized": (401, "invalid_request_error", "invalid_api_key", None,
-                     "--api-key set and not sent."),
-    "NotFound": (404, "invalid_request_error", "unknown_url", None, "No such endpoint or model."),
-    "MethodNotAllowed": (405, "invalid_request_error", "method_not_allowed", None,
-                         "A method the path does not take."),
-    "RequestTimeout": (408, "invalid_request_error", "request_timeout", None,
+    "Unauthorized": (401, "invalid_api_key", None, "--api-key set and not sent."),
+    "NotFound": (404, "unknown_url", None, "No such endpoint or model."),
+    "MethodNotAllowed": (405, "method_not_allowed", None, "A method the path does not take."),
+    "RequestTimeout": (408, "request_timeout", None,
                        "The body did not arrive within --body-timeout."),
-    "BodyTooLarge": (413, "invalid_request_error", "request_too_large", None,
-                     "A body over --max-body."),
-    "UnsupportedMediaType": (415, "invalid_request_error", "unsupported_media_type", None,
+    "BodyTooLarge": (413, "request_too_large", None, "A body over --max-body."),
+    "UnsupportedMediaType": (415, "unsupported_media_type", None,
                              "A body that is not application/json in UTF-8."),
-    "Unprocessable": (422, "invalid_request_error", "invalid_value", None,
+    "Unprocessable": (422, "invalid_value", None,
                       "Never sent by serve (its validation answers 400), kept for for_status."),
-    "HeadersTooLarge": (431, "invalid_request_error", "request_header_fields_too_large", None,
+    "HeadersTooLarge": (431, "request_header_fields_too_large", None,
                         "Too many or too large headers."),
-    "Overloaded": (429, "requests", "rate_limit_exceeded", "overloaded",
+    "Overloaded": (429, "rate_limit_exceeded", "overloaded",
                    "Every slot and queue place is taken: refused at once (seed 000 §4.3)."),
-    "ClientGone": (499, "invalid_request_error", "client_closed_request", None,
+    "ClientGone": (499, "client_closed_request", None,
                    "The client closed the connection before its answer (nginx's 499); nobody "
                    "reads the body."),
-    "NotImplementedHere": (501, "not_supported_error", "not_implemented", None,
+    "NotImplementedHere": (501, "not_implemented", None,
                            "Not enabled on this server (/v1/embeddings without an engine)."),
-    "EngineUnavailable": (503, "server_error", "engine_unavailable", None,
+    "EngineUnavailable": (503, "engine_unavailable", None,
                           "The engine is restarting, swapping or died mid-request; retrying "
                           "later is safe."),
-    "ResourceRefused": (503, "server_error", "insufficient_resources", None,
+    "ResourceRefused": (503, "insufficient_resources", None,
                         "The resource check before admission (free memory, load) refused it "
                         "(seed 000 §5.2)."),
-    "EdgeOnlyUnavailable": (503, "server_error", "edge_only_task_unavailable", None,
+    "EdgeOnlyUnavailable": (503, "edge_only_task_unavailable", None,
                             "A task deploy.yaml keeps on the device (`edge_only_tasks`) that the "
                             "edge cannot serve now; it is never sent to the cloud instead (seed "
                             "000 §6.1)."),
-    "DeadlineExceeded": (504, "server_error", "deadline_exceeded", None,
+    "DeadlineExceeded": (504, "deadline_exceeded", None,
                          "Queue wait plus generation went past the request's deadline."),
 }
 _BY_STATUS: dict[int, type[ServeError]] = {}
-for _name, (_status, _type, _code, _reason, _doc) in KINDS.items():
-    _cls = type(_name, (ServeError,), {"status": _status, "type": _type, "code": _code,
+for _name, (_status, _code, _reason, _doc) in KINDS.items():
+    _cls = type(_name, (ServeError,), {"status": _status, "type": openai_type(_status),
+                                       "code": _code,
                                        "reason": _reason, "__doc__": _doc,
                                        "__module__": __name__, "__qualname__": _name})
     globals()[_name] = _cls
@@ -126,9 +134,6 @@ class UpstreamError(ServeError):
 # those are the client's fault, and the client gets a 400
 _CLIENT_FAULT_MARKERS = ("[json.exception.", "missing", "invalid", "unsupported", "must be",
                          "expected", "not supported", "cannot be", "too large to process")
-_TYPE_OF_STATUS = {400: "invalid_request_error", 401: "invalid_request_error",
-                   404: "invalid_request_error", 413: "invalid_request_error",
-                   429: "requests", 501: "not_supported_error"}
 _CODE_OF_STATUS = {400: "invalid_value", 401: "invalid_api_key", 404: "not_found",
                    408: "request_timeout", 413: "request_too_large", 429: "rate_limit_exceeded",
                    500: "internal_error", 501: "not_implemented", 502: "upstream_error",
@@ -149,8 +154,7 @@ def from_upstream(err: UpstreamError) -> ServeError:
     else:
         code = _CODE_OF_STATUS.get(status, "upstream_error")
     out = ServeError(message, status=status, code=code, retry_after=err.retry_after)
-    out.type = _TYPE_OF_STATUS.get(status, "invalid_request_error" if status < 500
-                                   else "server_error")
+    out.type = openai_type(status)
     return out
 
 
