@@ -6,6 +6,7 @@ protocol (shared code never names llama-server); the router protocol complete.""
 from __future__ import annotations
 
 import ast
+import tomllib
 import typing
 from pathlib import Path
 
@@ -70,3 +71,21 @@ def test_the_router_protocol_declares_what_serve_reads():
     for p in _modules():
         text = p.read_text(encoding="utf-8")
         assert 'getattr(self.router' not in text and 'getattr(state.router' not in text, _name(p)
+
+
+def test_every_room_is_in_the_contract_and_on_the_page():
+    """serve's subpackages are its rooms: each is placed in import-linter's serve-rooms layers
+    (pyproject.toml) and named in docs/architecture.md's "serve's rooms" table, and nothing is
+    placed there that is not a room or a module of serve."""
+    root = SERVE.parents[2]
+    contracts = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    rooms_contract = next(c for c in contracts["tool"]["importlinter"]["contracts"]
+                          if c["id"] == "serve-rooms")
+    placed = {name.strip() for layer in rooms_contract["layers"] for name in layer.split("|")}
+    rooms = {p.name for p in SERVE.iterdir() if (p / "__init__.py").exists()}
+    modules = {p.stem for p in SERVE.glob("*.py") if p.stem != "__init__"}
+    assert rooms <= placed, rooms - placed
+    assert placed == rooms | modules, placed ^ (rooms | modules)
+    page = (root / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = page.split("## serve's rooms", 1)[1].split("\n## ", 1)[0]
+    assert all(f"`serve/{room}/`" in section for room in rooms), rooms

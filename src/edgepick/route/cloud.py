@@ -14,7 +14,7 @@ from typing import AsyncIterator
 import httpx
 
 from edgepick.backends import llama_server_client as lsc
-from edgepick.serve.pool.edge import sse_error
+from edgepick.serve.engine.send import sse_error
 from edgepick.serve.router_api import ServedResponse, ServeError
 
 PATHS = {"chat": "/chat/completions", "completion": "/completions"}

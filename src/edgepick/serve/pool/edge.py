@@ -32,7 +32,7 @@ from edgepick.backends import llama_server_client as lsc
 from edgepick.serve.engine.llama_server import LlamaServer
 from edgepick.serve.engine.process import EngineProcess, EngineSpec
 from edgepick.serve.engine.queries import EngineQueries
-from edgepick.serve.engine.send import relay_error, send, sse_error  # noqa: F401 (re-export)
+from edgepick.serve.engine.send import relay_error, send
 from edgepick.serve.engine.supervisor import EngineSupervisor
 from edgepick.serve.metrics import ServeMetrics
 from edgepick.serve.pool.admission import (Admission, Held, ResourceCheck, ResourcePolicy,
