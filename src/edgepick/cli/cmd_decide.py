@@ -71,122 +71,126 @@ def _decide(store_path: str | None, runs: list[int] | None, scenario: str, devic
     return rec
 
 
-def register(app: typer.Typer) -> None:
-    @app.command()
-    def decide(store: str = typer.Option(None, "--store", help=STORE_HELP),
-               run_ids: list[int] = typer.Option(None, "--run", help=RUN_HELP),
-               scenario: str = typer.Option("realtime_chat", "--scenario",
-                                            help="preset name or scenario YAML file"),
-               device: str = typer.Option(None, "--device",
-                                          help="catalog name, profile file or 'local': its model "
-                                               "budget is the peak-memory limit"),
-               json_out: bool = typer.Option(False, "--json", help="print JSON"),
-               deploy: str = typer.Option(None, "--deploy",
-                                          help="write the recommendation as a deploy.yaml here "
-                                               "(docs/deploy.md)")) -> None:
-        """Rank the stored candidates for a scenario: the recommendation, its status and why.
+def decide(store: str = typer.Option(None, "--store", help=STORE_HELP),
+           run_ids: list[int] = typer.Option(None, "--run", help=RUN_HELP),
+           scenario: str = typer.Option("realtime_chat", "--scenario",
+                                        help="preset name or scenario YAML file"),
+           device: str = typer.Option(None, "--device",
+                                      help="catalog name, profile file or 'local': its model "
+                                           "budget is the peak-memory limit"),
+           json_out: bool = typer.Option(False, "--json", help="print JSON"),
+           deploy: str = typer.Option(None, "--deploy",
+                                      help="write the recommendation as a deploy.yaml here "
+                                           "(docs/deploy.md)")) -> None:
+    """Rank the stored candidates for a scenario: the recommendation, its status and why.
 
-        Eliminate, score, rank and explain; --deploy writes the deploy.yaml that `edgepick serve`
-        runs."""
-        rec = _decide(store, run_ids, scenario, device, deploy=Path(deploy) if deploy else None,
-                      deploy_required=bool(deploy))
-        decision, summaries, runs = rec.decision, rec.summaries, rec.runs
-        if json_out:
-            data = decision.model_dump(mode="json")
-            data["runs"] = runs
-            data["candidates"] = [s.model_dump(mode="json") for s in summaries]
-            data["ranking"] = [{"candidate": r.candidate, "score": r.score,
-                                "eliminated": r.eliminated, "reasons": r.reasons,
-                                "violations": [v.model_dump() for v in r.violations],
-                                "layer_scores": r.layer_scores, "pareto": r.pareto}
-                               for r in decision.ranking]
+    Eliminate, score, rank and explain; --deploy writes the deploy.yaml that `edgepick serve`
+    runs."""
+    rec = _decide(store, run_ids, scenario, device, deploy=Path(deploy) if deploy else None,
+                  deploy_required=bool(deploy))
+    decision, summaries, runs = rec.decision, rec.summaries, rec.runs
+    if json_out:
+        data = decision.model_dump(mode="json")
+        data["runs"] = runs
+        data["candidates"] = [s.model_dump(mode="json") for s in summaries]
+        data["ranking"] = [{"candidate": r.candidate, "score": r.score,
+                            "eliminated": r.eliminated, "reasons": r.reasons,
+                            "violations": [v.model_dump() for v in r.violations],
+                            "layer_scores": r.layer_scores, "pareto": r.pareto}
+                           for r in decision.ranking]
 
-            enrich(data, decision, summaries)
-            if rec.deploy:
-                data["deploy"] = rec.deploy
-            print_json(data)
-            return
-        print_decision(decision)
+        enrich(data, decision, summaries)
         if rec.deploy:
-            console.print(f"deploy: {rec.deploy}", highlight=False)
-        console.print(runs_line(runs), style="dim", highlight=False)
+            data["deploy"] = rec.deploy
+        print_json(data)
+        return
+    print_decision(decision)
+    if rec.deploy:
+        console.print(f"deploy: {rec.deploy}", highlight=False)
+    console.print(runs_line(runs), style="dim", highlight=False)
 
-    @app.command()
-    def report(store: str = typer.Option(None, "--store", help=STORE_HELP),
-               run_ids: list[int] = typer.Option(None, "--run", help=RUN_HELP),
-               out: str = typer.Option("edgepick-report", "--out", help="output directory"),
-               scenario: str = typer.Option("realtime_chat", "--scenario",
-                                            help="preset name or scenario YAML file"),
-               device: str = typer.Option(None, "--device", help="catalog name, profile file or "
-                                          "'local': its model budget is the peak-memory limit"),
-               lang: str = typer.Option("both", "--lang", help="en | zh | both")) -> None:
-        """Write the Markdown and self-contained HTML report plus CSV/JSON of every figure."""
-        if lang not in LANGS:  # before any work, as the report writer would say it
-            raise EdgepickError(f"--lang must be en, zh or both, got '{lang}'")
-        rec = _decide(store, run_ids, scenario, device, report=Path(out), lang=lang)
-        for p in rec.reports:
-            console.print(str(p))
 
-    @app.command()
-    def run(plan: str = typer.Argument(..., help="plan YAML, or 'default' for the packaged main job"),
-            store: str = typer.Option(None, "--store", help="results store (SQLite) "
-                                      "[default: the plan's store, <output>/results.sqlite]"),
-            json_out: bool = typer.Option(False, "--json", help="print the decision as JSON"),
-            executor: str = typer.Option("local", "--executor", help=PLAN_RUN_HELP["executor"]),
-            address: str = typer.Option(None, "--address", help=PLAN_RUN_HELP["address"]),
-            budget: str = typer.Option(None, "--budget", help=PLAN_RUN_HELP["budget"]),
-            traffic: str = typer.Option(None, "--traffic", help=PLAN_RUN_HELP["traffic"]),
-            traffic_weight: float = typer.Option(None, "--traffic-weight",
-                                                 help=PLAN_RUN_HELP["traffic_weight"]),
-            deployed: str = typer.Option(None, "--deployed",
-                                         help=PLAN_RUN_HELP["deployed"]),
-            yes: bool = typer.Option(False, "--yes", help=PLAN_RUN_HELP["yes"]),
-            reference_key_env: str = typer.Option(
-                None, "--reference-key-env", metavar="VAR",
-                help="environment variable holding the reference endpoint's API key "
-                     "[default: the plan's eval.reference_api_key_env]")) -> None:
-        """Run a whole plan: a decision, its report and, when something passes, a deploy.yaml.
+def report(store: str = typer.Option(None, "--store", help=STORE_HELP),
+           run_ids: list[int] = typer.Option(None, "--run", help=RUN_HELP),
+           out: str = typer.Option("edgepick-report", "--out", help="output directory"),
+           scenario: str = typer.Option("realtime_chat", "--scenario",
+                                        help="preset name or scenario YAML file"),
+           device: str = typer.Option(None, "--device", help="catalog name, profile file or "
+                                      "'local': its model budget is the peak-memory limit"),
+           lang: str = typer.Option("both", "--lang", help="en | zh | both")) -> None:
+    """Write the Markdown and self-contained HTML report plus CSV/JSON of every figure."""
+    if lang not in LANGS:  # before any work, as the report writer would say it
+        raise EdgepickError(f"--lang must be en, zh or both, got '{lang}'")
+    rec = _decide(store, run_ids, scenario, device, report=Path(out), lang=lang)
+    for p in rec.reports:
+        console.print(str(p))
 
-        The stages: fit → quantize → bench → eval → fidelity → decide → report."""
-        budget_s = None
-        if budget is not None:
-            try:
-                budget_s = parse_window(budget)
-            except ValueError as exc:
-                raise EdgepickError(f"--budget: {exc}") from None
-            if budget_s is None:
-                raise EdgepickError("--budget: expected a duration such as 5m, 90s or 1h")
-        lp = load_plan(plan)
-        lp.yes = yes
-        if reference_key_env:
-            lp.use_reference_key_env(reference_key_env)
-        if store:
-            lp.plan.store = os.path.abspath(store)
-        if traffic or traffic_weight is not None or deployed:
-            if not traffic:
-                raise EdgepickError("--traffic-weight and --deployed go with --traffic FILE")
-            sel = reselect(lp, Path(traffic), traffic_weight, Path(deployed) if deployed else None,
-                           RichRunDisplay())
-            if json_out:
-                print_json(sel.result.decision)
-                return
-            show_reselection(sel)
-            return
-        if executor != "local" or address or lp.plan.devices:
-            if budget_s is not None:
-                raise EdgepickError("--budget runs on this machine only (not with a fleet)")
 
-            result = run_fleet(lp, executor, address, RichRunDisplay())
-        else:
-            result = run_plan(lp, RichRunDisplay(), budget_s=budget_s)
+def run(plan: str = typer.Argument(..., help="plan YAML, or 'default' for the packaged main job"),
+        store: str = typer.Option(None, "--store", help="results store (SQLite) "
+                                  "[default: the plan's store, <output>/results.sqlite]"),
+        json_out: bool = typer.Option(False, "--json", help="print the decision as JSON"),
+        executor: str = typer.Option("local", "--executor", help=PLAN_RUN_HELP["executor"]),
+        address: str = typer.Option(None, "--address", help=PLAN_RUN_HELP["address"]),
+        budget: str = typer.Option(None, "--budget", help=PLAN_RUN_HELP["budget"]),
+        traffic: str = typer.Option(None, "--traffic", help=PLAN_RUN_HELP["traffic"]),
+        traffic_weight: float = typer.Option(None, "--traffic-weight",
+                                             help=PLAN_RUN_HELP["traffic_weight"]),
+        deployed: str = typer.Option(None, "--deployed",
+                                     help=PLAN_RUN_HELP["deployed"]),
+        yes: bool = typer.Option(False, "--yes", help=PLAN_RUN_HELP["yes"]),
+        reference_key_env: str = typer.Option(
+            None, "--reference-key-env", metavar="VAR",
+            help="environment variable holding the reference endpoint's API key "
+                 "[default: the plan's eval.reference_api_key_env]")) -> None:
+    """Run a whole plan: a decision, its report and, when something passes, a deploy.yaml.
+
+    The stages: fit → quantize → bench → eval → fidelity → decide → report."""
+    budget_s = None
+    if budget is not None:
+        try:
+            budget_s = parse_window(budget)
+        except ValueError as exc:
+            raise EdgepickError(f"--budget: {exc}") from None
+        if budget_s is None:
+            raise EdgepickError("--budget: expected a duration such as 5m, 90s or 1h")
+    lp = load_plan(plan)
+    lp.yes = yes
+    if reference_key_env:
+        lp.use_reference_key_env(reference_key_env)
+    if store:
+        lp.plan.store = os.path.abspath(store)
+    if traffic or traffic_weight is not None or deployed:
+        if not traffic:
+            raise EdgepickError("--traffic-weight and --deployed go with --traffic FILE")
+        sel = reselect(lp, Path(traffic), traffic_weight, Path(deployed) if deployed else None,
+                       RichRunDisplay())
         if json_out:
-            print_json(result.decision)
+            print_json(sel.result.decision)
             return
-        print_decision(result.decision)
-        print_notes(result.notes)
-        for p in result.reports:
-            console.print(f"report: {p}")
-        if getattr(result, "deploy", None):
-            console.print(f"deploy: {result.deploy}", highlight=False)
-        elif result.decision.recommendation is None:
-            print_none_next_steps(result.decision, getattr(result, "summaries", []))
+        show_reselection(sel)
+        return
+    if executor != "local" or address or lp.plan.devices:
+        if budget_s is not None:
+            raise EdgepickError("--budget runs on this machine only (not with a fleet)")
+
+        result = run_fleet(lp, executor, address, RichRunDisplay())
+    else:
+        result = run_plan(lp, RichRunDisplay(), budget_s=budget_s)
+    if json_out:
+        print_json(result.decision)
+        return
+    print_decision(result.decision)
+    print_notes(result.notes)
+    for p in result.reports:
+        console.print(f"report: {p}")
+    if getattr(result, "deploy", None):
+        console.print(f"deploy: {result.deploy}", highlight=False)
+    elif result.decision.recommendation is None:
+        print_none_next_steps(result.decision, getattr(result, "summaries", []))
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(decide)
+    app.command()(report)
+    app.command()(run)

@@ -24,138 +24,157 @@ from edgepick.units import whole_pct
 VERDICT_STYLE = {"fits": "green", "tight": "yellow", "no": "red"}
 
 
-def register(app: typer.Typer) -> None:
-    @app.command()
-    def fit(
-        model: list[str] = typer.Option(..., "--model", "-m",
-                                        help="GGUF, config.json, bundled name, or a GGUF where "
-                                        "it lives (https://…/x.gguf, hf:ORG/REPO/FILE.gguf"
-                                        "[@REV]: header only); repeatable"),
-        quant: list[str] = typer.Option(["native"], "--quant", help="types, comma-separated or "
-                                        "repeated (F16,Q8_0,Q4_K_M…); 'native' = the file's own"),
-        ctx: list[str] = typer.Option([str(DEFAULTS.n_ctx)], "--ctx",
-                                      help="context sizes in tokens, comma-separated or repeated"),
-        device: str = typer.Option("local", help="catalog name, 'local' (probe), or a YAML file"),
-        kv_type: str = typer.Option(DEFAULTS.kv_type, help="KV cache type: f16, q8_0, q4_0, f32 "
-                                    "(K and V; -ctk)"),
-        kv_type_v: str = typer.Option(None, "--kv-type-v", help="the V cache's type when it "
-                                      "differs from K's (-ctv)"),
-        flash_attn: bool = typer.Option(DEFAULTS.flash_attn, "--flash-attn/--no-flash-attn",
-                                        help="flash attention (-fa): sets the compute buffer; a "
-                                             "quantized V cache needs it"),
-        batch: int = typer.Option(DEFAULTS.n_batch, "--batch",
-                                  help="logical batch size of the engine (n_batch, -b)"),
-        adapter: str = typer.Option(None, "--adapter", help="a LoRA adapter GGUF loaded with "
-                                    "the model: checked against it, its bytes counted"),
-        margin: float = typer.Option(0.20, help="safety margin on memory (the seeds' 20%)"),
-        efficiency: float = typer.Option(None, help="override the bandwidth efficiency (0-1)"),
-        fill: int = typer.Option(None, help="tokens in the KV cache while decoding "
-                                            "(default: half the context)"),
-        ubatch: int = typer.Option(DEFAULTS.n_ubatch, "--ubatch",
-                                   help="prompt micro-batch size of the engine (n_ubatch)"),
-        n_ubatch: int = typer.Option(None, "--n-ubatch", hidden=True),
-        swa_full: bool = typer.Option(False, help="keep full-size KV on sliding-window layers"),
-        mmap: bool = typer.Option(DEFAULTS.mmap, "--mmap/--no-mmap",
-                                  help="the engine maps the file (weights stay file pages) or "
-                                       "reads it into memory"),
-        calibrate: bool = typer.Option(False, "--calibrate", help="with --device local: also "
-                                       "measure the engine's decode speed here (20-30 s), cached"),
-        refresh: bool = typer.Option(False, "--refresh", help="with --device local: measure "
-                                     "this machine again instead of reading its cached probe"),
-        store: str = typer.Option(None, "--store", help=STORE_HELP),
-        ngl: str = typer.Option(None, "--ngl", help="place the model: the last N layers (the "
-                                "output layer first) or 'all' on the devices (-ngl)"),
-        ot: list[str] = typer.Option([], "--ot", help="tensor overrides PATTERN=BUFFER, e.g. "
-                                     r"'\.ffn_.*_exps=CPU' (-ot); repeatable"),
-        n_cpu_moe: int = typer.Option(0, "--n-cpu-moe", min=0, help="keep the experts of the "
-                                      "first N layers on the CPU (--n-cpu-moe)"),
-        tensor_split: str = typer.Option(None, "--tensor-split", help="share of the offloaded "
-                                         "layers per device, e.g. 3,1 (-ts)"),
-        rpc: list[str] = typer.Option([], "--rpc", help="an rpc-server HOST:PORT holding "
-                                      "layers as a device of its own (--rpc); repeatable"),
-        place: str = typer.Option(None, "--place", help="'auto': choose -ngl (and -ot for "
-                                  "experts) as llama.cpp's --fit does, within the host's memory too"),
-        fit_target: str = typer.Option(None, "--fit-target", help="with --place auto: MiB to "
-                                       "leave free per device (llama.cpp's --fit-target; 1024)"),
-        slots: int = typer.Option(None, "--slots", min=1, help="plan for llama-server with N "
-                                  "slots (-np), which reserves N logits rows; default: the "
-                                  "in-process engine, which reserves n_batch rows"),
-        json_out: bool = typer.Option(False, "--json", help="print a JSON list"),
-    ) -> None:
-        """Predict whether models fit a device before running them: memory against the budget
-        (fits / tight / no), speed bounds.
+def _check_flags(kv_type, kv_type_v, batch: int, margin: float, efficiency) -> None:
+    for flag, value in (("--kv-type", kv_type), ("--kv-type-v", kv_type_v)):
+        if value is not None and value not in KV_TYPE_NAMES:
+            raise EdgepickError(f"{flag}: unknown '{value}'; known: {', '.join(KV_TYPE_NAMES)}")
+    if batch < 1:
+        raise EdgepickError(f"--batch: expected a positive number of tokens, got {batch}")
+    if not 0 <= margin < 5:
+        raise EdgepickError(f"--margin: expected a fraction such as 0.2, got {margin}")
+    if efficiency is not None and not 0 < efficiency <= 1:
+        raise EdgepickError(f"--efficiency: expected a fraction in (0, 1], got {efficiency}")
 
-        Memory the model needs (anonymous memory + the file pages it reads; repacked
-        originals shown as reclaimable) against the device budget, and decode speed bounds; an
-        engine that cannot run the model's architecture is refused in one line; estimates of
-        the files themselves are stored for `decide`."""
-        for flag, value in (("--kv-type", kv_type), ("--kv-type-v", kv_type_v)):
-            if value is not None and value not in KV_TYPE_NAMES:
-                raise EdgepickError(f"{flag}: unknown '{value}'; known: {', '.join(KV_TYPE_NAMES)}")
-        if batch < 1:
-            raise EdgepickError(f"--batch: expected a positive number of tokens, got {batch}")
-        if not 0 <= margin < 5:
-            raise EdgepickError(f"--margin: expected a fraction such as 0.2, got {margin}")
-        if efficiency is not None and not 0 < efficiency <= 1:
-            raise EdgepickError(f"--efficiency: expected a fraction in (0, 1], got {efficiency}")
-        n_ubatch = merged(ubatch, n_ubatch, "--n-ubatch", "--ubatch")
-        ctxs = int_list(ctx, "--ctx")
-        quants = split_list(quant) or ["native"]
-        refs = [resolve_ref(m, remote_ok=True) for m in split_list(model)]
-        say_remote(refs)
-        if device == "local":
-            dev = local_device(calibrate=calibrate, refresh=refresh,
-                               notify=lambda m: err_console.print(f"[dim]{m}…[/]"))
-            err_console.print(f"[dim]device local: {describe(dev)}[/]")
-        elif calibrate or refresh:
-            raise EdgepickError("--calibrate and --refresh measure this machine: use --device local")
-        else:
-            dev = load_device(device)
-        placement = placement_from_options(dev, ngl, ot, n_cpu_moe, tensor_split, rpc)
-        settings = dict(kv_type=kv_type, kv_type_v=kv_type_v, flash_attn=flash_attn,
-                        n_batch=batch, n_ubatch=n_ubatch, n_outputs_max=slots, swa_full=swa_full)
-        if place is not None:
-            placement = _auto(place, placement, refs, quants, ctxs, dev, ngl, ot, n_cpu_moe,
-                              fit_target, settings)
-        req = FitRequest.for_models(refs, quants, adapter=adapter, ctxs=ctxs, device=dev,
-                                    kv_type=kv_type,
-                                    margin=margin, efficiency=efficiency, fill=fill,
-                                    n_ubatch=n_ubatch, swa_full=swa_full, mmap=mmap,
-                                    flash_attn=flash_attn, n_batch=batch, kv_type_v=kv_type_v)
-        with open_store(store) as rs:
-            rows = run(req, rs)
-        plans = None
-        if placement is not None:
-            rows, plans = place_rows(rows, refs, quants, ctxs, dev, placement,
-                                     dict(settings, mmap=mmap, fill=fill), margin)
-        if json_out:
-            print_json(rows if plans is None else [
-                dict(r.model_dump(mode="json"), placement_plan=p.model_dump(mode="json"))
-                for r, p in zip(rows, plans)])
-            return
-        per_model = len(rows) // max(1, len(refs))
-        names = [refs[i // per_model].label if per_model else r.model for i, r in enumerate(rows)]
-        _print_tables(rows, names, dev, margin)
-        if plans is not None:
-            print_plans(rows, names, plans)
-        for r in rows:
-            for note in r.fallbacks[:3]:
-                console.print(f"[dim]{r.quant}: fallback {note}[/]")
-            if len(r.fallbacks) > 3:
-                console.print(f"[dim]{r.quant}: and {len(r.fallbacks) - 3} more fallbacks (see --json)[/]")
-        for warning in sorted({w for r in rows for w in r.warnings}):
-            err_console.print(f"[yellow]approximated:[/] {warning}")
-        if (why := repack_reason()) is not None:  # the need counts repacked weights
-            err_console.print(f"{why} (the need above counts llama.cpp's repacked copies: "
-                              "without them it is lower, and decoding slower)", highlight=False)
-        moe = [r for r in rows if r.prefill_basis]
-        if moe:
-            console.print(f"[dim]{moe[0].prefill_basis}[/]")
-        risks = sorted({risk for r in rows for risk in r.risks})
-        if risks:
-            console.print("[bold]task priors[/] (seed 000 §3.3, seed 004 §2.3):")
-            for risk in risks:
-                console.print(f"  [yellow]•[/] {risk}")
+
+def _device(device: str, calibrate: bool, refresh: bool):
+    """The device profile: this machine probed (once, then cached) for `local`, else a catalog
+    name or profile file."""
+    if device == "local":
+        dev = local_device(calibrate=calibrate, refresh=refresh,
+                           notify=lambda m: err_console.print(f"[dim]{m}…[/]"))
+        err_console.print(f"[dim]device local: {describe(dev)}[/]")
+    elif calibrate or refresh:
+        raise EdgepickError("--calibrate and --refresh measure this machine: use --device local")
+    else:
+        dev = load_device(device)
+    return dev
+
+
+def _print_notes(rows) -> None:
+    """What fit approximated or assumed, under its tables: fallbacks, warnings, repacking,
+    the MoE prefill basis and the tasks' risk priors."""
+    for r in rows:
+        for note in r.fallbacks[:3]:
+            console.print(f"[dim]{r.quant}: fallback {note}[/]")
+        if len(r.fallbacks) > 3:
+            console.print(f"[dim]{r.quant}: and {len(r.fallbacks) - 3} more fallbacks (see --json)[/]")
+    for warning in sorted({w for r in rows for w in r.warnings}):
+        err_console.print(f"[yellow]approximated:[/] {warning}")
+    if (why := repack_reason()) is not None:  # the need counts repacked weights
+        err_console.print(f"{why} (the need above counts llama.cpp's repacked copies: "
+                          "without them it is lower, and decoding slower)", highlight=False)
+    moe = [r for r in rows if r.prefill_basis]
+    if moe:
+        console.print(f"[dim]{moe[0].prefill_basis}[/]")
+    risks = sorted({risk for r in rows for risk in r.risks})
+    if risks:
+        console.print("[bold]task priors[/] (seed 000 §3.3, seed 004 §2.3):")
+        for risk in risks:
+            console.print(f"  [yellow]•[/] {risk}")
+
+
+def fit(
+    model: list[str] = typer.Option(..., "--model", "-m",
+                                    help="GGUF, config.json, bundled name, or a GGUF where "
+                                    "it lives (https://…/x.gguf, hf:ORG/REPO/FILE.gguf"
+                                    "[@REV]: header only); repeatable"),
+    quant: list[str] = typer.Option(["native"], "--quant", help="types, comma-separated or "
+                                    "repeated (F16,Q8_0,Q4_K_M…); 'native' = the file's own"),
+    ctx: list[str] = typer.Option([str(DEFAULTS.n_ctx)], "--ctx",
+                                  help="context sizes in tokens, comma-separated or repeated"),
+    device: str = typer.Option("local", help="catalog name, 'local' (probe), or a YAML file"),
+    kv_type: str = typer.Option(DEFAULTS.kv_type, help="KV cache type: f16, q8_0, q4_0, f32 "
+                                "(K and V; -ctk)"),
+    kv_type_v: str = typer.Option(None, "--kv-type-v", help="the V cache's type when it "
+                                  "differs from K's (-ctv)"),
+    flash_attn: bool = typer.Option(DEFAULTS.flash_attn, "--flash-attn/--no-flash-attn",
+                                    help="flash attention (-fa): sets the compute buffer; a "
+                                         "quantized V cache needs it"),
+    batch: int = typer.Option(DEFAULTS.n_batch, "--batch",
+                              help="logical batch size of the engine (n_batch, -b)"),
+    adapter: str = typer.Option(None, "--adapter", help="a LoRA adapter GGUF loaded with "
+                                "the model: checked against it, its bytes counted"),
+    margin: float = typer.Option(0.20, help="safety margin on memory (the seeds' 20%)"),
+    efficiency: float = typer.Option(None, help="override the bandwidth efficiency (0-1)"),
+    fill: int = typer.Option(None, help="tokens in the KV cache while decoding "
+                                        "(default: half the context)"),
+    ubatch: int = typer.Option(DEFAULTS.n_ubatch, "--ubatch",
+                               help="prompt micro-batch size of the engine (n_ubatch)"),
+    n_ubatch: int = typer.Option(None, "--n-ubatch", hidden=True),
+    swa_full: bool = typer.Option(False, help="keep full-size KV on sliding-window layers"),
+    mmap: bool = typer.Option(DEFAULTS.mmap, "--mmap/--no-mmap",
+                              help="the engine maps the file (weights stay file pages) or "
+                                   "reads it into memory"),
+    calibrate: bool = typer.Option(False, "--calibrate", help="with --device local: also "
+                                   "measure the engine's decode speed here (20-30 s), cached"),
+    refresh: bool = typer.Option(False, "--refresh", help="with --device local: measure "
+                                 "this machine again instead of reading its cached probe"),
+    store: str = typer.Option(None, "--store", help=STORE_HELP),
+    ngl: str = typer.Option(None, "--ngl", help="place the model: the last N layers (the "
+                            "output layer first) or 'all' on the devices (-ngl)"),
+    ot: list[str] = typer.Option([], "--ot", help="tensor overrides PATTERN=BUFFER, e.g. "
+                                 r"'\.ffn_.*_exps=CPU' (-ot); repeatable"),
+    n_cpu_moe: int = typer.Option(0, "--n-cpu-moe", min=0, help="keep the experts of the "
+                                  "first N layers on the CPU (--n-cpu-moe)"),
+    tensor_split: str = typer.Option(None, "--tensor-split", help="share of the offloaded "
+                                     "layers per device, e.g. 3,1 (-ts)"),
+    rpc: list[str] = typer.Option([], "--rpc", help="an rpc-server HOST:PORT holding "
+                                  "layers as a device of its own (--rpc); repeatable"),
+    place: str = typer.Option(None, "--place", help="'auto': choose -ngl (and -ot for "
+                              "experts) as llama.cpp's --fit does, within the host's memory too"),
+    fit_target: str = typer.Option(None, "--fit-target", help="with --place auto: MiB to "
+                                   "leave free per device (llama.cpp's --fit-target; 1024)"),
+    slots: int = typer.Option(None, "--slots", min=1, help="plan for llama-server with N "
+                              "slots (-np), which reserves N logits rows; default: the "
+                              "in-process engine, which reserves n_batch rows"),
+    json_out: bool = typer.Option(False, "--json", help="print a JSON list"),
+) -> None:
+    """Predict whether models fit a device before running them: memory against the budget
+    (fits / tight / no), speed bounds.
+
+    Memory the model needs (anonymous memory + the file pages it reads; repacked
+    originals shown as reclaimable) against the device budget, and decode speed bounds; an
+    engine that cannot run the model's architecture is refused in one line; estimates of
+    the files themselves are stored for `decide`."""
+    _check_flags(kv_type, kv_type_v, batch, margin, efficiency)
+    n_ubatch = merged(ubatch, n_ubatch, "--n-ubatch", "--ubatch")
+    ctxs = int_list(ctx, "--ctx")
+    quants = split_list(quant) or ["native"]
+    refs = [resolve_ref(m, remote_ok=True) for m in split_list(model)]
+    say_remote(refs)
+    dev = _device(device, calibrate, refresh)
+    placement = placement_from_options(dev, ngl, ot, n_cpu_moe, tensor_split, rpc)
+    settings = dict(kv_type=kv_type, kv_type_v=kv_type_v, flash_attn=flash_attn,
+                    n_batch=batch, n_ubatch=n_ubatch, n_outputs_max=slots, swa_full=swa_full)
+    if place is not None:
+        placement = _auto(place, placement, refs, quants, ctxs, dev, ngl, ot, n_cpu_moe,
+                          fit_target, settings)
+    req = FitRequest.for_models(refs, quants, adapter=adapter, ctxs=ctxs, device=dev,
+                                kv_type=kv_type,
+                                margin=margin, efficiency=efficiency, fill=fill,
+                                n_ubatch=n_ubatch, swa_full=swa_full, mmap=mmap,
+                                flash_attn=flash_attn, n_batch=batch, kv_type_v=kv_type_v)
+    with open_store(store) as rs:
+        rows = run(req, rs)
+    plans = None
+    if placement is not None:
+        rows, plans = place_rows(rows, refs, quants, ctxs, dev, placement,
+                                 dict(settings, mmap=mmap, fill=fill), margin)
+    if json_out:
+        print_json(rows if plans is None else [
+            dict(r.model_dump(mode="json"), placement_plan=p.model_dump(mode="json"))
+            for r, p in zip(rows, plans)])
+        return
+    per_model = len(rows) // max(1, len(refs))
+    names = [refs[i // per_model].label if per_model else r.model for i, r in enumerate(rows)]
+    _print_tables(rows, names, dev, margin)
+    if plans is not None:
+        print_plans(rows, names, plans)
+    _print_notes(rows)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(fit)
 
 
 def _auto(place, placement, refs, quants, ctxs, dev, ngl, ot, n_cpu_moe, fit_target,

@@ -71,86 +71,87 @@ def _print_tiers(tr) -> None:
     console.print(t)
 
 
+@route_app.command("eval")
+def route_eval(
+    edge: list[str] = typer.Option(
+        ..., "--edge", "-e", help="edge model: GGUF, bundled name or http://host:port/v1#name; "
+        "repeat for a cascade over tiers, smallest first (small → medium → cloud)"),
+    cloud: str = typer.Option(..., "--cloud", "-c", help="cloud model, same forms"),
+    cloud_key_env: Optional[str] = typer.Option(
+        None, "--cloud-key-env", metavar="VAR",
+        help="environment variable holding the cloud endpoint's API key (never stored)"),
+    data: Optional[str] = typer.Option(None, "--data", "-d",
+                                       help="eval set JSONL (default: the bundled demo set)"),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="first N valid items"),
+    store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP + "; outputs "
+                                        "already stored there (by eval or route eval) are reused"),
+    method: str = typer.Option("mean", "--confidence",
+                               help="edge confidence from token log-probs: mean, min, first_k"),
+    first_k: int = typer.Option(8, "--first-k", min=1, help="tokens for --confidence first_k"),
+    target_share: Optional[float] = typer.Option(
+        None, "--target-share", min=0.0, max=1.0,
+        help="calibrate the threshold to send this share of requests to the cloud"),
+    target_quality: Optional[float] = typer.Option(
+        None, "--target-quality", min=0.0, max=1.0,
+        help="calibrate the threshold for the smallest cloud share reaching this quality"),
+    shares: str = typer.Option("0.1,0.2,0.3,0.5", "--shares",
+                               help="cloud shares at which routers are compared"),
+    threads: int = typer.Option(2, "--threads", help="inference threads (in-process models)"),
+    ctx: int = typer.Option(2048, "--ctx", help="context length (in-process models)"),
+    edge_only: Optional[list[str]] = typer.Option(
+        None, "--edge-only", help="a task type that never leaves the device (repeatable; "
+                                  "as deploy.yaml's edge_only_tasks): never escalated, "
+                                  "left out of the cloud share"),
+    router_model: Optional[str] = typer.Option(
+        None, "--router-model", help="a small model that names each request's task type "
+        "before any tier answers: its accuracy on these items, per task"),
+    out: Optional[Path] = typer.Option(None, "--out",
+                                       help="write route.en.md/html, the chart and JSON here"),
+    json_out: bool = typer.Option(False, "--json", help="print the result as JSON"),
+) -> None:
+    """Quality against cloud share of an edge→cloud cascade on an eval set: the curve and
+    its calibrated threshold.
+
+    With the router comparison and the edge/cloud consistency rate. Several --edge give a
+    cascade over tiers: each step's threshold calibrated on half the items, judged on the
+    other half against random assignment at the same shares."""
+    if target_share is not None and target_quality is not None:
+        raise EdgepickError("give --target-share or --target-quality, not both")
+    if method not in ("mean", "min", "first_k"):
+        raise EdgepickError(f"--confidence must be mean, min or first_k, got '{method}'")
+    path = data or demo_eval_path()
+    items, problems = load_eval_set(path)
+    for p in problems:
+        err_console.print(f"[yellow]skipped:[/] {p}", highlight=False, soft_wrap=True)
+    free = sum(it.reference_free for it in items)
+    if free:  # routing judges edge and cloud answers right or wrong: it needs the reference
+        err_console.print(f"[yellow]skipped:[/] {free} item(s) without a reference",
+                          highlight=False)
+        items = [it for it in items if not it.reference_free]
+    if not items:
+        raise EdgepickError(f"{path}: no valid items to evaluate")
+    items = items[:limit] if limit else items
+    if len(set(edge)) != len(edge):
+        raise EdgepickError(f"--edge: each tier once, got {', '.join(edge)}")
+    tiers = [resolve_ref(e) for e in edge]
+    req = stage.RouteEvalRequest(
+        items=items, data=path, edge=tiers[0], tiers=tiers[1:],
+        cloud=resolve_ref(cloud, api_key_env=cloud_key_env),
+        settings=RuntimeSettings(threads=threads, n_ctx=ctx),
+        confidence=ConfidenceSettings(method=method, k=first_k),
+        target_share=target_share, target_quality=target_quality, shares=_shares(shares),
+        edge_only_tasks=list(edge_only or []),
+        router_model=resolve_ref(router_model) if router_model else None)
+    with open_store(store, path) as rs, _progress(not json_out) as cb:
+        res = stage.run(req, rs, cb)
+    if out:
+        for p in write_route_report(res, out):
+            err_console.print(f"wrote {p}", highlight=False)
+    if json_out:
+        print_json(res)
+        return
+    _print(res)
+
+
 def register(app: typer.Typer) -> None:
-    @route_app.command("eval")
-    def route_eval(
-        edge: list[str] = typer.Option(
-            ..., "--edge", "-e", help="edge model: GGUF, bundled name or http://host:port/v1#name; "
-            "repeat for a cascade over tiers, smallest first (small → medium → cloud)"),
-        cloud: str = typer.Option(..., "--cloud", "-c", help="cloud model, same forms"),
-        cloud_key_env: Optional[str] = typer.Option(
-            None, "--cloud-key-env", metavar="VAR",
-            help="environment variable holding the cloud endpoint's API key (never stored)"),
-        data: Optional[str] = typer.Option(None, "--data", "-d",
-                                           help="eval set JSONL (default: the bundled demo set)"),
-        limit: Optional[int] = typer.Option(None, "--limit", min=1, help="first N valid items"),
-        store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP + "; outputs "
-                                            "already stored there (by eval or route eval) are reused"),
-        method: str = typer.Option("mean", "--confidence",
-                                   help="edge confidence from token log-probs: mean, min, first_k"),
-        first_k: int = typer.Option(8, "--first-k", min=1, help="tokens for --confidence first_k"),
-        target_share: Optional[float] = typer.Option(
-            None, "--target-share", min=0.0, max=1.0,
-            help="calibrate the threshold to send this share of requests to the cloud"),
-        target_quality: Optional[float] = typer.Option(
-            None, "--target-quality", min=0.0, max=1.0,
-            help="calibrate the threshold for the smallest cloud share reaching this quality"),
-        shares: str = typer.Option("0.1,0.2,0.3,0.5", "--shares",
-                                   help="cloud shares at which routers are compared"),
-        threads: int = typer.Option(2, "--threads", help="inference threads (in-process models)"),
-        ctx: int = typer.Option(2048, "--ctx", help="context length (in-process models)"),
-        edge_only: Optional[list[str]] = typer.Option(
-            None, "--edge-only", help="a task type that never leaves the device (repeatable; "
-                                      "as deploy.yaml's edge_only_tasks): never escalated, "
-                                      "left out of the cloud share"),
-        router_model: Optional[str] = typer.Option(
-            None, "--router-model", help="a small model that names each request's task type "
-            "before any tier answers: its accuracy on these items, per task"),
-        out: Optional[Path] = typer.Option(None, "--out",
-                                           help="write route.en.md/html, the chart and JSON here"),
-        json_out: bool = typer.Option(False, "--json", help="print the result as JSON"),
-    ) -> None:
-        """Quality against cloud share of an edge→cloud cascade on an eval set: the curve and
-        its calibrated threshold.
-
-        With the router comparison and the edge/cloud consistency rate. Several --edge give a
-        cascade over tiers: each step's threshold calibrated on half the items, judged on the
-        other half against random assignment at the same shares."""
-        if target_share is not None and target_quality is not None:
-            raise EdgepickError("give --target-share or --target-quality, not both")
-        if method not in ("mean", "min", "first_k"):
-            raise EdgepickError(f"--confidence must be mean, min or first_k, got '{method}'")
-        path = data or demo_eval_path()
-        items, problems = load_eval_set(path)
-        for p in problems:
-            err_console.print(f"[yellow]skipped:[/] {p}", highlight=False, soft_wrap=True)
-        free = sum(it.reference_free for it in items)
-        if free:  # routing judges edge and cloud answers right or wrong: it needs the reference
-            err_console.print(f"[yellow]skipped:[/] {free} item(s) without a reference",
-                              highlight=False)
-            items = [it for it in items if not it.reference_free]
-        if not items:
-            raise EdgepickError(f"{path}: no valid items to evaluate")
-        items = items[:limit] if limit else items
-        if len(set(edge)) != len(edge):
-            raise EdgepickError(f"--edge: each tier once, got {', '.join(edge)}")
-        tiers = [resolve_ref(e) for e in edge]
-        req = stage.RouteEvalRequest(
-            items=items, data=path, edge=tiers[0], tiers=tiers[1:],
-            cloud=resolve_ref(cloud, api_key_env=cloud_key_env),
-            settings=RuntimeSettings(threads=threads, n_ctx=ctx),
-            confidence=ConfidenceSettings(method=method, k=first_k),
-            target_share=target_share, target_quality=target_quality, shares=_shares(shares),
-            edge_only_tasks=list(edge_only or []),
-            router_model=resolve_ref(router_model) if router_model else None)
-        with open_store(store, path) as rs, _progress(not json_out) as cb:
-            res = stage.run(req, rs, cb)
-        if out:
-            for p in write_route_report(res, out):
-                err_console.print(f"wrote {p}", highlight=False)
-        if json_out:
-            print_json(res)
-            return
-        _print(res)
-
     app.add_typer(route_app, name="route")
