@@ -185,3 +185,34 @@ def test_the_probe_alone_catches_a_garbling_version():
     same = ProbeResult("q4b", bad=1, answered=16)
     got = {j.figure: j for j in judge(none, none, CanaryPolicy(), 0, [], (was, same))}
     assert got["probe"].state == "not_worse"
+
+
+def test_the_probe_pairs_its_answers_where_the_rates_overlap():
+    """SmolLM2-135M's Q8_0 fails 7 of 16 demo items and its Q2_K 10: the rates' intervals
+    overlap, but the same items scored lower on 9 and higher on 1 (a sign test's p = 0.011);
+    a version whose scores moved both ways is not worse, and one that lost a few items with
+    none gained is not passed either."""
+    from edgepick.records.update import CanaryPolicy
+    from edgepick.registry.canary import Figures, judge
+    from edgepick.registry.canary_probe import ProbeResult
+    from edgepick.registry.canary_verdict import paired, sign_test
+
+    none = Figures(requests=0, errors=0, sampled=0, unacceptable=0, ttft_p99_s=None, memory=0)
+    ids = [f"i{n}" for n in range(16)]
+    old = [1.0] * 10 + [0.0] * 6
+    low = [0.0] * 9 + [1.0] * 1 + [1.0] + [0.0] * 5  # 9 down, 1 up (i10)
+    was = ProbeResult("q8", bad=7, answered=16, scores=[(i, s, "'x'") for i, s in zip(ids, old)])
+    now = ProbeResult("q2k", bad=10, answered=16,
+                      scores=[(i, s, f"'{i} garbled'") for i, s in zip(ids, low)])
+    assert abs(sign_test(9, 1) - 11 / 1024) < 1e-12
+    got = {j.figure: j for j in judge(none, none, CanaryPolicy(), 0, [], (was, now))}
+    assert got["probe"].state == "worse", got["probe"]
+    assert "9 of 16 items scored lower, 1 higher" in got["probe"].detail
+    assert "i0: 'i0 garbled'" in got["probe"].detail  # the answers that went down, quoted
+    mixed = [1.0] * 7 + [0.0] * 3 + [1.0] * 3 + [0.0] * 3  # 3 down, 3 up
+    state, seen = paired(was.scores, [(i, s, "") for i, s in zip(ids, mixed)])
+    assert state == "not_worse" and "3 of 16 items scored lower, 3 higher" in seen
+    few = [0.0] * 3 + [1.0] * 7 + [0.0] * 6  # 3 down, none up: p = 0.125, not settled
+    now_few = ProbeResult("q4", bad=7, answered=16, scores=[(i, s, "") for i, s in zip(ids, few)])
+    got = {j.figure: j for j in judge(none, none, CanaryPolicy(), 0, [], (was, now_few))}
+    assert got["probe"].state == "undetermined", got["probe"]

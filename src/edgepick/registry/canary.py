@@ -17,6 +17,7 @@ requests would settle it. Undetermined keeps the new version serving: nothing sh
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from weakref import WeakKeyDictionary
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
+from edgepick.errors import EdgepickError
 from edgepick.monitor.live import Scrape, parse, quantile
 from edgepick.records.update import CanaryPolicy
 from edgepick.registry import canary_probe, canary_verdict as cv
@@ -87,10 +89,19 @@ def judge(new: Figures, old: Figures, policy: CanaryPolicy, peak_memory: float,
                            old.sampled, policy.min_sampled, "sampled outputs unacceptable"))
     if probe is not None:
         was, now = probe
-        out.append(cv.rate("probe", now.bad, now.answered, was.bad, was.answered, 1,
-                           "probe answers unacceptable"))
-        if now.examples and out[-1].state == "worse":
-            out[-1].detail += "; e.g. " + "; ".join(now.examples)
+        j = cv.rate("probe", now.bad, now.answered, was.bad, was.answered, 1,
+                    "probe answers unacceptable")
+        if now.examples and j.state == "worse":
+            j.detail += "; e.g. " + "; ".join(now.examples)
+        pairs, seen = cv.paired(was.scores, now.scores)
+        if pairs == "worse" and j.state != "worse":  # the rates overlap, the pairs do not
+            j = Judgement("probe", "worse", f"{seen}; unacceptable {now.bad}/{now.answered} "
+                          f"against {was.bad}/{was.answered}")
+        elif was.scores and now.scores:
+            j.detail += f"; {seen}"
+            if pairs == "undetermined" and j.state == "not_worse":  # lower, not yet settled
+                j.state = "undetermined"
+        out.append(j)
     out.append(cv.ttft(ttft_buckets or [], new.requests, new.ttft_p99_s, old.ttft_p99_s,
                        old.requests, policy.min_requests, policy.latency_tolerance))
     mem = cv.memory(peak_memory, old.memory, policy.latency_tolerance)
@@ -141,9 +152,25 @@ class Canary:
         self.registry.update_entry(self.name, mark)
         _meters_of(self.metrics)[1].labels(self.version).set(1)
 
+    def _file_bytes(self, version: str) -> int:
+        try:
+            return self.registry.path_of(self.name, version).stat().st_size
+        except (OSError, EdgepickError):
+            return 0
+
     def check(self, peak_memory: float) -> list[str]:
         since = snapshot(self.metrics).since(self.before)
-        self.judgements = judge(figures(since), self.old, self.policy, peak_memory,
+        old = self.old
+        if peak_memory and old.memory:
+            # The engine's gauge counts anonymous memory only: a version whose weights
+            # llama.cpp repacks (Q4_0 on AVX2) holds them there, one that maps them holds file
+            # pages it reads every token. Each side adds its mapped file, so that a Q2_K build
+            # (Q4_0 inside, repacked: 93 MiB anonymous) is not "worse" than a Q8_0 one (49 MiB
+            # anonymous, but 138 MiB of file read per token). An upper bound for the repacking
+            # side: its originals are read once, at load.
+            peak_memory += self._file_bytes(self.version)
+            old = dataclasses.replace(old, memory=old.memory + self._file_bytes(self.previous))
+        self.judgements = judge(figures(since), old, self.policy, peak_memory,
                                 since.buckets("edgepick_ttft_seconds"), self.probe)
         return [j.line() for j in self.judgements if j.state == "worse"]
 

@@ -28,6 +28,9 @@ class ProbeResult:
     bad: int = 0
     answered: int = 0
     examples: list[str] = field(default_factory=list)  # the first unacceptable answers, quoted
+    # per item, in the order asked: its id, the scorer's score (0 for an unacceptable answer)
+    # and the answer, quoted; both halves of a probe ask the same items, so they pair up
+    scores: list[tuple[str, float, str]] = field(default_factory=list)
 
     def summary(self) -> str:
         return f"{self.bad}/{self.answered} unacceptable"
@@ -65,8 +68,10 @@ async def probe(pool: Any, version: str, items: list[EvalItem], max_tokens: int)
         except Exception as exc:  # noqa: BLE001  a failed answer is a bad answer, not a crash
             log.info("canary probe: %s failed on %s: %s", version, item.id, exc)
             text, finish = "", "error"
-        why = reasons(item, text, finish, get_scorer(item.task).score(item, text))
+        scored = get_scorer(item.task).score(item, text)
+        why = reasons(item, text, finish, scored)
         result.answered += 1
+        result.scores.append((item.id, 0.0 if why else float(scored.score), repr(text[:40])))
         if why:
             result.bad += 1
             if len(result.examples) < 3:

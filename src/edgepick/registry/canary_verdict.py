@@ -10,6 +10,13 @@ P99 is not worse when a distribution-free 95 % upper bound of the new P99 (an or
 with n requests the k-th slowest, k from the binomial law of how many fall under the true P99)
 is within `latency_tolerance` times the previous P99; that bound exists from 368 requests on
 (1 - 0.99^368 ≥ 0.975). A figure the previous version never measured cannot be compared.
+
+The probe's answers pair up (both versions answer the same items), so the probe is also worse
+when more items score lower on the new version than higher, beyond chance: an exact one-sided
+sign test on the items whose score changed (McNemar's exact test on scores), at the same 2.5 %.
+A small model fails many items either way (SmolLM2-135M at Q8_0: 7 of 16 demo answers
+unacceptable, its Q2_K 10 of 16: the rates' intervals overlap), yet the Q2_K build scored lower
+on 9 of those 16 items and higher on 1 (p = 0.011).
 """
 
 from __future__ import annotations
@@ -117,5 +124,31 @@ def memory(peak: float, old: float, tolerance: float) -> Judgement | None:
     """None when the engine reports no memory (nothing to watch)."""
     if not old or not peak:
         return None
-    shown = f"{peak / 2**20:.0f} MiB against {old / 2**20:.0f} MiB (× {tolerance:g} allowed)"
+    shown = (f"{peak / 2**20:.0f} MiB against {old / 2**20:.0f} MiB (engine anonymous memory "
+             f"and model file; × {tolerance:g} allowed)")
     return Judgement("memory", "worse" if peak > old * tolerance else "not_worse", shown)
+
+
+def sign_test(worse: int, better: int) -> float:
+    """P(at least `worse` of the changed items went down) if a change were as likely up as down."""
+    n = worse + better
+    return sum(math.comb(n, k) for k in range(worse, n + 1)) / 2 ** n if n else 1.0
+
+
+def paired(was: list[tuple[str, float, str]], now: list[tuple[str, float, str]]
+           ) -> tuple[State, str]:
+    """Over the items both probes answered, matched by id: `worse` beyond chance,
+    `undetermined` when more went down than up but not beyond chance, else `not_worse`; and
+    what was seen."""
+    before = {i: sc for i, sc, _ in was}
+    pairs = [(before[i], sc, i, text) for i, sc, text in now if i in before]
+    down = [(i, text) for b, a, i, text in pairs if a < b - 1e-9]
+    up = sum(a > b + 1e-9 for b, a, _, _ in pairs)
+    p = sign_test(len(down), up)
+    seen = (f"{len(down)} of {len(pairs)} items scored lower, {up} higher "
+            f"(sign test p = {p:.3g})")
+    if p < ONE_SIDED and down:  # quote what went down
+        seen += "; e.g. " + "; ".join(f"{i}: {text}" for i, text in down[:3])
+    if p < ONE_SIDED and down:
+        return "worse", seen
+    return ("undetermined" if len(down) > up else "not_worse"), seen
