@@ -78,3 +78,26 @@ def mutate(rng: random.Random, kv: dict, tensors: list) -> tuple[dict, list, int
             kv["general.name"] = f"v{rng.randint(0, 99)}"
     alignment = rng.choice([None, None, 64, 128])
     return kv, tensors, alignment
+
+
+def block_model(path, arch: str, kv: dict, n_blocks: int = 4) -> str:
+    """A model of `n_blocks` blocks of one F32 tensor each, with `kv` (arrays or uint32) on
+    top of `{arch}.block_count`: what pruning reads and refuses, where the weights do not
+    matter."""
+    import gguf
+
+    w = gguf.GGUFWriter(str(path), arch=arch)
+    w.add_uint32(f"{arch}.block_count", n_blocks)
+    for key, value in kv.items():
+        if isinstance(value, list):
+            w.add_array(key, value)
+        else:
+            w.add_uint32(key, value)
+    w.add_tensor("token_embd.weight", np.ones((8, 32), dtype=np.float32))
+    for b in range(n_blocks):
+        w.add_tensor(f"blk.{b}.attn_q.weight", np.full((32, 32), b, dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return str(path)

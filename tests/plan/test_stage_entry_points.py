@@ -14,7 +14,8 @@ from edgepick.inputs import resolve_ref
 from edgepick.records.model_ref import ModelRef
 from edgepick.store import ResultStore
 
-STAGES = ["edgepick.fit.stage", "edgepick.quantize.stage", "edgepick.convert.stage",
+STAGES = ["edgepick.prune.stage", "edgepick.fit.stage", "edgepick.quantize.stage",
+          "edgepick.convert.stage",
           "edgepick.bench.runner", "edgepick.evaluate.stage", "edgepick.evaluate.fidelity_stage",
           "edgepick.evaluate.consistency_stage"]
 

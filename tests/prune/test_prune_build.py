@@ -3,9 +3,8 @@ rest copied byte for byte; a model that cannot lose a block is refused and nothi
 
 from __future__ import annotations
 
-import gguf
-import numpy as np
 import pytest
+from gguf_synth import block_model
 
 from edgepick.errors import EdgepickError
 from edgepick.models.depth import without_blocks
@@ -73,22 +72,7 @@ def test_the_predicted_shape_is_the_written_one(request, model, removed, tmp_pat
     assert [t.name for t in predicted.tensors] == [t.name for t in actual.tensors]
 
 
-def _synthetic(path, arch: str, kv: dict, n_blocks: int = 4):
-    w = gguf.GGUFWriter(str(path), arch=arch)
-    w.add_uint32(f"{arch}.block_count", n_blocks)
-    for key, value in kv.items():
-        if isinstance(value, list):
-            w.add_array(key, value)
-        else:
-            w.add_uint32(key, value)
-    w.add_tensor("token_embd.weight", np.ones((8, 32), dtype=np.float32))
-    for b in range(n_blocks):
-        w.add_tensor(f"blk.{b}.attn_q.weight", np.full((32, 32), b, dtype=np.float32))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return str(path)
+_synthetic = block_model
 
 
 @pytest.mark.parametrize("arch,kv,why", [

@@ -109,7 +109,7 @@ def build_cmd(
         if drop < 1:
             raise EdgepickError(f"--drop must be at least 1 (got {drop})")
         r = stored_ranking(open_store(store, run=False), file_sha256(path),
-                           file_sha256(calib) if calib else None)
+                           file_sha256(calib) if calib else None, signal=by)
         if r is None:
             raise EdgepickError(f"{path}: no stored block ranking; run `edgepick prune rank -m "
                                 f"{path}` first, or give --blocks")

@@ -96,7 +96,7 @@ def _model(s: CandidateSummary) -> DeployModel:
 
     return DeployModel(name=s.candidate, path=os.path.realpath(s.model) if is_file else s.model,
                        sha256=file_sha256(s.model) if is_file else "", quant=s.quant,
-                       backend=s.backend)
+                       backend=s.backend, pruned=s.pruned)
 
 
 def _settings(s: CandidateSummary) -> RuntimeSettings:
@@ -125,7 +125,8 @@ def _team(d: Decision, by_name: dict[str, CandidateSummary]) -> dict:
     against. Nothing for a single model, so its file stays schema 1."""
     if d.team is None:
         return {}
-    models = [EdgeModel(**_model(by_name[m.candidate]).model_dump(),
+    # a team's models carry no pruning facts (the single model's section does)
+    models = [EdgeModel(**_model(by_name[m.candidate]).model_dump(exclude={"pruned"}),
                         runtime=_settings(by_name[m.candidate]), pin=m.pin,
                         need_bytes=m.need_bytes) for m in d.team.members]
     return {"schema_version": TEAM_SCHEMA_VERSION, "models": models,

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from edgepick.decide.decision import decide
 from edgepick.decide.deploy import build_deploy, write_deploy
 from edgepick.decide.power_figures import sustained_power_limit
+from edgepick.decide.prune_front import prune_front
 from edgepick.decide.scenarios import Scenario
 from edgepick.decide.selection import select
 from edgepick.decide.speculation import speculation_choice
@@ -22,8 +23,8 @@ from edgepick.decide.wording import describe
 from edgepick.errors import EdgepickError
 from edgepick.progress import ProgressEvent, Tick, silent
 from edgepick.records.decision import DecisionRecord
-from edgepick.report import (constraint_section, doctor_section, savings_section, settings_section,
-                             speculation_section)
+from edgepick.report import (constraint_section, doctor_section, prune_section, savings_section,
+                             settings_section, speculation_section)
 from edgepick.report.route_section import append_to_report, latest_route_eval
 from edgepick.report.writer import LANGS, write_report
 
@@ -124,6 +125,9 @@ def _report(req: DecideRequest, decision, summaries, store) -> list[Path]:
 
     # a model run under a grammar: free and constrained side by side, with its cost in speed
     constraint_section.append_to_report(req.report, summaries, LANGS[req.lang])
+
+    # blocks removed before quantizing: pruned and quantized builds on one size-KLD front
+    prune_section.append_to_report(req.report, prune_front(summaries), LANGS[req.lang])
 
     if decision.speculation is not None:  # per task: each kind's speed-up and the choice
         speculation_section.append_to_report(req.report, decision.speculation, LANGS[req.lang])

@@ -15,6 +15,7 @@ from edgepick.decide import adapters
 from edgepick.decide.selection import (VARIANT_SEP, Selection, candidate_key, model_key,
                                        select, split_key)
 from edgepick.models.spec import spec_of
+from edgepick.prune.build import facts as prune_facts
 from edgepick.records.decision import CandidateSummary
 from edgepick.records.model_ref import DEFAULT_ENGINE
 from edgepick.store import ResultStore
@@ -34,6 +35,7 @@ def _file_facts(s: CandidateSummary) -> None:
     s.params = s.params or spec.n_params
     s.weights_bytes = s.weights_bytes or spec.weights_bytes
     s.quant = s.quant or spec.file_type
+    s.pruned = s.pruned or prune_facts(s.model)
 
 
 def build_summaries(store: ResultStore, models: Iterable[str] | None = None,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from edgepick.plan.cluster_section import ClusterSection
@@ -46,6 +48,31 @@ class QuantizeEntry(_Strict):
     imatrix: str | None = None
     label: str | None = None  # prefix of the candidates' names; default: the source's stem
     reference: str | None = None  # fidelity reference; default: the source itself
+    # Depth pruning before quantizing (docs/quantize.md "Pruning", seed 003 §3.3): each item a
+    # cut, every cut built in every type. N: the N least important blocks by `prune_by`'s
+    # ranking on `prune_text`; a list: those blocks of the source; 0: the source unpruned.
+    prune: list[int | list[int]] = Field(default_factory=lambda: [0])
+    prune_by: Literal["kld", "influence"] = "kld"
+    prune_text: str = "bundled"  # "bundled" = the shipped calibration text, or a UTF-8 file
+    prune_ctx: int = Field(256, ge=16)
+    prune_chunks: int | None = Field(4, ge=1)
+
+    @field_validator("prune")
+    @classmethod
+    def _cuts(cls, v: list) -> list:
+        if not v:
+            raise ValueError("expected at least one cut (0: the source unpruned)")
+        seen = []
+        for cut in v:
+            if isinstance(cut, int) and cut < 0 or isinstance(cut, list) and (
+                    not cut or any(b < 0 for b in cut)):
+                raise ValueError("a cut is a number of blocks (0 or more) or a non-empty list "
+                                 "of block indices (0 or more)")
+            key = cut if isinstance(cut, int) else sorted(set(cut))
+            if key in seen:
+                raise ValueError(f"cut {cut} is listed twice")
+            seen.append(key)
+        return v
 
 
 DEFAULT_MAX_REPEATS = 20

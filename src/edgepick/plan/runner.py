@@ -22,6 +22,7 @@ from edgepick.models.adapter import read_adapter
 from edgepick.models.draft_vocab import draft_mismatch
 from edgepick.models.quant_types import normalize_ftype
 from edgepick.plan.loader import LoadedPlan
+from edgepick.plan.prune_section import prune_cuts
 from edgepick.plan.requests import decide_request
 from edgepick.plan.runtime_axes import check_grid, combinations, statement, unhonoured
 from edgepick.plan.stages import STAGES, RunCandidate, RunState, enabled_stages
@@ -59,13 +60,17 @@ def plan_candidates(lp: LoadedPlan) -> list[RunCandidate]:
     for q in plan.quantize:
         src = lp.ref(q.source)
         prefix = q.label or src.label
-        for t in q.types:
-            ftype = normalize_ftype(t)
-            name = f"{prefix}-{ftype}"
-            target = ModelRef.file(output_path(str(src.path), ftype, models_dir), label=name)
-            out.append(RunCandidate(
-                name=name, ref=target, reference=lp.ref(q.reference) if q.reference else src,
-                source=src, qtype=ftype, imatrix=lp.resolve(q.imatrix) if q.imatrix else None))
+        for cut in prune_cuts(lp, q, src, models_dir):  # None: the source as it is
+            base = src if cut is None else cut.ref
+            for t in q.types:
+                ftype = normalize_ftype(t)
+                name = f"{prefix}-{ftype}" if cut is None else f"{prefix}-{cut.tag}-{ftype}"
+                target = ModelRef.file(output_path(str(base.path), ftype, models_dir),
+                                       label=name)
+                out.append(RunCandidate(
+                    name=name, ref=target, reference=lp.ref(q.reference) if q.reference else src,
+                    source=base, qtype=ftype, prune=cut,
+                    imatrix=lp.resolve(q.imatrix) if q.imatrix else None))
 
     out.extend(convert_candidates(lp, RunCandidate))
     out = settings_candidates(lp, out)

@@ -14,6 +14,7 @@ from edgepick.errors import EdgepickError, InputError
 from edgepick.evaluate.eval_sets import specs_of
 from edgepick.models.quant_types import normalize_ftype
 from edgepick.plan.cluster_section import check_fleet
+from edgepick.plan.prune_section import check_prune
 from edgepick.plan.runtime_axes import combinations
 from edgepick.records.model_ref import DEFAULT_ENGINE
 from edgepick.units import parse_size
@@ -82,6 +83,7 @@ def check_plan(lp, line_of: LineOf) -> None:
         if q.imatrix and not os.path.isfile(lp.resolve(q.imatrix)):
             fail(("quantize", i, "imatrix"), f"'{q.imatrix}': no such file")
 
+    check_prune(lp, fail)
     check_convert(plan, lp, fail)
     _check_engine_settings(lp, fail)
     if plan.eval.enabled:

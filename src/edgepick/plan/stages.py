@@ -19,6 +19,7 @@ from edgepick.evaluate.savings import savings_lines
 from edgepick.fit import stage as fit
 from edgepick.fit.stage import FitRequest, FitTarget
 from edgepick.plan.requests import bench_requests, convert_request, eval_request, fidelity_requests
+from edgepick.plan.prune_section import prune_stage
 from edgepick.plan.state import RunCandidate, RunState
 from edgepick.progress import ProgressEvent, Tick
 from edgepick.quantize import stage as quantize
@@ -168,6 +169,8 @@ Stage = tuple[str, Callable[[RunState, Tick], None], str]  # name, the call, its
 # The pipeline's stages in order: the local executor (plan/runner.py) and the farm
 # (cluster/fleet.py) both run this list, so a stage added here runs under either.
 STAGES: list[Stage] = [
+    # first: a pruned source is written (its blocks ranked) before fit reads its header
+    ("prune", prune_stage, "edgepick.prune.stage"),
     ("fit", fit_stage, "edgepick.fit.stage"),
     ("quantize", quantize_stage, "edgepick.quantize.stage"),
     ("convert", convert_stage, "edgepick.convert.stage"),
@@ -178,14 +181,15 @@ STAGES: list[Stage] = [
 
 # The stages the farm runs on its driver, per device, before any job: they decide what is
 # measured where (fit: what cannot fit a device is not measured there) and make the files the
-# jobs measure (quantize, convert: made once, at paths every node reads). The others become
-# jobs on the devices (cluster/planjobs.py).
-ON_DRIVER = frozenset({"fit", "quantize", "convert"})
+# jobs measure (prune, quantize, convert: made once, at paths every node reads). The others
+# become jobs on the devices (cluster/planjobs.py).
+ON_DRIVER = frozenset({"prune", "fit", "quantize", "convert"})
 
 
 def enabled_stages(plan, stages: list[Stage] | None = None) -> list[Stage]:
     """The stages `plan` runs, in pipeline order."""
-    enabled = {"fit": True, "quantize": bool(plan.quantize), "convert": bool(plan.convert),
+    enabled = {"prune": any(q.prune != [0] for q in plan.quantize),
+               "fit": True, "quantize": bool(plan.quantize), "convert": bool(plan.convert),
                "bench": plan.bench.enabled, "eval": plan.eval.enabled,
                "fidelity": plan.fidelity.enabled}
     return [s for s in (STAGES if stages is None else stages) if enabled[s[0]]]

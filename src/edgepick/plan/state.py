@@ -26,6 +26,7 @@ class RunCandidate:
     # one combination of the plan's runtime axes (its `variant` names it); None: plan.runtime
     settings: RuntimeSettings | None = None
     device: str | None = None  # the plan entry's `device`: measured on that device only
+    prune: object | None = None  # a pruned build: the cut `source` is (plan/prune_section.py)
 
     @property
     def variant(self) -> str | None:

@@ -20,7 +20,7 @@ from edgepick.models.gguf_fast_reader import fast_reader
 from edgepick.models.gguf_info import read_gguf
 from edgepick.models.gguf_rewrite import TensorTransform, rewrite_gguf
 from edgepick.prune.blocks import plan_removal
-from edgepick.records.prune import PrunedFile
+from edgepick.records.prune import PrunedFile, PruneFacts
 from edgepick.store.identity import file_sha256
 
 PREFIX = "edgepick.prune."
@@ -66,6 +66,20 @@ def provenance(path: str | Path) -> dict | None:
     return found or None
 
 
+def facts(path: str | Path) -> PruneFacts | None:
+    """What a file's metadata says of its pruning, or None for a file no pruning wrote (or
+    a measurement copy). The ranking is named by its signal: "kld ranking <key>" → "kld"."""
+    prov = provenance(path)
+    if not prov or "removed" not in prov or prov.get("probe"):
+        return None
+    ranking = str(prov.get("ranking", "given")).split(" ")[0]
+    rho = prov.get("spearman")
+    return PruneFacts(removed=[int(b) for b in prov["removed"]],
+                      blocks_before=int(prov.get("source_blocks", 0)), ranking=ranking,
+                      ranked_on=prov.get("ranked_on"),
+                      spearman=None if rho is None else round(float(rho), 4))
+
+
 def _build_key(source_sha: str, removed: list[int], probe: str | None) -> str:
     blob = json.dumps({"source": source_sha, "removed": removed, "probe": probe}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
@@ -73,10 +87,12 @@ def _build_key(source_sha: str, removed: list[int], probe: str | None) -> str:
 
 def build(src: str | Path, dst: str | Path, removed: list[int], *, ranking: str = "given",
           transform: TensorTransform | None = None, probe: str | None = None,
-          source_sha256: str | None = None, reader: Any = None) -> PrunedFile:
+          source_sha256: str | None = None, reader: Any = None, ranked_on: str | None = None,
+          spearman: float | None = None) -> PrunedFile:
     """Write `src` without the blocks `removed` to `dst`. Refused (EdgepickError, one line,
     nothing written) when the model cannot lose them. `transform`/`probe`: a measurement copy
-    whose tensors are changed (named by `probe`), never a candidate. An existing `dst` built
+    whose tensors are changed (named by `probe`), never a candidate. `ranked_on`, `spearman`:
+    the ranking's text and its signals' agreement, kept in the metadata. An existing `dst` built
     from the same source and blocks is kept; any other existing file is not overwritten."""
     src, dst = Path(src), Path(dst)
     reader = reader if reader is not None else read_gguf(src)
@@ -101,6 +117,10 @@ def build(src: str | Path, dst: str | Path, removed: list[int], *, ranking: str 
     kv[PREFIX + "build_key"] = (key, s)
     if probe:
         kv[PREFIX + "probe"] = (probe, s)
+    if ranked_on:
+        kv[PREFIX + "ranked_on"] = (ranked_on, s)
+    if spearman is not None:
+        kv[PREFIX + "spearman"] = (float(spearman), gguf.GGUFValueType.FLOAT32)
     dst.parent.mkdir(parents=True, exist_ok=True)
     rewrite_gguf(reader, dst, keep=plan.keeps, rename=plan.rename, transform=transform,
                  kv_overrides=kv)

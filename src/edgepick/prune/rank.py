@@ -82,8 +82,13 @@ def removal_kld(src: str, blocks: list[int], text: str | Path, *, ctx: int, chun
 
 def rank_blocks(src: str, text: str, *, ctx: int = 256, chunks: int | None = 4,
                 threads: int = 2, store=None, progress: Tick | None = None,
-                work_dir: str | None = None) -> BlockRanking:
-    """Both signals for every block of `src`, stored; see the module's docstring."""
+                work_dir: str | None = None, signals: tuple[str, ...] = SIGNALS
+                ) -> BlockRanking:
+    """Both signals for every block of `src`, stored; see the module's docstring.
+    `signals=("influence",)`: the cheap signal alone (one forward pass per block, no KLD run
+    per block; no rank correlation then), unless a ranking with both is already stored."""
+    if "influence" not in signals or not set(signals) <= set(SIGNALS):
+        raise EdgepickError(f"signals: expected influence, or influence and kld, got {signals}")
     if not Path(text).is_file():
         raise EdgepickError(f"{text}: text file not found")
     reader = read_gguf(src)
@@ -99,10 +104,23 @@ def rank_blocks(src: str, text: str, *, ctx: int = 256, chunks: int | None = 4,
     held = store.get(RANKING_KIND, key)
     if held is not None:
         return BlockRanking(**held)
+    with_kld = "kld" in signals
+    if not with_kld:
+        key = _key({**common, "what": "influence ranking"})
+        held = store.get(RANKING_KIND, key)
+        if held is not None:
+            return BlockRanking(**held)
     tick = progress or (lambda ev: None)
+    steps = 2 * n if with_kld else n
     influence, n_tokens = block_influence(
         src, text, ctx=ctx, chunks=chunks, threads=threads, work_dir=work_dir,
-        progress=lambda ev: tick(ProgressEvent(ev.done, 2 * n, f"influence: {ev.what}")))
+        progress=lambda ev: tick(ProgressEvent(ev.done, steps, f"influence: {ev.what}")))
+    if not with_kld:
+        return _stored(store, BlockRanking(
+            key=key, source=src, source_sha256=common["source"], text=text,
+            text_sha256=common["text"], ctx=ctx, chunks=chunks, n_tokens=n_tokens,
+            blocks=[BlockScore(block=b, influence=v) for b, v in enumerate(influence)],
+            by_influence=least_important(influence), signals=["influence"]), src, tick)
     tmp = Path(tempfile.mkdtemp(prefix="edgepick-prune-", dir=work_dir))
     scores = []
     try:
@@ -118,23 +136,29 @@ def rank_blocks(src: str, text: str, *, ctx: int = 256, chunks: int | None = 4,
                                      kld_p99=m["kld_p99"], same_top1=m["same_top1"]))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    tick(ProgressEvent(2 * n, 2 * n, "done"))
     klds = [s.kld_mean for s in scores]
-    ranking = BlockRanking(
+    return _stored(store, BlockRanking(
         key=key, source=src, source_sha256=common["source"], text=text,
         text_sha256=common["text"], ctx=ctx, chunks=chunks, n_tokens=n_tokens, blocks=scores,
         spearman=spearman(influence, klds), by_influence=least_important(influence),
-        by_kld=least_important(klds))
-    store.put(RANKING_KIND, key, ranking.model_dump(mode="json"),
+        by_kld=least_important(klds)), src, tick)
+
+
+def _stored(store, ranking: BlockRanking, src: str, tick: Tick) -> BlockRanking:
+    tick(ProgressEvent(1, 1, "done"))
+    store.put(RANKING_KIND, ranking.key, ranking.model_dump(mode="json"),
               label=f"{Path(src).name} block ranking")
     return ranking
 
 
-def stored_ranking(store, source_sha256: str, text_sha256: str | None = None) -> BlockRanking | None:
-    """The stored ranking of a source (on that text, when given); the last stored wins."""
+def stored_ranking(store, source_sha256: str, text_sha256: str | None = None,
+                   signal: str | None = None) -> BlockRanking | None:
+    """The stored ranking of a source (on that text, when given; carrying `signal`, when
+    given); the last stored wins."""
     found = None
     for _, payload in store.items(RANKING_KIND):
         if payload.get("source_sha256") == source_sha256 and (
-                text_sha256 is None or payload.get("text_sha256") == text_sha256):
+                text_sha256 is None or payload.get("text_sha256") == text_sha256) and (
+                signal is None or signal in payload.get("signals", SIGNALS)):
             found = payload
     return BlockRanking(**found) if found else None

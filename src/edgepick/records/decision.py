@@ -13,6 +13,7 @@ from edgepick.records.deploy import Gate, Status, TaskRoute
 # Explanation is imported from here too
 from edgepick.records.decision_texts import DecisionTexts, Explanation  # noqa: F401
 from edgepick.records.model_ref import DEFAULT_ENGINE
+from edgepick.records.prune import PruneFacts
 from edgepick.records.speculative import SpeculationChoice
 
 
@@ -141,6 +142,8 @@ class CandidateSummary(BaseModel):
     kld_p99: float | None = None
     ppl_ratio: float | None = None
     same_top1: float | None = None
+    # blocks removed before quantizing, by which ranking on what text (the file's metadata)
+    pruned: PruneFacts | None = None
     # engineering cost facts
     fallbacks: list[str] = Field(default_factory=list)
     requantized: bool | None = None

@@ -17,6 +17,7 @@ from edgepick.constraints import ConstraintError, check_constraint
 from edgepick.errors import EdgepickError, InputError
 from edgepick.records.candidate import RuntimeSettings
 from edgepick.records.model_ref import DEFAULT_ENGINE
+from edgepick.records.prune import PruneFacts
 from edgepick.records.team import (CLOUD, DEFAULT_EDGE, Cascade, EdgeModel, MemoryFit, MemoryPlan,
                                    memory_plan)
 from edgepick.records.update import UpdatePolicy
@@ -41,6 +42,7 @@ class DeployModel(_Strict):
     sha256: str  # checked before serving; a mismatch refuses to start
     quant: str | None = None
     backend: str = DEFAULT_ENGINE
+    pruned: PruneFacts | None = None  # blocks removed from its source before quantizing
 
 
 class Gate(_Strict):
@@ -277,6 +279,8 @@ class DeployConfig(_Strict):
         for key in ("sampling", "embeddings", "update", "constraints", *TEAM_FIELDS):
             if not data.get(key):  # absent means greedy/client's own, no embeddings, one model:
                 data.pop(key, None)  # say nothing, so a single-model file reads as it always did
+        if isinstance(data.get("model"), dict) and data["model"].get("pruned") is None:
+            data["model"].pop("pruned", None)  # an unpruned model's file reads the same too
         text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(text, encoding="utf-8")

@@ -43,7 +43,40 @@ class BlockRanking(BaseModel):
     blocks: list[BlockScore]
     spearman: float | None = None  # rank correlation of the two signals over the blocks
     by_influence: list[int]
-    by_kld: list[int]
+    by_kld: list[int] = Field(default_factory=list)  # empty: ranked by influence alone
+    signals: list[str] = Field(default_factory=lambda: ["influence", "kld"])
 
     def order(self, signal: str) -> list[int]:
         return self.by_kld if signal == "kld" else self.by_influence
+
+
+class PruneFacts(BaseModel):
+    """What a candidate's file says of its pruning (its `edgepick.prune.*` metadata, which
+    llama-quantize copies into every build made from it): for the report and deploy.yaml."""
+
+    removed: list[int]  # block indices of the source, ascending
+    blocks_before: int
+    ranking: str  # "kld", "influence" (the signal whose ranking chose) or "given"
+    ranked_on: str | None = None  # the text the ranking was measured on, and how much of it
+    spearman: float | None = None  # the two signals' rank correlation on that text
+
+
+class FrontPoint(BaseModel):
+    """One build on the size-against-KLD plane of the report's pruning section."""
+
+    candidate: str
+    quant: str | None = None
+    size_bytes: int | None = None  # the file's bytes
+    kld_mean: float | None = None  # against the unpruned source; None: not measured
+    pruned: PruneFacts | None = None
+    on_front: bool = False
+    dominated_by: str | None = None  # the build that is smaller and closer, when one is
+
+
+class PruneFront(BaseModel):
+    """Pruned and quantized builds on one front, and what the decide stage says of it in
+    each language (report/prune_section.py renders it; it decides nothing)."""
+
+    points: list[FrontPoint]
+    verdict: str  # "unmeasured" | "dominated" | "on_front"
+    words: dict[str, str] = Field(default_factory=dict)  # lang -> the sentence
