@@ -74,7 +74,7 @@ def test_command_tables_read_at_80_columns(cli, args):
 
 
 def test_probe_reads_at_80_columns(cli, tmp_path):
-    r = cli("probe", env={**ENV, "EDGEPICK_HOME": str(tmp_path)})
+    r = cli("probe", "--allow-contended", env={**ENV, "EDGEPICK_HOME": str(tmp_path)})
     assert r.returncode == 0, r.stderr
     _readable(r.stdout)
 

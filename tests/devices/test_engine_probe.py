@@ -206,7 +206,7 @@ def test_a_saved_probe_is_a_device_profile_and_fit_says_what_its_estimate_rests_
 
 
 def test_probe_cli_without_the_engine(cli, tmp_path):
-    p = cli("probe", "--json", env={"EDGEPICK_HOME": str(tmp_path)})
+    p = cli("probe", "--json", "--allow-contended", env={"EDGEPICK_HOME": str(tmp_path)})
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["decode_calibration"] is None
 

@@ -7,6 +7,7 @@ from rich import box
 from rich.table import Table
 
 from edgepick.cli.fit_place import auto_placement, place_rows, placement_from_options, print_plans
+from edgepick.cli.host_watch import ALLOW_HELP, HostWatch, keep_or_refuse
 from edgepick.cli.options import STORE_HELP, int_list, merged, open_store, split_list
 from edgepick.cli.output import console, err_console, print_json
 from edgepick.cli.remote_text import say_remote
@@ -36,12 +37,20 @@ def _check_flags(kv_type, kv_type_v, batch: int, margin: float, efficiency) -> N
         raise EdgepickError(f"--efficiency: expected a fraction in (0, 1], got {efficiency}")
 
 
-def _device(device: str, calibrate: bool, refresh: bool):
+def _device(device: str, calibrate: bool, refresh: bool, allow_contended: bool = False):
     """The device profile: this machine probed (once, then cached) for `local`, else a catalog
-    name or profile file."""
+    name or profile file. A measurement asked for (--calibrate, --refresh) on a busy host is
+    refused unless allowed; the first probe, taken because there was none, is kept with a
+    warning (--refresh measures again)."""
     if device == "local":
-        dev = local_device(calibrate=calibrate, refresh=refresh,
-                           notify=lambda m: err_console.print(f"[dim]{m}…[/]"))
+        asked = calibrate or refresh
+        with HostWatch() as watch:
+            dev = local_device(calibrate=calibrate, refresh=refresh,
+                               notify=lambda m: err_console.print(f"[dim]{m}…[/]"),
+                               accept=lambda _p: keep_or_refuse(
+                                   watch, "this machine's probe", allow_contended or not asked,
+                                   "--allow-contended" if asked else
+                                   "the first probe; fit --refresh measures again"))
         err_console.print(f"[dim]device local: {describe(dev)}[/]")
     elif calibrate or refresh:
         raise EdgepickError("--calibrate and --refresh measure this machine: use --device local")
@@ -109,6 +118,7 @@ def fit(
                                    "measure the engine's decode speed here (20-30 s), cached"),
     refresh: bool = typer.Option(False, "--refresh", help="with --device local: measure "
                                  "this machine again instead of reading its cached probe"),
+    allow_contended: bool = typer.Option(False, "--allow-contended", help=ALLOW_HELP),
     store: str = typer.Option(None, "--store", help=STORE_HELP),
     ngl: str = typer.Option(None, "--ngl", help="place the model: the last N layers (the "
                             "output layer first) or 'all' on the devices (-ngl)"),
@@ -142,7 +152,7 @@ def fit(
     quants = split_list(quant) or ["native"]
     refs = [resolve_ref(m, remote_ok=True) for m in split_list(model)]
     say_remote(refs)
-    dev = _device(device, calibrate, refresh)
+    dev = _device(device, calibrate, refresh, allow_contended)
     placement = placement_from_options(dev, ngl, ot, n_cpu_moe, tensor_split, rpc)
     settings = dict(kv_type=kv_type, kv_type_v=kv_type_v, flash_attn=flash_attn,
                     n_batch=batch, n_ubatch=n_ubatch, n_outputs_max=slots, swa_full=swa_full)

@@ -6,6 +6,7 @@ import typer
 from rich.table import Table
 
 from edgepick.cli.cmd_fit import attention_text, compute_text
+from edgepick.cli.host_watch import ALLOW_HELP, HostWatch, keep_or_refuse
 from edgepick.cli.output import console, err_console, human_bytes, print_json
 from edgepick.cli.probe_backends import print_backend_devices, with_backend_devices
 from edgepick.devices import local
@@ -22,6 +23,7 @@ def register(app: typer.Typer) -> None:
                                          "(20-30 s) to calibrate the decode-speed estimate"),
         rpc: list[str] = typer.Option([], "--rpc", help="an rpc-server HOST:PORT to list as a "
                                       "backend device of its own; repeatable"),
+        allow_contended: bool = typer.Option(False, "--allow-contended", help=ALLOW_HELP),
     ) -> None:
         """Measure this machine (cores, RAM, bandwidth, compute) and cache it for --device local.
 
@@ -29,8 +31,9 @@ def register(app: typer.Typer) -> None:
         sensors; with --engine, how fast the engine decodes here. Cached per machine and engine
         version for `--device local` (fit, check, plans)."""
         what = "bandwidth, compute and engine decode speed" if engine else "bandwidth and compute"
-        with console.status(f"measuring memory {what}…"):
+        with console.status(f"measuring memory {what}…"), HostWatch() as watch:
             dev = run_probe(engine=engine)
+        keep_or_refuse(watch, "the probe", allow_contended)
         dev = with_backend_devices(dev, rpc)
         previous = local.read_cached()
         if not engine and previous is not None and previous.calibrated_at is not None:

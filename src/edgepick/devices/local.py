@@ -87,10 +87,13 @@ def save(profile: DeviceProfile, calibrated_at: str | None = None) -> CachedProb
 
 
 def local_device(*, calibrate: bool = False, refresh: bool = False,
-                 notify: Notify | None = None) -> DeviceProfile:
+                 notify: Notify | None = None,
+                 accept: Callable[[DeviceProfile], None] | None = None) -> DeviceProfile:
     """This machine: the cached probe when there is one (available RAM read now), else measured
     and cached. `calibrate` also measures the engine (and re-measures the bandwidth beside it);
-    `refresh` re-measures what the cache holds. The profile's extra["probe"] says which."""
+    `refresh` re-measures what the cache holds. The profile's extra["probe"] says which.
+    `accept` sees a new measurement before it is cached and may refuse it by raising (the CLI
+    refuses one taken on a busy host)."""
     say = notify or (lambda _msg: None)
     previous = read_cached()
     if previous is not None and not (calibrate or refresh):
@@ -100,6 +103,8 @@ def local_device(*, calibrate: bool = False, refresh: bool = False,
     say("measuring this machine's memory bandwidth and compute"
         + (" and the engine's decode speed (20-30 s)" if recalibrate else ""))
     profile = probe(engine=recalibrate)
+    if accept is not None:
+        accept(profile)
     stamp = now() if profile.decode_calibration is not None else None
     return _with_live_readings(save(profile, stamp), "measured now")
 
