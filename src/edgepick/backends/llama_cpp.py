@@ -27,22 +27,9 @@ from edgepick.backends.llama_cpp_grammar import grammar_chain
 from edgepick.backends.llama_cpp_prefix import can_share
 from edgepick.backends.llama_cpp_step import GreedyStepper, sampler_chain, time_decode
 from edgepick.backends.llama_cpp_stream import generate_stream
-from edgepick.backends.llama_cpp_support import KV_TYPES, LlamaCppSettings
+from edgepick.backends.llama_cpp_support import (FALLBACK_TEMPLATE, KV_TYPES, LlamaCppSettings,
+                                                 engine_version)
 from edgepick.models.adapter import read_adapter
-
-# Used when the GGUF carries no chat template (base models): a plain transcript.
-FALLBACK_TEMPLATE = (
-    "{% for m in messages %}{% if m['role'] == 'system' %}{{ m['content'] }}\n\n"
-    "{% elif m['role'] == 'user' %}User: {{ m['content'] }}\n"
-    "{% else %}Assistant: {{ m['content'] }}\n{% endif %}{% endfor %}"
-    "{% if add_generation_prompt %}Assistant:{% endif %}"
-)
-
-
-def engine_version() -> str:
-    import llama_cpp
-
-    return f"llama-cpp-python {llama_cpp.__version__}"
 
 
 def whole_chars(data: bytes) -> str:
@@ -81,26 +68,11 @@ class LlamaCppBackend(Backend):
         "threads", "n_ctx", "n_batch", "n_ubatch", "seed", "kv_type", "flash_attn", "swa_full",
         "mmap", "adapter", "constrain"})
 
-    @classmethod
-    def settings_problem(cls, settings) -> str | None:
-        own = LlamaCppSettings.of(settings)
-        if own.kv_type not in ("f16", "f32", "bf16") and not own.flash_attn:
-            # llama-context.cpp: "quantized V cache requires flash_attn to be enabled"
-            return (f"llama.cpp refuses a quantized V cache ({own.kv_type}) without flash "
-                    "attention")
-        return None
-
-    @classmethod
-    def claims(cls, path: str) -> bool:
-        return os.path.isfile(path) and support.is_gguf(path)
-
-    @classmethod
-    def architectures(cls) -> frozenset[str]:
-        return support.architectures()
-
-    @classmethod
-    def architecture_of(cls, spec) -> str | None:
-        return support.architecture_of(spec)
+    # what serve's llama-server engine answers too (one engine, two ways to run it)
+    settings_problem = staticmethod(support.settings_problem)
+    claims = staticmethod(support.claims)
+    architectures = staticmethod(support.architectures)
+    architecture_of = staticmethod(support.architecture_of)
 
     @classmethod
     def engine_label(cls) -> str:

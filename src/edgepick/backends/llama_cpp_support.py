@@ -2,13 +2,16 @@
 
 The architectures come from llama.cpp's source (scripts/llama_archs.py writes
 data/llama_cpp_archs.json from the pinned sdist's src/llama-arch.cpp and convert_hf_to_gguf.py),
-never from a hand list. `without_amx_repack` is the one part that touches the engine: the
-load-time switch for CPUs where its repacked weights crash, imported only when a model loads.
+never from a hand list. The engine's class, serve's llama-server engine and the stages that
+only name the engine read these without loading its library. `without_amx_repack` is the one
+part that touches the engine: the load-time switch for CPUs where its repacked weights crash,
+imported only when a model loads.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from contextlib import contextmanager
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
@@ -51,6 +54,34 @@ def architectures() -> frozenset[str]:
 def hf_architecture(hf_class: str) -> str | None:
     """The llama.cpp architecture a Hugging Face class converts to; None: no converter for it."""
     return _data()["hf_architectures"].get(hf_class)
+
+
+# Used when the GGUF carries no chat template (base models): a plain transcript.
+FALLBACK_TEMPLATE = (
+    "{% for m in messages %}{% if m['role'] == 'system' %}{{ m['content'] }}\n\n"
+    "{% elif m['role'] == 'user' %}User: {{ m['content'] }}\n"
+    "{% else %}Assistant: {{ m['content'] }}\n{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}Assistant:{% endif %}"
+)
+
+
+def engine_version() -> str:
+    """llama-cpp-python's version (its installed metadata: the same string as
+    `llama_cpp.__version__`), read without loading the engine's library."""
+    return f"llama-cpp-python {version('llama_cpp_python')}"
+
+
+def settings_problem(settings) -> str | None:
+    own = LlamaCppSettings.of(settings)
+    if own.kv_type not in ("f16", "f32", "bf16") and not own.flash_attn:
+        # llama-context.cpp: "quantized V cache requires flash_attn to be enabled"
+        return (f"llama.cpp refuses a quantized V cache ({own.kv_type}) without flash "
+                "attention")
+    return None
+
+
+def claims(path: str) -> bool:
+    return os.path.isfile(path) and is_gguf(path)
 
 
 def engine_label() -> str:

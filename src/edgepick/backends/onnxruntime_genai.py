@@ -22,8 +22,7 @@ import numpy as np
 
 from edgepick.backends import base
 from edgepick.backends.base import Backend, Generation, LoadOptions, Vocabulary
-from edgepick.backends.llama_cpp import FALLBACK_TEMPLATE
-from edgepick.backends.llama_cpp_support import architecture_of
+from edgepick.backends.llama_cpp_support import FALLBACK_TEMPLATE, architecture_of
 from edgepick.errors import EdgepickError
 from edgepick.records.candidate import Candidate
 
@@ -52,9 +51,13 @@ def is_og_folder(path: str | os.PathLike) -> bool:
 
 
 def engine_version() -> str:
-    import onnxruntime_genai as og
-
-    return f"onnxruntime-genai {og.__version__}"
+    """onnxruntime-genai's version (its installed metadata: `og.__version__`), read without
+    loading the engine."""
+    try:
+        return f"onnxruntime-genai {version('onnxruntime-genai')}"
+    except PackageNotFoundError:
+        raise EdgepickError(f"the onnxruntime-genai engine is not installed: {ONNX_EXTRA}") \
+            from None
 
 
 class OnnxGenaiBackend(Backend):
@@ -98,12 +101,16 @@ class OnnxGenaiBackend(Backend):
         self._n_ctx = 0
         self._tok_config: dict = {}
         self._specials: list[str] = []
+        self._og = None  # the engine's library, once a model is loaded
 
     # -- lifecycle -------------------------------------------------------------------------
     def load(self, candidate: Candidate, options: LoadOptions | None = None) -> float:
         require_onnx()
+        # the engine's library loads with its first model: the registry imports this class to
+        # ask which folders it claims, which must not load it
         import onnxruntime_genai as og
 
+        self._og = og
         options = options or LoadOptions()
         if options.n_seq > 1:
             self.require(base.CONCURRENT_SEQUENCES)
@@ -203,9 +210,7 @@ class OnnxGenaiBackend(Backend):
 
     # -- inference -------------------------------------------------------------------------
     def _params(self, max_length: int, min_length: int = 0):
-        import onnxruntime_genai as og
-
-        params = og.GeneratorParams(self.model)
+        params = self._og.GeneratorParams(self.model)
         params.set_search_options(max_length=max_length, min_length=min_length, do_sample=False,
                                   batch_size=1)
         return params
@@ -213,9 +218,8 @@ class OnnxGenaiBackend(Backend):
     def generate(self, prompt: str | list[dict] | list[int], max_tokens: int, *,
                  chat: bool = False, stop: list[str] | None = None, logprobs: bool = False,
                  ignore_eos: bool = False) -> Generation:
-        import onnxruntime_genai as og
-
         self._require()
+        og = self._og
         t0 = time.perf_counter()
         if isinstance(prompt, list) and prompt and isinstance(prompt[0], int):
             tokens = list(prompt)
@@ -268,9 +272,8 @@ class OnnxGenaiBackend(Backend):
                           token_logprobs=lps, token_ids=out)
 
     def logits(self, tokens: list[int]) -> np.ndarray:
-        import onnxruntime_genai as og
-
         self._require()
+        og = self._og
         if len(tokens) > self._n_ctx:
             raise EdgepickError(f"{len(tokens)} tokens do not fit the context of {self._n_ctx}")
         gen = og.Generator(self.model, self._params(self._n_ctx))

@@ -20,7 +20,7 @@ import numpy as np
 
 from edgepick.backends import LoadOptions, get_backend
 from edgepick.backends.base import LOGITS
-from edgepick.backends.llama_cpp import engine_version
+from edgepick.backends.llama_cpp_support import engine_version
 from edgepick.backends.registry import backend_class, engine_for
 from edgepick.errors import EdgepickError
 from edgepick.progress import ProgressEvent, Tick

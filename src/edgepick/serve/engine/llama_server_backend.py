@@ -21,11 +21,12 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
+import httpx
+
 from edgepick.backends import base
 from edgepick.backends import llama_cpp_support as support
 from edgepick.backends import llama_server_client as lsc
 from edgepick.backends.base import Generation, LoadOptions
-from edgepick.backends.llama_cpp import LlamaCppBackend
 from edgepick.backends.llama_cpp_support import LlamaCppSettings
 from edgepick.backends.openai_http import OpenAIHttpBackend
 from edgepick.errors import EdgepickError
@@ -55,10 +56,10 @@ class LlamaServerBackend(OpenAIHttpBackend):
     claim_priority: ClassVar[int] = -1  # a GGUF is llama_cpp's unless this one is asked for
 
     # the same files, architectures and refusals as the in-process llama.cpp: one engine
-    claims = classmethod(LlamaCppBackend.claims.__func__)
-    architectures = classmethod(LlamaCppBackend.architectures.__func__)
-    architecture_of = classmethod(LlamaCppBackend.architecture_of.__func__)
-    settings_problem = classmethod(LlamaCppBackend.settings_problem.__func__)
+    claims = staticmethod(support.claims)
+    architectures = staticmethod(support.architectures)
+    architecture_of = staticmethod(support.architecture_of)
+    settings_problem = staticmethod(support.settings_problem)
 
     @classmethod
     def engine_label(cls) -> str:
@@ -72,8 +73,6 @@ class LlamaServerBackend(OpenAIHttpBackend):
         self._draft_ms = 0.0  # the kinds' cumulative time at the last request's end
 
     def load(self, candidate: Candidate, options: LoadOptions | None = None) -> float:
-        import httpx
-
         if options is not None and options.need_logits:
             self.require(base.LOGITS, "use an in-process backend (llama_cpp) for fidelity")
         ref = candidate.ref
