@@ -4,6 +4,7 @@ OpenAI-compatible server (llama-server started with `--embeddings`)."""
 
 from __future__ import annotations
 
+import httpx
 import numpy as np
 
 from edgepick.errors import EdgepickError
@@ -47,14 +48,10 @@ class EndpointEmbedder:
     """`POST /v1/embeddings` of an OpenAI-compatible server."""
 
     def __init__(self, url: str, model: str | None, timeout_s: float = 60.0) -> None:
-        import httpx
-
         self.url, self.model = url, model
         self._client = httpx.Client(timeout=timeout_s)
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        import httpx
-
         try:
             r = self._client.post(f"{self.url}/embeddings",
                                   json={"input": texts, "model": self.model or ""})

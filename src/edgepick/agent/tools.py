@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from edgepick.agent.builtins import BUILTINS, ToolFailure
@@ -42,8 +43,6 @@ class ToolSpec(BaseModel):
         if self.run is not None and self.parameters is None:
             raise ValueError("a 'run' tool needs its JSON-schema 'parameters'")
         if self.parameters is not None:
-            import jsonschema
-
             try:
                 jsonschema.validators.validator_for(self.parameters).check_schema(self.parameters)
             except jsonschema.SchemaError as exc:

@@ -16,7 +16,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
+import gguf
+
 from edgepick.errors import EdgepickError
+from edgepick.models.gguf_rewrite import dequantize_tensor_f16, rewrite_gguf
 
 
 def cache_dir() -> Path:
@@ -93,10 +96,6 @@ def gemma3_270m_q4_k_m() -> Path:
 
 def _f16_of(source: Callable[[], Path], name: str) -> Path:
     def build(target: Path) -> None:
-        import gguf
-
-        from edgepick.models.gguf_rewrite import dequantize_tensor_f16, rewrite_gguf
-
         rewrite_gguf(source(), target, transform=dequantize_tensor_f16,
                      kv_overrides={"general.file_type": (1, gguf.GGUFValueType.UINT32)})
 
@@ -115,10 +114,6 @@ def tiny_f16(n_blocks: int = 2) -> Path:
     """SmolLM2 cut to its first blocks, F16: a real model that loads and runs in milliseconds."""
 
     def build(target: Path) -> None:
-        import gguf
-
-        from edgepick.models.gguf_rewrite import rewrite_gguf
-
         def keep(name: str) -> bool:
             return not name.startswith("blk.") or int(name.split(".")[1]) < n_blocks
 

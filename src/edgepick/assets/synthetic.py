@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import gguf
 import numpy as np
 
 from edgepick.assets import bundled
+from edgepick.models.gguf_rewrite import rewrite_gguf
 
 
 def synthetic_llama(n_embd: int = 1024, n_ff: int = 4096, n_layers: int = 8, n_head: int = 16,
@@ -27,10 +29,6 @@ def synthetic_llama(n_embd: int = 1024, n_ff: int = 4096, n_layers: int = 8, n_h
 
 
 def _build(dst: Path, n_embd: int, n_ff: int, n_layers: int, n_head: int, n_head_kv: int) -> None:
-    import gguf
-
-    from edgepick.models.gguf_rewrite import rewrite_gguf
-
     src = bundled.smollm2_f16()  # 576 wide, 1536 FFN, 9 heads of 64, 3 KV heads
     dims = {576: n_embd, 1536: n_ff, 192: n_head_kv * 64}
     rng = np.random.default_rng(0)
@@ -56,7 +54,6 @@ def _build(dst: Path, n_embd: int, n_ff: int, n_layers: int, n_head: int, n_head
 def quantized_pure(src: Path, ftype: str, threads: int = 2) -> Path:
     """`src` with every weight matrix in `ftype`'s base type (llama.cpp's --pure), quantized
     in-process through llama-cpp-python, so no llama.cpp tool build is needed. Cached."""
-    import gguf
     import llama_cpp
     from llama_cpp._logger import set_verbose
 

@@ -16,6 +16,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Callable, ClassVar
 
+import httpx
+
 from edgepick.backends import base
 from edgepick.backends import llama_server_client as lsc
 from edgepick.backends.base import Backend, Generation, LoadOptions
@@ -50,8 +52,6 @@ class OpenAIHttpBackend(Backend):
     def load(self, candidate: Candidate, options: LoadOptions | None = None) -> float:
         """Connect and check the model is served; returns the time that took (not a load time:
         the server loaded its model before we arrived)."""
-        import httpx
-
         if options is not None and options.need_logits:
             self.require(base.LOGITS, "use an in-process backend (llama_cpp) for fidelity")
         if not candidate.ref.is_endpoint:
@@ -213,8 +213,6 @@ class OpenAIHttpBackend(Backend):
     # -- plumbing --------------------------------------------------------------------------
     def _stream(self, path: str, body: dict, as_chat: bool,
                 logprobs: bool) -> tuple[Generation, float]:
-        import httpx
-
         times: list[float] = []
         pieces: list[str] = []
         lps: list[float] = []
@@ -258,8 +256,6 @@ class OpenAIHttpBackend(Backend):
         return self._client
 
     def _get_json(self, url: str) -> dict:
-        import httpx
-
         try:
             r = self._http().get(url)
         except httpx.HTTPError as exc:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import socket
 
+import psutil
+
 
 def load_avg() -> list[float]:
     try:
@@ -16,8 +18,6 @@ def load_avg() -> list[float]:
 def hottest_temperature_c() -> float | None:
     """Max over the sensors the OS exposes; None where none is readable (VMs, containers)."""
     try:
-        import psutil
-
         temps = psutil.sensors_temperatures() or {}
     except (AttributeError, OSError):
         temps = {}

@@ -13,6 +13,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
+
 from edgepick.bench import runner as bench_runner
 from edgepick.bench.sweeps import NETWORK_KIND, BenchRequest
 from edgepick.errors import EdgepickError
@@ -80,8 +82,6 @@ class FidelityJobRequest:
 def measure_rtt(url: str, samples: int = 7) -> dict:
     """Network round trip to an OpenAI-compatible server: GET /v1/models timed `samples` times
     after one warm-up, no inference involved, so it can be set beside TTFT (which includes it)."""
-    import httpx
-
     base, _ = parse_endpoint(url)
     times = []
     with httpx.Client(timeout=httpx.Timeout(30.0, connect=10.0)) as client:

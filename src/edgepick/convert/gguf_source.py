@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import gguf
 import numpy as np
 
 # the architectures whose graph this converter builds are the engine's own list
@@ -111,8 +112,6 @@ class GgufSource:
 
     def array(self, name: str) -> np.ndarray:
         """The tensor dequantized to float32, in numpy's row-major order (rows = outputs)."""
-        import gguf
-
         t = self._tensor(name)
         try:
             data = gguf.quants.dequantize(t.data, t.tensor_type)

@@ -9,6 +9,8 @@ import importlib
 import shlex
 import time
 
+import psutil
+
 from edgepick.bench.need import measure_need as worker, need_bytes
 from edgepick.bench.runner import measure_config
 from edgepick.bench.sustained import memory_growth as slope_of
@@ -35,7 +37,6 @@ def _device(ctx, budget: int):
             return load_device(ctx.target.device)
         except EdgepickError:
             pass
-    import psutil
 
 
     return DeviceProfile(name="this host", total_ram_bytes=psutil.virtual_memory().total,

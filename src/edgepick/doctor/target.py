@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+import psutil
 from pydantic import BaseModel, ConfigDict
 
 from edgepick.devices.catalog import load_device
@@ -54,8 +55,6 @@ class Target(BaseModel):
     def budget(self, given: int | None = None) -> Budget:
         """The tightest of: --budget, the deploy device's model budget, a peak-memory gate's
         limit; the free memory of this host when none is given."""
-        import psutil
-
         found: list[Budget] = []
         if given:
             found.append(Budget(bytes=given, source="--budget"))

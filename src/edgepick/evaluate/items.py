@@ -12,6 +12,7 @@ import numbers
 from pathlib import Path
 from typing import Any, Literal
 
+import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from edgepick.errors import InputError, known_name, pydantic_problem
@@ -104,8 +105,6 @@ def _check_item(item: EvalItem) -> list[tuple[str, str]]:
         if ref is not None and not isinstance(ref, dict):
             problems.append(("reference", "must be a JSON object for task 'extraction'"))
         if item.schema_ is not None:
-            import jsonschema
-
             try:
                 jsonschema.validators.validator_for(item.schema_).check_schema(item.schema_)
             except jsonschema.SchemaError as exc:
@@ -136,8 +135,6 @@ def _check_item(item: EvalItem) -> list[tuple[str, str]]:
 
 
 def _schema_ok(schema: dict, value: Any) -> bool:
-    import jsonschema
-
     return jsonschema.validators.validator_for(schema)(schema).is_valid(value)
 
 

@@ -11,6 +11,7 @@ import json
 import os
 from pathlib import Path
 
+from edgepick.backends.registry import engine_for
 from edgepick.errors import EdgepickError
 from edgepick.inputs.bundled import BUNDLED
 from edgepick.inputs.remote import is_remote, resolve_remote
@@ -23,8 +24,6 @@ def engine_of(path: str) -> str:
     """The engine a model on disk is in: the registered engine that claims the file or folder
     (`Backend.claims`: an onnxruntime-genai folder by its genai_config.json, a GGUF by its magic,
     a plugin's own format), llama.cpp when none does."""
-    from edgepick.backends.registry import engine_for
-
     return engine_for(path)
 
 

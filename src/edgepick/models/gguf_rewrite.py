@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
+import gguf
 import numpy as np
 
 from edgepick.models.gguf_fast_reader import fast_reader
@@ -28,8 +29,6 @@ def rewrite_gguf(src: Any, dst: str | Path, *,
     a new array key. `rename` gives a kept tensor its name in the new file. The file is written
     atomically. `src` may be an open GGUFReader, so that many files can be written from one
     parse."""
-    import gguf
-
     reader = src if isinstance(src, gguf.GGUFReader) else fast_reader(str(src))
     arch = reader.fields[gguf.Keys.General.ARCHITECTURE].contents()
     dst = Path(dst)
@@ -77,8 +76,6 @@ def rewrite_gguf(src: Any, dst: str | Path, *,
 
 def dequantize_tensor_f16(tensor: Any) -> tuple[np.ndarray, Any] | None:
     """Dequantize a quantized tensor to F16 (2-D and larger) or leave F32 vectors as they are."""
-    import gguf
-
     qtype = tensor.tensor_type
     if qtype in (gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16):
         return None

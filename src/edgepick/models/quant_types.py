@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import gguf
+
 from edgepick.errors import EdgepickError
 
 # File type (what `llama-quantize` is asked for) -> the ggml type most tensors get.
@@ -102,8 +104,6 @@ _FTYPE_ALIASES = {"ALL_F32": "F32", "MOSTLY_F16": "F16", "MOSTLY_BF16": "BF16"}
 
 def type_sizes(ggml_type: str) -> tuple[int, int]:
     """(elements per block, bytes per block) of a ggml type."""
-    import gguf
-
     try:
         qt = gguf.GGMLQuantizationType[ggml_type.upper()]
     except KeyError:
@@ -132,8 +132,6 @@ def normalize_ftype(name: str) -> str:
 
 
 def ftype_name_from_gguf(value: int) -> str | None:
-    import gguf
-
     try:
         name = gguf.LlamaFileType(value).name
     except ValueError:

@@ -7,6 +7,7 @@ import math
 import re
 from typing import Literal
 
+import jsonschema
 from pydantic import BaseModel, ConfigDict, Field
 
 from edgepick.evaluate.scorers.extraction import find_json_object
@@ -56,8 +57,6 @@ class FormatValidator(BaseModel):
             if obj is None:
                 return False, "no JSON object in the answer"
             if self.schema_ is not None:
-                import jsonschema
-
                 err = jsonschema.validators.validator_for(self.schema_)(self.schema_)
                 first = next(iter(err.iter_errors(obj)), None)
                 if first is not None:

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
+import httpx
+
 from edgepick.backends.llama_server_client import apply_template, root_of, tokenize
 from edgepick.errors import EdgepickError
 from edgepick.units import whole_pct
@@ -261,8 +263,6 @@ class ServerTokenizer:
 
     def __init__(self, root: str, timeout_s: float = 10.0,
                  headers: dict[str, str] | None = None) -> None:
-        import httpx
-
         self.root = root_of(root)
         self._client = httpx.Client(base_url=self.root, timeout=timeout_s, headers=headers)
 

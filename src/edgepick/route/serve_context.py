@@ -8,6 +8,7 @@ import asyncio
 from dataclasses import dataclass
 
 import httpx
+from prometheus_client import Counter, Gauge, Histogram
 
 from edgepick.errors import EdgepickError
 from edgepick.route.context import ContextBuilder, ContextOverflow, ServerTokenizer, Snippet
@@ -31,7 +32,6 @@ class ContextFitter:
         """Register the context and confidence metrics once, on the server's own registry."""
         if self._registry is registry:
             return
-        from prometheus_client import Counter, Gauge, Histogram
 
         self._registry = registry
         self.m = {

@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from prometheus_client import Counter
+
 from edgepick.records.team import CLOUD
 from edgepick.route.route_plan import Plan, all_failed, as_client_wants, short_reason
 from edgepick.serve.router_api import BadRequest, Routed, RouteRequest, ServeError
@@ -51,7 +53,6 @@ class TeamCascade:
         """The cascade's counters, once, on the server's own registry."""
         if self._registry is registry:
             return
-        from prometheus_client import Counter
 
         self._registry = registry
         self.escalations = Counter(

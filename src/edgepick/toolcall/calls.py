@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import jsonschema
+
 CALL_TAGS = ("<tool_call>", "[TOOL_CALLS]", "<|python_tag|>", "<function_call>")
 _TAG_RE = re.compile(r"</?tool_call>|\[TOOL_CALLS\]|<\|python_tag\|>|</?function_call>")
 _FENCE_RE = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)```", re.S)
@@ -114,8 +116,6 @@ def tool_schemas(tools: list[dict] | None) -> dict[str, dict]:
 
 
 def schema_errors(schema: dict, value: Any) -> list[str]:
-    import jsonschema
-
     v = jsonschema.validators.validator_for(schema)(schema)
     return [(".".join(str(p) for p in e.absolute_path) + ": " if e.absolute_path else "")
             + e.message for e in sorted(v.iter_errors(value), key=lambda e: list(e.path))]

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+import httpx
+
 from edgepick.backends import llama_server_client as lsc
 from edgepick.errors import EdgepickError
 from edgepick.models.gguf_info import read_gguf
@@ -68,8 +70,6 @@ def _gguf_template(path: str) -> tuple[str | None, str]:
 
 
 def _endpoint_template(url: str) -> tuple[str | None, str]:
-    import httpx
-
     with httpx.Client(timeout=10) as client:
         props = lsc.props(client, lsc.root_of(url))
     if props is None:

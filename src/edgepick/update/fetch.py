@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
+import httpx
+
 from edgepick.errors import EdgepickError
 from edgepick.progress import ProgressEvent, Tick
 from edgepick.update.package import CorruptPackage, read_index
@@ -34,8 +36,6 @@ def cache_path(url: str) -> Path:
 
 def _get(url: str, part: Path, timeout: float, progress: Tick | None,
          extra: dict[str, str] | None = None) -> None:
-    import httpx
-
     have = part.stat().st_size if part.exists() else 0
     headers = dict(extra or {})
     if have:
@@ -72,8 +72,6 @@ def fetch(url: str, dest: Path | None = None, *, sha256: str | None = None,
     """Download `url` to `dest` (default: the cache), resuming; returns the verified path.
     `check(path)` raises when the file is not what was asked for (default: an update
     package's digest)."""
-    import httpx
-
     dest = dest or cache_path(url)
     if dest.is_file():
         try:

@@ -16,6 +16,8 @@ import json
 import numbers
 from typing import Any
 
+import jsonschema
+
 from edgepick.evaluate.scorers import ItemScore, mean_of
 from edgepick.evaluate.text import nfkc, strip_fences
 
@@ -95,8 +97,6 @@ class ExtractionScorer:
         obj, strict = find_json_object(output)
         schema_ok = True
         if obj is not None and item.schema_ is not None:
-            import jsonschema
-
             schema_ok = jsonschema.validators.validator_for(item.schema_)(item.schema_).is_valid(obj)
         tp, n_pred, n_gold = field_prf(obj or {}, item.reference)
         prec = tp / n_pred if n_pred else (1.0 if n_gold == 0 else 0.0)

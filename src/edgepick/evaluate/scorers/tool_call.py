@@ -26,6 +26,8 @@ import json
 import numbers
 from typing import Any, ClassVar
 
+import jsonschema
+
 from edgepick.toolcall.calls import parse_call, schema_errors, tool_schemas
 from edgepick.toolcall.guard import Guard
 from edgepick.evaluate.scorers import ItemScore
@@ -147,8 +149,6 @@ def _schema_problem(text: str) -> str | None:
     """Why a tool's `parameters` (as sorted JSON) is not a valid JSON Schema, or None. Checked
     once per distinct schema: a tool set repeats a few tools over every item, and each check
     walks the whole metaschema (about 10 ms)."""
-    import jsonschema
-
     schema = json.loads(text)
     try:
         jsonschema.validators.validator_for(schema).check_schema(schema)
