@@ -156,8 +156,7 @@ def _withdraw(address: str, name: str, loopback: bool) -> None:
     except Exception:  # noqa: BLE001  the node stops anyway, only more slowly
         pass
     finally:
-        import ray
-
+        ray = require_ray()
         if ray.is_initialized():
             ray.shutdown()
 

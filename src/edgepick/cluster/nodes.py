@@ -60,12 +60,17 @@ def use_loopback() -> None:
 
 
 def require_ray():
+    """Ray, with the parts edgepick uses (its errors, node-affinity scheduling): the one place
+    that imports it, after the environment it reads at import is set, and one line naming the
+    extra when it is not installed."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     # A Ray cluster runs whatever code it is sent: every edgepick process, head, node or driver,
     # speaks with the cluster's token (~/.ray/auth_token), as Ray itself will by default.
     os.environ.setdefault("RAY_AUTH_MODE", "token")
     try:
         import ray
+        import ray.exceptions
+        import ray.util.scheduling_strategies
     except ImportError:
         raise EdgepickError("Ray is not installed; install the extra: pip install 'edgepick[ray]'") \
             from None
@@ -147,7 +152,6 @@ def publish_profile(tag: str, profile: dict) -> str:
     """Pin this node's profile to this node (the one the calling process runs on); returns
     the actor's name. A previous profile of the same node and tag is replaced."""
     ray = require_ray()
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     node_id = ray.get_runtime_context().get_node_id()
     name = f"{_PROFILE}{tag}:{node_id}"
@@ -157,7 +161,8 @@ def publish_profile(tag: str, profile: dict) -> str:
         pass
     holder = ray.remote(num_cpus=0)(_ProfileHolder).options(
         name=name, namespace=RAY_NAMESPACE, lifetime="detached",
-        scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False))
+        scheduling_strategy=ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(
+            node_id, soft=False))
     handle = holder.remote(profile)
     ray.get(handle.get.remote(), timeout=60)  # created and answering before we leave
     return name
@@ -175,7 +180,6 @@ def withdraw_profile(name: str) -> None:
 def published_profiles(timeout_s: float = 10.0) -> dict[str, list[tuple[str, dict]]]:
     """Device tag -> [(node id, profile JSON)] for every live node that published one."""
     ray = require_ray()
-    from ray.exceptions import RayError
 
     alive = {n.node_id for n in cluster_nodes() if n.alive}
     out: dict[str, list[tuple[str, dict]]] = {}
@@ -188,7 +192,7 @@ def published_profiles(timeout_s: float = 10.0) -> dict[str, list[tuple[str, dic
         try:
             profile = ray.get(ray.get_actor(name, namespace=RAY_NAMESPACE).get.remote(),
                               timeout=timeout_s)
-        except (RayError, ValueError):
+        except (ray.exceptions.RayError, ValueError):
             continue  # its node is going away: the profile goes with it
         out.setdefault(tag, []).append((node_id, profile))
     return out

@@ -14,7 +14,8 @@ from typing import Iterator
 
 from edgepick.cluster.executor import Event, ordered
 from edgepick.cluster.jobs import Job, JobResult, Row, execute
-from edgepick.cluster.nodes import RAY_NAMESPACE, NodeInfo, cluster_nodes, connect, tag_resource
+from edgepick.cluster.nodes import (RAY_NAMESPACE, NodeInfo, cluster_nodes, connect, require_ray,
+                                    tag_resource)
 from edgepick.errors import EdgepickError
 from edgepick.units import mib
 
@@ -74,7 +75,7 @@ class RayExecutor:
         self._owned = connect(address)  # True when this executor started Ray (and so stops it)
 
     def close(self) -> None:
-        import ray
+        ray = require_ray()
 
         if self._owned and ray.is_initialized():
             ray.shutdown()
@@ -100,10 +101,10 @@ class RayExecutor:
     @staticmethod
     def _here():
         """On the driver's own node: a measuring node that dies takes nothing of the driver's."""
-        import ray
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+        ray = require_ray()
 
-        return NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+        here = ray.get_runtime_context().get_node_id()
+        return ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy(here, soft=False)
 
     def _options(self, job: Job) -> dict:
         opts: dict = {"num_cpus": job.cpus, "max_retries": self.max_retries,
@@ -117,7 +118,7 @@ class RayExecutor:
         return opts
 
     def run(self, jobs: list[Job], seeds: dict[str, list[Row]], event: Event) -> Iterator[JobResult]:
-        import ray
+        ray = require_ray()
 
         if not jobs:
             return
@@ -167,8 +168,7 @@ class RayExecutor:
     def _starts(tracker, poll, seen: dict[str, int], event: Event):
         """Report the attempts that began since the last look; never waits on the tracker (a
         slow or lost tracker costs the `running` state, not the run)."""
-        import ray
-        from ray.exceptions import RayError
+        ray = require_ray()
 
         if poll is not None:
             done, _ = ray.wait([poll], timeout=0)
@@ -176,7 +176,7 @@ class RayExecutor:
                 return poll
             try:
                 starts = ray.get(poll)
-            except RayError:
+            except ray.exceptions.RayError:
                 starts = {}
             for job_id, n in starts.items():
                 if n > seen.get(job_id, 0):
@@ -185,12 +185,11 @@ class RayExecutor:
         return tracker.poll.remote()
 
     def _collect(self, ref, job: Job, attempts: int) -> JobResult:
-        import ray
-        from ray.exceptions import RayError
+        ray = require_ray()
 
         try:
             res = ray.get(ref)
-        except RayError as exc:
+        except ray.exceptions.RayError as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             return JobResult(job.id, False, error=f"{type(exc).__name__} after {attempts} "
                              f"attempt(s) (max_retries={self.max_retries}): {first}"[:500],
@@ -200,7 +199,7 @@ class RayExecutor:
 
     def _orphans(self, pending: dict, since: dict[str, float]) -> list[JobResult]:
         """Jobs whose tag lost its last node: failed after the timeout instead of waiting forever."""
-        import ray
+        ray = require_ray()
 
         tags = {j.device for j in pending.values() if j.device and not j.pin_local}
         if not tags:
