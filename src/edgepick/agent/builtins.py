@@ -10,6 +10,7 @@ whether it is destructive (it changes or removes data: run only after confirmati
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import re
 import sqlite3
@@ -116,9 +117,7 @@ def list_events(sandbox: Path, date: str) -> str:
 
 
 def convert_units(sandbox: Path, value: float, from_unit: str, to_unit: str) -> str:
-    import pint
-
-    ureg = _registry()
+    pint, ureg = _pint()
     try:
         q = ureg.Quantity(value, from_unit).to(to_unit)
     except (pint.errors.PintError, AttributeError, TypeError, ValueError) as exc:
@@ -126,17 +125,14 @@ def convert_units(sandbox: Path, value: float, from_unit: str, to_unit: str) -> 
     return f"{value:g} {from_unit} = {q.magnitude:.6g} {to_unit}"
 
 
-_UREG = None
+@functools.cache
+def _pint():
+    """pint and its unit registry, loaded by the first conversion: pint takes about 0.3 s to
+    import, which every other tool and every agent run without this one would pay."""
+    import pint
 
-
-def _registry():
-    global _UREG
-    if _UREG is None:
-        import pint
-
-        # Offset units (°C, °F) converted as plain values, not as differences.
-        _UREG = pint.UnitRegistry(autoconvert_offset_to_baseunit=True)
-    return _UREG
+    # Offset units (°C, °F) converted as plain values, not as differences.
+    return pint, pint.UnitRegistry(autoconvert_offset_to_baseunit=True)
 
 
 def search_notes(sandbox: Path, query: str, limit: int = 3) -> str:
