@@ -127,7 +127,8 @@ def build(src: str | Path, dst: str | Path, removed: list[int], *, ranking: str 
     return _record(dst, src, sha, plan, ranking)
 
 
-def _record(dst: Path, src: Path, sha: str, plan, ranking: str, skipped: bool = False) -> PrunedFile:
+def _record(dst: Path, src: Path, sha: str, plan, ranking: str,
+            skipped: bool = False) -> PrunedFile:
     return PrunedFile(path=str(dst), source=str(src), source_sha256=sha,
                       architecture=plan.architecture, blocks_before=plan.n_blocks,
                       removed=plan.removed, ranking=ranking, size_bytes=dst.stat().st_size,

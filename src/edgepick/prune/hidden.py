@@ -50,14 +50,17 @@ def _cos(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 class _Hidden:
     """One measurement copy loaded for its last hidden state of every token."""
 
-    def __init__(self, path: str, ctx: int, threads: int) -> None:
+    def __init__(self, path: str, ctx: int, threads: int, pooled: bool = False) -> None:
         import llama_cpp  # the engine, only where hidden states are read
 
+        # every token's state (pooling none). Unspecified gives that for a model that states no
+        # pooling (src/llama-context.cpp), without the warning an explicit none prints per load
+        pooling = llama_cpp.LLAMA_POOLING_TYPE_NONE if pooled else \
+            llama_cpp.LLAMA_POOLING_TYPE_UNSPECIFIED
         try:
             self.llm = llama_cpp.Llama(
                 model_path=path, n_ctx=ctx, n_batch=ctx, n_ubatch=ctx, n_threads=threads,
-                n_threads_batch=threads, embedding=True, verbose=False,
-                pooling_type=llama_cpp.LLAMA_POOLING_TYPE_NONE)
+                n_threads_batch=threads, embedding=True, verbose=False, pooling_type=pooling)
         except (ValueError, RuntimeError) as exc:
             raise EdgepickError(f"{path}: llama.cpp could not load the measurement copy ({exc})")
         self.n_embd = self.llm.n_embd()
@@ -115,7 +118,7 @@ def block_influence(src: str, text: str | Path, *, ctx: int = 256, chunks: int |
                       probe="influence", reader=reader, source_sha256="-")
             else:
                 rewrite_gguf(reader, probe, transform=_unit_output_norm)
-            h = _Hidden(str(probe), ctx, threads)
+            h = _Hidden(str(probe), ctx, threads, pooled=f"{arch}.pooling_type" in reader.fields)
             try:
                 cur = [h.states(p.tolist())[1:] for p in pieces]
             finally:
