@@ -6,16 +6,21 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+from importlib.metadata import version
 from pathlib import Path
 
 from edgepick.errors import EdgepickError
 
 
-def tools_dir() -> Path:
-    import llama_cpp
+def engine_package_version() -> str:
+    """The pinned llama-cpp-python's version (its installed metadata, the same string as
+    `llama_cpp.__version__`), read without loading the engine's library."""
+    return version("llama_cpp_python")
 
+
+def tools_dir() -> Path:
     root = Path(os.environ.get("EDGEPICK_CACHE", Path.home() / ".cache" / "edgepick"))
-    return root / f"llama.cpp-{llama_cpp.__version__}" / "bin"
+    return root / f"llama.cpp-{engine_package_version()}" / "bin"
 
 
 def tool_path(name: str) -> str:

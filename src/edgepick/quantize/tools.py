@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 from edgepick.errors import EdgepickError
 from edgepick.launch.process import start
-from edgepick.llama_tools import tool_path
+from edgepick.llama_tools import engine_package_version, tool_path
 from edgepick.progress import ProgressEvent, Tick
 from edgepick.records.quantize import Fallback, TensorOverride
 
@@ -30,9 +30,7 @@ _ERROR_HINTS = ("error", "failed", "invalid", "cannot", "unable", "disabled", "n
 
 def quantizer_version() -> str:
     """Identity of the quantizer code: the pinned llama-cpp-python version it was built from."""
-    import llama_cpp
-
-    return f"llama.cpp from llama-cpp-python {llama_cpp.__version__}"
+    return f"llama.cpp from llama-cpp-python {engine_package_version()}"
 
 
 def parse_fallbacks(log: str) -> list[Fallback]:
