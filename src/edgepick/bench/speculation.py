@@ -12,8 +12,11 @@ draft_n_accepted), verification steps from the server's /metrics counters
 (spec_decode_num_drafts_total) read before and after, and the kinds' own time from the server's
 log (serve/engine/llama_server_backend.py). Per task and kind:
 
-- speed-up: the geometric mean over items of (kind's decode speed ÷ plain's), each item's speeds
-  the median of its repeats, with a 95% bootstrap interval over items;
+- speed-up: the geometric mean over the items the kind drafted on of (kind's decode speed ÷
+  plain's), each item's speeds the median of its repeats, with a 95% Student t interval of the
+  log ratios over those items (a percentile bootstrap over five items or fewer is far too
+  narrow: over three it cannot reach below the smallest ratio) (on an item it drafted nothing for, it ran plain decoding's steps: a difference
+  there is the host's); fewer than MIN_DRAFTING_ITEMS such items leave it undetermined;
 - acceptance rate: accepted ÷ drafted, with a 95% bootstrap interval over items (the item is
   the unit: its tokens are not independent);
 - mean accepted length: 1 + accepted ÷ verification steps (llama-server's own `mean len`);
@@ -44,6 +47,7 @@ ENGINE = "llama_server"
 # every request a server runs) would then hold that item's answer before it is measured
 WARMUP = [{"role": "user", "content": "Say hello."}]
 _COUNTER = "llamacpp:spec_decode_num_drafts_total"
+MIN_DRAFTING_ITEMS = 3  # fewer items drafted on: the speed-up is undetermined, whatever it reads
 
 
 class SpecRequest(BaseModel):
@@ -63,6 +67,18 @@ class SpecRequest(BaseModel):
     steps: int = 0  # verification steps (/metrics)
     draft_ms: float | None = None
     predicted_ms: float | None = None
+
+
+# Student's t distribution's 97.5% quantile by degrees of freedom (any statistics table; e.g.
+# NIST/SEMATECH e-Handbook of Statistical Methods, table 1.3.6.7.2); between rows the row below
+# is used, which only widens the interval
+_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
+         9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042, 60: 2.000, 120: 1.980}
+
+
+def t975(df: int) -> float:
+    """The two-sided 95% t quantile for `df` degrees of freedom (1.96 beyond the table)."""
+    return _T975[max(k for k in _T975 if k <= df)] if df <= 120 else 1.96
 
 
 def _bootstrap(stat, n: int) -> tuple[float, float]:
@@ -167,14 +183,20 @@ def _median(rs: list[SpecRequest], field: str) -> float | None:
 
 def _figures(task: str, kind: str, rows: list[tuple[list, list]]) -> SpecFigures:
     n = len(rows)
+    # the speed-up over the items the kind drafted on: on the others it ran plain decoding's
+    # steps (its own lookup time is draft_share), so their speed ratio is the host's noise, not
+    # its doing (on a busy 2-core host, 9x between two such requests of one item)
+    active = [(p, s) for p, s in rows if sum(r.drafted for r in s) > 0] or rows
     logs = np.array([np.log(_median(s, "engine_tps") / _median(p, "engine_tps"))
                      if _median(s, "engine_tps") and _median(p, "engine_tps") else np.nan
-                     for p, s in rows])
+                     for p, s in active])
     ok = logs[np.isfinite(logs)]
     speed = lo = hi = None
     if ok.size:
         speed = float(np.exp(ok.mean()))
-        lo, hi = (float(np.exp(x)) for x in _bootstrap(lambda i: ok[i].mean(), ok.size))
+    if ok.size > 1:
+        half = t975(ok.size - 1) * float(ok.std(ddof=1)) / np.sqrt(ok.size)
+        lo, hi = float(np.exp(ok.mean() - half)), float(np.exp(ok.mean() + half))
     drafted = np.array([sum(r.drafted for r in s) for _, s in rows], dtype=float)
     accepted = np.array([sum(r.accepted for r in s) for _, s in rows], dtype=float)
     steps = sum(r.steps for _, s in rows for r in s)
@@ -186,24 +208,35 @@ def _figures(task: str, kind: str, rows: list[tuple[list, list]]) -> SpecFigures
     pred_ms = [r.predicted_ms for _, s in rows for r in s if r.draft_ms is not None]
     same = sum(p[0].text == s[0].text for p, s in rows)
     id_lo, id_hi = wilson(same, n)
+    drafting = int((drafted > 0).sum())
     verdict = "undetermined" if lo is None or lo <= 1 <= hi else ("wins" if lo > 1 else "loses")
     if drafted.sum() == 0:  # it never drafted: a difference in speed is not its doing
         verdict = "idle"
+    elif drafting < MIN_DRAFTING_ITEMS:  # an interval over one or two items says nothing
+        verdict = "undetermined"
     return SpecFigures(
         task=task, setting=kind, items=n, speedup=speed, speedup_low=lo, speedup_high=hi,
         acceptance=acc, acceptance_low=acc_lo, acceptance_high=acc_hi,
         mean_accepted_len=1 + float(accepted.sum()) / steps if steps else None,
         draft_share=sum(draft_ms) / sum(pred_ms) if draft_ms and sum(pred_ms) else None,
-        identical=same, identical_low=id_lo, identical_high=id_hi, verdict=verdict)
+        identical=same, identical_low=id_lo, identical_high=id_hi, verdict=verdict,
+        drafting_items=drafting)
 
 
 def timing_agreement(requests: list[SpecRequest]) -> float | None:
-    """The largest relative gap between the client's decode speed and the server's own, over
-    the requests' medians per setting."""
+    """The largest relative gap, over the settings, between the client's decode speed and the
+    server's own on the same requests: tokens after the first over the time after the first,
+    summed over a setting's requests on either clock. (A gap of the medians compared one item's
+    speed at the client with another item's at the server: n-gram kinds' speeds spread so widely
+    over items that the two medians fell on different items, 16% apart while no request's own
+    two speeds were.)"""
     gaps = []
     for setting in dict.fromkeys(r.setting for r in requests):
-        rs = [r for r in requests if r.setting == setting]
-        c, e = _median(rs, "client_tps"), _median(rs, "engine_tps")
-        if c and e:
-            gaps.append(abs(c - e) / e)
+        rs = [r for r in requests if r.setting == setting and r.client_tps and r.engine_tps
+              and r.generated > 1]
+        if rs:
+            n = sum(r.generated - 1 for r in rs)
+            client = n / sum((r.generated - 1) / r.client_tps for r in rs)
+            engine = n / sum((r.generated - 1) / r.engine_tps for r in rs)
+            gaps.append(abs(client - engine) / engine)
     return max(gaps) if gaps else None

@@ -118,7 +118,10 @@ def run(req: SpeculationRequest, store, progress: Tick = silent) -> SpeculationR
     key = _key(req, kinds)
     if not req.fresh and (held := store.get(KIND, key)) is not None:
         rec = SpeculationRecord.model_validate(held)
-        return rec.model_copy(update={"reused": True, "refused": refused})
+        # the figures as the current analysis makes them from the stored requests
+        return rec.model_copy(update={"reused": True, "refused": refused,
+                                      "figures": figures(rec.requests),
+                                      "timing_gap": timing_agreement(rec.requests)})
     settings = [base.model_copy(update={"speculative": k}) for k in kinds]
     reqs = run_requests(req.model, base, settings, req.capped_items(), req.budgets,
                         repeats=req.repeats, progress=progress)

@@ -59,20 +59,28 @@ def pick_items(items: list, tasks: list[str], per_task: int, offset: int) -> lis
 def _iv(x, lo, hi, fmt="{:.2f}") -> str:
     if x is None:
         return "-"
-    return fmt.format(x) if lo is None else f"{fmt.format(x)} [{fmt.format(lo)}, {fmt.format(hi)}]"
+    return fmt.format(x) if lo is None else f"{fmt.format(x)} [{fmt.format(lo)},{fmt.format(hi)}]"
+
+
+def _drafted_on(f) -> str:
+    k = f.drafting_items
+    return "" if k is None or k in (0, f.items) else f" ({k}/{f.items} drafted)"
 
 
 def figures_table(rec) -> Table:
-    t = Table(title=f"speculative decoding on {rec.label}, per task (against plain decoding)")
-    for col in ("task", "kind", "n", "speed-up [95%]", "acceptance [95%]", "len", "draft",
-                "same", "verdict"):
-        t.add_column(col, justify="right" if col in ("n", "len", "draft", "same") else "left")
+    """Per task and kind; reads as a table at 100 columns (the kind's parts wrap in its cell),
+    one block per row when narrower (cli/output.fit_table)."""
+    t = Table(title=f"speculative decoding on {rec.label}, per task, against plain decoding")
+    for col in ("task", "kind", "speed-up [95%]", "accepted [95%]", "len", "draft", "same",
+                "verdict"):
+        t.add_column(col, justify="right" if col in ("len", "draft", "same") else "left")
     for f in rec.figures:
-        t.add_row(f.task, f.setting, str(f.items), _iv(f.speedup, f.speedup_low, f.speedup_high),
+        t.add_row(f.task, f.setting.replace(":", " "),
+                  _iv(f.speedup, f.speedup_low, f.speedup_high),
                   _iv(f.acceptance, f.acceptance_low, f.acceptance_high),
                   "-" if f.mean_accepted_len is None else f"{f.mean_accepted_len:.1f}",
                   "-" if f.draft_share is None else f"{f.draft_share:.0%}",
-                  f"{f.identical}/{f.items}", f.verdict)
+                  f"{f.identical}/{f.items}", f.verdict + _drafted_on(f))
     return t
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 
+from edgepick.bench.speculation import figures, timing_agreement
 from edgepick.bench.speculation_stage import KIND, SpeculationRecord
 from edgepick.records.decision import CandidateSummary
 from edgepick.records.speculative import SpecFigures, Speculation, SpeculationChoice, \
@@ -35,7 +36,13 @@ def latest_measurement(store, model: str) -> tuple[str, SpeculationRecord] | Non
     for key, payload in store.items(KIND):
         if payload.get("model_sha256") == sha:
             last = key, payload
-    return None if last is None else (last[0], SpeculationRecord.model_validate(last[1]))
+    if last is None:
+        return None
+    rec = SpeculationRecord.model_validate(last[1])
+    if rec.requests:  # the figures as the current analysis makes them from the same requests
+        rec = rec.model_copy(update={"figures": figures(rec.requests),
+                                     "timing_gap": timing_agreement(rec.requests)})
+    return last[0], rec
 
 
 def _eligible(f: SpecFigures) -> bool:

@@ -129,6 +129,7 @@ class SpecFigures(BaseModel):
     # "wins" | "loses" | "undetermined" (the speed-up's interval against 1); "idle": it drafted
     # nothing on these items, so whatever the speeds say is not its doing
     verdict: str
+    drafting_items: int | None = None  # items it drafted on (the speed-up is over these)
 
 
 class TaskSpeculation(BaseModel):

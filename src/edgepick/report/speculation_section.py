@@ -24,9 +24,12 @@ def _iv(x: float | None, lo: float | None, hi: float | None, fmt: str = "{:.2f}"
 
 
 def _verdict(t: TaskSpeculation, f: SpecFigures, words: dict) -> str:
+    k = f.drafting_items
+    on = "" if k is None or k in (0, f.items) else \
+        " (" + words["drafted_on"].format(k=k, n=f.items) + ")"
     if t.chosen is not None and t.chosen.tag() == f.setting:
-        return f"{words['chosen']} ({words['wins']})"
-    return words["changed"] if f.identical < f.items else words.get(f.verdict, f.verdict)
+        return f"{words['chosen']} ({words['wins']})" + on
+    return (words["changed"] if f.identical < f.items else words.get(f.verdict, f.verdict)) + on
 
 
 def table(choice: SpeculationChoice, lang: str) -> tuple[list[str], list[list[str]]]:
