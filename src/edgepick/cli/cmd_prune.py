@@ -13,7 +13,12 @@ from edgepick.cli.cmd_fidelity import _progress
 from edgepick.cli.options import STORE_HELP, one_model, open_store
 from edgepick.cli.output import console, err_console, human_bytes, print_json
 from edgepick.errors import EdgepickError
+from edgepick.evaluate.fidelity import bundled_text
+from edgepick.inputs import resolve_ref
+from edgepick.prune.build import build, output_path, parse_blocks
+from edgepick.prune.rank import rank_blocks, stored_ranking
 from edgepick.records.candidate import DEFAULTS
+from edgepick.store.identity import file_sha256
 
 prune_app = typer.Typer(help="Depth pruning: rank a model's blocks on your calibration text, "
                              "write a GGUF without the least important (docs/quantize.md).",
@@ -23,8 +28,6 @@ MODEL_HELP = "the GGUF to prune (a path or bundled name)"
 
 
 def _source(model: Optional[list[str]], positional: Optional[str]) -> str:
-    from edgepick.inputs import resolve_ref
-
     ref = resolve_ref(one_model(model, positional, "model"))
     return ref.local_path("pruning needs a local GGUF file")
 
@@ -43,9 +46,6 @@ def rank_cmd(
 ) -> None:
     """Per block: its influence (1 − cos of its input and output hidden states) and the KLD of
     the model without it; both rankings are stored, with their rank correlation."""
-    from edgepick.evaluate.fidelity import bundled_text
-    from edgepick.prune.rank import rank_blocks
-
     path = _source(model, src)
     text = calib or str(bundled_text("calibration"))
     with _progress(not json_out) as tick:
@@ -95,10 +95,6 @@ def build_cmd(
 ) -> None:
     """Write a GGUF without some blocks: tensors renumbered, per-layer metadata sliced, the
     rest copied byte for byte. A model that cannot lose a block is refused; nothing is written."""
-    from edgepick.prune.build import build, output_path, parse_blocks
-    from edgepick.prune.rank import stored_ranking
-    from edgepick.store.identity import file_sha256
-
     path = _source(model, src)
     if (drop is None) == (blocks is None):
         raise EdgepickError("give --drop N or --blocks LIST (one of them)")

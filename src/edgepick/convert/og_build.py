@@ -18,6 +18,13 @@ import time
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+import onnx
+import onnxruntime
+import onnxruntime_genai
+from onnxruntime.quantization.matmul_nbits_quantizer import (DefaultWeightOnlyQuantConfig,
+                                                             KQuantWeightOnlyQuantConfig,
+                                                             MatMulNBitsQuantizer)
+
 from edgepick.convert.gguf_source import GgufSource, LlamaHParams
 from edgepick.convert.og_tokenizer import write_tokenizer
 from edgepick.convert.onnx_llama import build_llama
@@ -60,10 +67,6 @@ def genai_config(hp: LlamaHParams, src: GgufSource, recipe: ConvertRecipe) -> di
 
 
 def _quantize(model, recipe: ConvertRecipe):
-    from onnxruntime.quantization.matmul_nbits_quantizer import (DefaultWeightOnlyQuantConfig,
-                                                                 KQuantWeightOnlyQuantConfig,
-                                                                 MatMulNBitsQuantizer)
-
     head = {"/lm_head/MatMul": {"bits": 8}} if recipe.lm_head_bits == 8 else None
     algo = (KQuantWeightOnlyQuantConfig(customized_weight_config=head)
             if recipe.algo == "k_quant" else
@@ -103,13 +106,14 @@ def check_block_sizes(model, recipe: ConvertRecipe) -> int:
     return n
 
 
+def check_built(model: Path, recipe: ConvertRecipe) -> int:
+    """check_block_sizes on a model.onnx on disk (its graph only, not its weights)."""
+    return check_block_sizes(onnx.load(str(model), load_external_data=False), recipe)
+
+
 def build_gguf(source: str, recipe: ConvertRecipe, out: Path, *, source_sha256: str,
                progress: Tick | None = None) -> ConvertRecord:
     """Convert `source` into `out` (written through a temporary folder, then moved in place)."""
-    import onnx
-    import onnxruntime
-    import onnxruntime_genai
-
     say = progress or silent
     t_all = time.perf_counter()
     seconds: dict[str, float] = {}  # step → its wall time, kept in the record

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tokenizers import Tokenizer
+
 from edgepick.convert.gguf_source import GgufSource
 from edgepick.errors import EdgepickError
 
@@ -95,8 +97,6 @@ def tokenizer_files(src: GgufSource) -> dict[str, dict]:
 
 def write_tokenizer(src: GgufSource, out: Path) -> list[str]:
     """Write the tokenizer files into `out`; return their names."""
-    from tokenizers import Tokenizer
-
     files = tokenizer_files(src)
     try:  # the Hugging Face library reads it as any loader would, or says what is wrong
         Tokenizer.from_str(json.dumps(files["tokenizer.json"]))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 
 import numpy as np
+from onnx import TensorProto, helper, numpy_helper
 
 from edgepick.convert.gguf_source import GgufSource, LlamaHParams
 from edgepick.progress import ProgressEvent, Tick
@@ -42,15 +43,11 @@ class _Graph:
         self._n = 0
 
     def init(self, name: str, array: np.ndarray) -> str:
-        from onnx import numpy_helper
-
         self.inits.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
         return name
 
     def op(self, op_type: str, inputs: list[str], n_out: int = 1, *, name: str,
            domain: str = "", **attrs) -> list[str]:
-        from onnx import helper
-
         outs = [f"{name}/output_{i}" for i in range(n_out)]
         self.nodes.append(helper.make_node(op_type, inputs, outs, name=name, domain=domain,
                                            **attrs))
@@ -60,8 +57,6 @@ class _Graph:
 def build_llama(src: GgufSource, n_pos: int,
                 progress: Tick | None = None):
     """The fp32-weight ModelProto for `src`; `progress` hears each block done."""
-    from onnx import TensorProto, helper
-
     hp = src.hparams
     g = _Graph()
     g.init("one_i64", np.array([1], dtype=np.int64))

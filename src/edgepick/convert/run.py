@@ -20,7 +20,6 @@ from edgepick.convert.recipe import (KNOWN_PITFALLS, RECORD_FILE, RECORD_KIND, C
                                      ConvertRecord, check_recipe)
 from edgepick.backends.onnxruntime_genai import require_onnx
 from edgepick.convert.gguf_source import GgufSource
-from edgepick.convert.og_build import build_gguf, check_block_sizes
 from edgepick.errors import EdgepickError
 from edgepick.launch import run_child
 from edgepick.progress import ProgressEvent, Tick
@@ -53,6 +52,16 @@ def _check_out(out: Path, build_key: str, force: bool) -> ConvertRecord | None:
     return None
 
 
+def _builder():
+    """The converter's graph side (og_build: onnx, onnxruntime, onnxruntime-genai, tokenizers,
+    the `onnx` extra), imported once require_onnx has named any missing part in one line; the
+    CLI and a model reference's resolution read this module without them."""
+    require_onnx()
+    import edgepick.convert.og_build as og_build
+
+    return og_build
+
+
 def convert_gguf(source: str, recipe: ConvertRecipe, out: str | Path, *, force: bool = False,
                  quiet: bool = False, progress: Tick | None = None,
                  warn: Callable[[str], None] | None = None) -> ConvertRecord:
@@ -69,7 +78,7 @@ def convert_gguf(source: str, recipe: ConvertRecipe, out: str | Path, *, force: 
     for p in pitfalls:
         if warn and not quiet:
             warn(p.reason)
-    record = build_gguf(source, recipe, out, source_sha256=sha, progress=progress)
+    record = _builder().build_gguf(source, recipe, out, source_sha256=sha, progress=progress)
     if pitfalls:
         record.warnings = [p.reason for p in pitfalls]
         (out / RECORD_FILE).write_text(record.model_dump_json(indent=1) + "\n", encoding="utf-8")
@@ -119,9 +128,7 @@ def convert_hf(folder: str, recipe: ConvertRecipe, out: str | Path, *, force: bo
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
         raise EdgepickError(f"{folder}: the onnxruntime-genai builder failed ({tail[0]})")
-    import onnx
-
-    check_block_sizes(onnx.load(str(out / "model.onnx"), load_external_data=False), recipe)
+    _builder().check_built(out / "model.onnx", recipe)
     if progress:
         progress(ProgressEvent(1, 1, "builder"))
     record = ConvertRecord(
