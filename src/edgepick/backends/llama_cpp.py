@@ -49,7 +49,7 @@ def _adapter_args(s, model: str) -> dict:
     return {"lora_path": s.adapter.path, "lora_scale": s.adapter.scale}
 
 
-class LlamaCppBackend(Backend):
+class LlamaCppBackend(support.LlamaCppFiles, Backend):
     name: ClassVar[str] = "llama_cpp"
     capabilities: ClassVar[frozenset[str]] = frozenset({
         base.LOGITS, base.LOGPROBS, base.CONCURRENT_SEQUENCES, base.IN_PROCESS, base.TOKENIZE,
@@ -67,12 +67,6 @@ class LlamaCppBackend(Backend):
     honoured_settings: ClassVar[frozenset[str]] = frozenset({
         "threads", "n_ctx", "n_batch", "n_ubatch", "seed", "kv_type", "flash_attn", "swa_full",
         "mmap", "adapter", "constrain"})
-
-    # what serve's llama-server engine answers too (one engine, two ways to run it)
-    settings_problem = staticmethod(support.settings_problem)
-    claims = staticmethod(support.claims)
-    architectures = staticmethod(support.architectures)
-    architecture_of = staticmethod(support.architecture_of)
 
     @classmethod
     def engine_label(cls) -> str:

@@ -133,3 +133,14 @@ def without_amx_repack():
         yield
     finally:
         low.llama_model_default_params = orig
+
+
+class LlamaCppFiles:
+    """What llama.cpp answers about a file without running it, for every engine that runs
+    llama.cpp (in process, and serve's llama-server): the files it claims, the architectures it
+    loads, a model's architecture, the settings it refuses. One engine, two ways to run it."""
+
+    claims = staticmethod(claims)
+    architectures = staticmethod(architectures)
+    architecture_of = staticmethod(architecture_of)
+    settings_problem = staticmethod(settings_problem)

@@ -42,7 +42,7 @@ _STATS = re.compile(r"statistics\s+(\S+):.*?dur\(b,g,a\) = ([0-9.]+), ([0-9.]+),
 START_TIMEOUT_S = 120.0
 
 
-class LlamaServerBackend(OpenAIHttpBackend):
+class LlamaServerBackend(support.LlamaCppFiles, OpenAIHttpBackend):
     name: ClassVar[str] = "llama_server"
     capabilities: ClassVar[frozenset[str]] = OpenAIHttpBackend.capabilities
     settings_model: ClassVar[type] = LlamaCppSettings
@@ -54,12 +54,6 @@ class LlamaServerBackend(OpenAIHttpBackend):
     maturity_reason: ClassVar[str] = ("the pinned llama-server serve runs, started with serve's "
                                       "own command line")
     claim_priority: ClassVar[int] = -1  # a GGUF is llama_cpp's unless this one is asked for
-
-    # the same files, architectures and refusals as the in-process llama.cpp: one engine
-    claims = staticmethod(support.claims)
-    architectures = staticmethod(support.architectures)
-    architecture_of = staticmethod(support.architecture_of)
-    settings_problem = staticmethod(support.settings_problem)
 
     @classmethod
     def engine_label(cls) -> str:
