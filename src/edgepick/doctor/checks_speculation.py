@@ -53,9 +53,11 @@ def speculation(ctx):
     if speed is None or speed >= SLOWER:
         return None
     acc = m["acceptance"]
+    over = m.get("drafting_items") or m["items"]  # the prompts it drafted on, else all
+    span = "" if m["speedup_low"] is None else \
+        f", 95% interval {m['speedup_low']:.2f}–{m['speedup_high']:.2f}"
     ev = [Evidence(what=f"decode speed with {spec.type} ÷ without (geometric mean over "
-                        f"{m['items']} prompts, 95% interval "
-                        f"{m['speedup_low']:.2f}–{m['speedup_high']:.2f})",
+                        f"{over} prompts{span})",
                    value=round(speed, 2), baseline=1.0, unit="×",
                    command=ctx.doctor_cmd("slow")),
           Evidence(what="draft tokens accepted" + ("" if acc is None else
@@ -71,7 +73,7 @@ def speculation(ctx):
         f"{why}",
         Fix(text="turn it off (deploy.yaml runtime.speculative: none), or measure another kind "
                  "on your own prompts (an n-gram kind such as ngram-mod for answers that copy "
-                 "the prompt; a smaller draft model); `python benchmarks/speculation.py` and "
-                 "docs/bench.md show how"),
+                 "the prompt; a smaller draft model): `edgepick speculate` measures each kind per task "
+                 "on your eval set (docs/bench.md)"),
         min(0.95, 0.5 + (1 - speed)) if m["verdict"] == "loses" else 0.45, ev,
         detail=spec.tag())

@@ -92,13 +92,14 @@ def _with_template(ctx, template: str) -> str:
 
 
 def chat_template(ctx):
-    """A template that does not render, or none in a model whose vocabulary's family ships one:
-    none at all, which serve answers in llama-server's ChatML fallback (missing_template)."""
+    """A template that does not render; one of another family, whose turn markers are not
+    tokens of this vocabulary (foreign_template); or none at all, which serve answers in
+    llama-server's ChatML fallback (missing_template)."""
     template, fp, _ = _template_and_vocab(ctx.target.model_path)
     if template:
         err = _render_error(template)
         if err is None:
-            return None
+            return foreign_template(ctx, template, fp)
         source = _template_source(ctx, fp)
         fix = Fix(text="replace the template with one that renders"
                        + (f" (the one in {source[1]})" if source else ""))
@@ -177,3 +178,58 @@ def missing_template(ctx, fp: str):
                  baseline=best["leaks"], unit=f"of {n}"),
         Evidence(what="first answer as served", value=served["first"])],
         detail="missing")
+
+
+def foreign_template(ctx, template: str, fp: str):
+    """A template that renders but writes turn markers this vocabulary spells in pieces (Gemma's
+    `<start_of_turn>` in a SmolLM2 file): the model never saw those turns. Measured like a
+    missing one: the answers in the file's template against the same prompts in the formats
+    the vocabulary does hold (its family's template, else ChatML or Gemma's turns)."""
+    path = ctx.target.model_path
+    _, _, tokens = _template_and_vocab(path)
+    vocab = set(tokens)
+    fmt = st.format_of(template)
+    pieces = [m for m in st.FORMAT_MARKERS.get(fmt, ()) if m not in vocab]
+    if not pieces:
+        return None
+    source = _template_source(ctx, fp)
+    options = [(f"its family's template (from {source[1]})", source[0])] if source else []
+    options += [(f"{name} turns, this vocabulary's", st.CHATML if name == "chatml" else st.GEMMA)
+                for name in st.trained_formats(vocab) if name != fmt and not source]
+    if not options:
+        return None  # nothing it was trained on to compare with: a base model's own business
+    eng = ctx.engine(None)
+    key = hashlib.sha256(template.encode()).hexdigest()[:16]
+    figs = ctx.measured("chat_template_foreign", [fp, key, len(ctx.prompts), st.PROBES],
+                        lambda: {"served": st.answers(eng, ctx.prompts, template),
+                                 **{label: st.answers(eng, ctx.prompts, t)
+                                    for label, t in options}})
+    served = figs["served"]
+    best_label, best_t = max(options, key=lambda o: figs[o[0]]["sound"])
+    best, n = figs[best_label], served["n"]
+    what = (f"the GGUF's chat template writes {fmt} turns ({', '.join(pieces)}), which are not "
+            "tokens of this vocabulary: the model never saw those turns")
+    if best["sound"] > served["sound"]:
+        summary = (f"{what}; sound answers {served['sound']}/{n} with it, "
+                   f"{best['sound']}/{n} with {best_label}")
+        confidence = 0.95 if served["leaks"] or served["sound"] * 2 <= n else 0.85
+    else:  # the measured fix did not help: say what was seen, not a cause at full confidence
+        summary = (f"{what}; but the answers were no sounder with {best_label} "
+                   f"({best['sound']}/{n} against {served['sound']}/{n})")
+        confidence = 0.5
+    fixed = _with_template(ctx, best_t)
+    fix = Fix(text=f"serve it with {best_label}: doctor wrote {fixed} with that template; or "
+                   "start llama-server with --chat-template-file",
+              deploy_edit={"model.path": fixed, "model.sha256": file_sha256(fixed)},
+              verified=(f"with {best_label}: {best['sound']}/{n} sound answers, "
+                        f"{best['leaks']} spilled a turn marker, {best['loops']} looped"))
+    return finding(ctx, "chat_template", summary, fix, confidence, [
+        Evidence(what="turn markers not in the vocabulary", value=", ".join(pieces),
+                 command=_inspect(path)),
+        Evidence(what="sound answers (the file's template → with the fix)",
+                 value=served["sound"], baseline=best["sound"], unit=f"of {n}",
+                 command=ctx.doctor_cmd("garbled")),
+        Evidence(what="answers spilling a turn marker", value=served["leaks"],
+                 baseline=best["leaks"], unit=f"of {n}"),
+        Evidence(what="first answer with the file's template", value=served["first"])],
+        detail="foreign")
