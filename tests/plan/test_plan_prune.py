@@ -99,6 +99,17 @@ def test_a_negative_or_repeated_cut_is_a_schema_error(tmp_path, smollm2_f16):
         assert e.field.startswith("quantize[0].prune") and e.line == 8, str(e)
 
 
+def test_two_rankings_of_one_source_are_refused(tmp_path, smollm2_f16):
+    path = _plan(tmp_path, smollm2_f16, "[2]")
+    text = path.read_text()
+    entry = text[text.index("  - source:"):text.index("runtime:")]
+    path.write_text(text.replace(entry, entry + entry.replace("prune_ctx: 64", "prune_ctx: 128")
+                                 .replace("label: smol", "label: other")))
+    e = _err(path)
+    assert e.field == "quantize[1].prune" and "quantize[0] ranks this source otherwise" \
+        in e.problem, str(e)
+
+
 def test_a_model_that_cannot_be_pruned_is_refused_at_its_line(tmp_path):
     e = _err(_plan(tmp_path, _ssm(tmp_path / "mamba.gguf")))
     assert e.field == "quantize[0].prune" and "cannot be pruned" in e.problem

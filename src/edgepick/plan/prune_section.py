@@ -74,9 +74,17 @@ def check_prune(lp, fail: Callable[[tuple, str], None]) -> None:
     """Each pruned entry's source can lose its cuts: the model allows it at all, every count
     leaves a block, every block given exists; its calibration text exists; no imatrix (it names
     the source's blocks, which pruning renumbers)."""
+    ranked: dict[str, tuple[int, tuple]] = {}  # source -> the first entry ranking it, how
     for i, q in enumerate(lp.plan.quantize):
         if q.prune == [0]:
             continue
+        how = (q.prune_by, prune_text(lp, q), q.prune_ctx, q.prune_chunks)
+        counts = any(isinstance(c, int) and c > 0 for c in q.prune)
+        first = ranked.setdefault(str(lp.ref(q.source).path), (i, how)) if counts else (i, how)
+        if first[1] != how:
+            fail(("quantize", i, "prune"), f"quantize[{first[0]}] ranks this source "
+                 "otherwise: the cuts of one source share prune_by, prune_text, prune_ctx and "
+                 "prune_chunks (their files would collide)")
         if q.imatrix:
             fail(("quantize", i, "imatrix"), "an importance matrix names the source's blocks, "
                  "which pruning renumbers: give it to an entry without prune")
