@@ -25,6 +25,9 @@ prune_app = typer.Typer(help="Depth pruning: rank a model's blocks on your calib
                         no_args_is_help=True)
 
 MODEL_HELP = "the GGUF to prune (a path or bundled name)"
+# one option object for both commands: typer reads it, it holds no state
+MODEL_OPTION = typer.Option(None, "--model", "-m", help=MODEL_HELP)
+POSITIONAL = typer.Argument(None, hidden=True)  # MODEL given without -m
 
 
 def _source(model: Optional[list[str]], positional: Optional[str]) -> str:
@@ -34,8 +37,8 @@ def _source(model: Optional[list[str]], positional: Optional[str]) -> str:
 
 @prune_app.command("rank")
 def rank_cmd(
-    model: Optional[list[str]] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
-    src: Optional[str] = typer.Argument(None, hidden=True),
+    model: Optional[list[str]] = MODEL_OPTION,
+    src: Optional[str] = POSITIONAL,
     calib: Optional[str] = typer.Option(None, "--calib", help="calibration text (default: the "
                                                               "bundled one)"),
     ctx: int = typer.Option(256, "--ctx", help="tokens per chunk"),
@@ -79,11 +82,11 @@ def _trust(rho: float | None) -> str:
 
 @prune_app.command("build")
 def build_cmd(
-    model: Optional[list[str]] = typer.Option(None, "--model", "-m", help=MODEL_HELP),
-    src: Optional[str] = typer.Argument(None, hidden=True),
+    model: Optional[list[str]] = MODEL_OPTION,
+    src: Optional[str] = POSITIONAL,
+    blocks: Optional[str] = typer.Option(None, "--blocks", help="remove these blocks: 3,7,12-14"),
     drop: Optional[int] = typer.Option(None, "--drop", help="remove the N least important "
                                        "blocks of the stored ranking (`edgepick prune rank`)"),
-    blocks: Optional[str] = typer.Option(None, "--blocks", help="remove these blocks: 3,7,12-14"),
     by: str = typer.Option("kld", "--by", help="with --drop: the ranking to follow, kld or "
                                                "influence"),
     calib: Optional[str] = typer.Option(None, "--calib", help="with --drop: the ranking "
