@@ -10,17 +10,12 @@ from edgepick.cli.output import console
 from edgepick.devices.backend_devices import listed_devices
 from edgepick.errors import EdgepickError
 from edgepick.fit.auto_place import auto_place
-from edgepick.fit.device_plan import placement_verdict, plan_placement
+from edgepick.fit.device_plan import placed_estimate
+from edgepick.fit.placement import rpc_name, with_devices
 from edgepick.fit.planner import plan_tensors
 from edgepick.models.spec import ref_spec
 from edgepick.records.device import DeviceProfile
 from edgepick.records.placement import ALL, Placement
-
-
-def rpc_name(index: int, endpoint: str) -> str:
-    """llama.cpp's buffer name of the rpc-server at `endpoint` (ggml-rpc.cpp: RPC<dev>[endpoint]),
-    the name -ot takes."""
-    return f"RPC{index}[{endpoint}]" if ":" in endpoint else endpoint
 
 
 def placement_from_options(device: DeviceProfile, ngl: str | None, overrides: list[str],
@@ -35,8 +30,6 @@ def placement_from_options(device: DeviceProfile, ngl: str | None, overrides: li
     for e in endpoints:
         if ":" not in e:
             raise EdgepickError(f"--rpc {e}: expected HOST:PORT of an rpc-server")
-    names = [rpc_name(0, e) for e in endpoints]
-    names += [d.name for d in device.compute_devices if d.kind != "cpu" and d.name not in names]
     if ngl is not None and ngl != ALL and not ngl.isdigit():
         raise EdgepickError(f"--ngl: expected a number of layers or 'all', got {ngl!r}")
     split: list[float] = []
@@ -47,11 +40,11 @@ def placement_from_options(device: DeviceProfile, ngl: str | None, overrides: li
             raise EdgepickError(f"--tensor-split: expected proportions like 3,1, got "
                                 f"{tensor_split!r}") from None
     kw = {"tensor_overrides": [o for item in overrides for o in item.split(",") if o],
-          "n_cpu_moe": n_cpu_moe, "tensor_split": split, "devices": names, "rpc": endpoints}
+          "n_cpu_moe": n_cpu_moe, "tensor_split": split, "rpc": endpoints}
     if ngl is not None:
         kw["n_gpu_layers"] = ngl if ngl == ALL else int(ngl)
     try:
-        return Placement(**kw)
+        return with_devices(Placement(**kw), device)
     except ValueError as exc:
         raise EdgepickError(str(exc).splitlines()[-1]) from None
 
@@ -60,15 +53,10 @@ def place_rows(rows, refs, quants: list[str], ctxs: list[int], dev: DeviceProfil
                placement: Placement, settings: dict, margin: float):
     """Each estimate's per-device plan (rows come model by model, type by type, context by
     context, as fit's stage makes them), and its verdict over the devices' own pools."""
-    plans = []
-    combos = [(ref, q, c) for ref in refs for q in quants for c in ctxs]
-    for (ref, quant, ctx), row in zip(combos, rows):
-        spec = ref_spec(ref)
-        tensors, _, _ = plan_tensors(spec, None if quant == "native" else quant)
-        plans.append(plan_placement(spec, tensors, ctx, placement, dev, **settings))
-    rows = [r.model_copy(update={"verdict": placement_verdict(p, margin) or r.verdict})
-            for r, p in zip(rows, plans)]
-    return rows, plans
+    combos = [(ref, q) for ref in refs for q in quants for _ in ctxs]
+    placed = [placed_estimate(row, ref_spec(ref), quant, placement, dev, margin, **settings)
+              for (ref, quant), row in zip(combos, rows)]
+    return [r for r, _ in placed], [p for _, p in placed]
 
 
 def print_plans(rows, names: list[str], plans) -> None:

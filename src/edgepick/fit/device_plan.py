@@ -19,8 +19,10 @@ from edgepick.fit.device_compute import backend_compute_bytes
 from edgepick.fit.memory import kv_cells, kv_row_bytes
 from edgepick.fit.placement import CPU, REPACK, layer_devices, place_tensors, tensor_layer
 from edgepick.fit.placement_speed import placement_decode_bound
+from edgepick.fit.planner import plan_tensors
 from edgepick.models.quant_types import PlannedTensor
 from edgepick.records.device import DeviceProfile
+from edgepick.records.fit import FitEstimate
 from edgepick.records.model import ModelSpec
 from edgepick.records.placement import DeviceMemory, Placement, PlacementPlan
 
@@ -132,3 +134,14 @@ def placement_verdict(plan: PlacementPlan, margin: float) -> str | None:
     if all(n * (1 + margin) <= b for n, b in pools):
         return "fits"
     return "tight" if all(n <= b for n, b in pools) else "no"
+
+
+def placed_estimate(est: FitEstimate, spec: ModelSpec, quant: str | None, placement: Placement,
+                    device: DeviceProfile, margin: float,
+                    **settings) -> tuple[FitEstimate, PlacementPlan]:
+    """`est` (one model, type and context on `device`) for `placement`: its per-device plan,
+    and its verdict over each device's own pool and the host's where every budget is known
+    (else the estimate's own). `settings` are plan_placement's."""
+    tensors, _, _ = plan_tensors(spec, None if quant == "native" else quant)
+    plan = plan_placement(spec, tensors, est.ctx, placement, device, **settings)
+    return est.model_copy(update={"verdict": placement_verdict(plan, margin) or est.verdict}), plan

@@ -29,6 +29,7 @@ from typing import NamedTuple
 from edgepick.errors import EdgepickError
 from edgepick.fit.overhead import repacked_tensors
 from edgepick.models.quant_types import PlannedTensor
+from edgepick.records.device import DeviceProfile
 from edgepick.records.placement import Placement
 
 CPU = "CPU"
@@ -36,6 +37,22 @@ REPACK = "CPU_REPACK"
 INPUT_TENSORS = ("token_embd.", "position_embd.", "token_types.")
 FFN_EXPS = r"\.ffn_(up|down|gate|gate_up)_(ch|)exps"  # common.h LLM_FFN_EXPS_REGEX
 _BLOCK = re.compile(r"^blk\.(\d+)\.")
+
+
+def rpc_name(index: int, endpoint: str) -> str:
+    """llama.cpp's buffer name of the rpc-server at `endpoint` (ggml-rpc.cpp: RPC<dev>[endpoint]),
+    the name -ot takes."""
+    return f"RPC{index}[{endpoint}]" if ":" in endpoint else endpoint
+
+
+def with_devices(placement: Placement, device: DeviceProfile) -> Placement:
+    """`placement` with the devices it offloads to named, when it names none: the --rpc
+    endpoints first (llama.cpp lists RPC devices first), then the profile's own GPUs and NPUs."""
+    if placement.devices:
+        return placement
+    names = [rpc_name(0, e) for e in placement.rpc]
+    names += [d.name for d in device.compute_devices if d.kind != "cpu" and d.name not in names]
+    return placement.model_copy(update={"devices": names})
 
 
 class TensorHome(NamedTuple):

@@ -9,6 +9,8 @@ import json
 from pydantic import BaseModel, ConfigDict, Field
 
 from edgepick.backends.registry import check_support
+from edgepick.fit.device_plan import placed_estimate
+from edgepick.fit.placement import with_devices
 from edgepick.fit.planner import fit_one
 from edgepick.models.adapter import read_adapter
 from edgepick.models.spec import ref_spec
@@ -17,6 +19,7 @@ from edgepick.records.candidate import DEFAULTS
 from edgepick.records.device import DeviceProfile
 from edgepick.records.fit import FitEstimate
 from edgepick.records.model_ref import ModelRef
+from edgepick.records.placement import Placement
 
 KIND = "fit"
 
@@ -53,6 +56,9 @@ class FitRequest(BaseModel):
     flash_attn: bool = DEFAULTS.flash_attn
     n_batch: int = DEFAULTS.n_batch
     kv_type_v: str | None = None  # the V cache's type when it differs from K's (-ctv)
+    # where each tensor lives (a candidate's runtime placement): each estimate then carries its
+    # per-device plan (fit/device_plan.py) and is judged against each device's own pool
+    placement: Placement | None = None
 
     @classmethod
     def for_models(cls, models: list[ModelRef], quants: list[str],
@@ -91,6 +97,19 @@ def draft_need(t: FitTarget, ctx: int, req: "FitRequest") -> tuple[int, int]:
     return est.memory_anon_bytes, est.memory_file_bytes
 
 
+def _placed(est: FitEstimate, spec, t: FitTarget, req: FitRequest) -> FitEstimate:
+    """`est` with the request's placement, for this model's layers, planned per device."""
+    if req.placement is None:
+        return est
+    placement = with_devices(req.placement.resolved(spec.n_layers), req.device)
+    est, plan = placed_estimate(est, spec, t.quant, placement, req.device, req.margin,
+                                kv_type=req.kv_type, kv_type_v=req.kv_type_v,
+                                flash_attn=req.flash_attn, n_batch=req.n_batch,
+                                n_ubatch=req.n_ubatch, swa_full=req.swa_full, mmap=req.mmap,
+                                fill=req.fill)
+    return est.model_copy(update={"placement": plan})
+
+
 def _key(payload: dict, device: DeviceProfile) -> str:
     # extra holds readings of the moment (load, sensors, the probe's cache entry): not the device
     dev = device.model_dump(mode="json", exclude={"extra"})
@@ -115,8 +134,11 @@ def run(req: FitRequest, store, progress: Tick = silent) -> list[FitEstimate]:
                           swa_full=req.swa_full, mmap=req.mmap, flash_attn=req.flash_attn,
                           n_batch=req.n_batch, kv_type_v=req.kv_type_v,
                           adapter_bytes=adapter_bytes, draft=draft_need(t, ctx, req))
+            est = _placed(est, spec, t, req)
             out.append(est)
             payload = est.model_dump(mode="json")
+            if payload.get("placement") is None:  # none asked for: keys as before
+                payload.pop("placement", None)
             payload["model"] = t.file  # the file the estimate is for; None: no candidate
             payload["source"] = t.model.path
             if t.model.remote is not None:  # where it lives, and which content it was

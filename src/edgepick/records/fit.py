@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from edgepick.records.placement import PlacementPlan
+
 
 class FitEstimate(BaseModel):
     model: str
@@ -60,6 +62,9 @@ class FitEstimate(BaseModel):
     higher_precision: dict[str, str] = Field(default_factory=dict)  # tensor class -> type kept
     fallbacks: list[str] = Field(default_factory=list)  # tensors whose rows forced another type
     risks: list[str] = Field(default_factory=list)  # task-prior warnings (seed 000 §3.3)
+    # memory per device for the candidate's placement (fit/device_plan.py); None: no placement
+    # asked for, the whole model on the host
+    placement: PlacementPlan | None = None
 
 
 def decode_tps_at(curve: dict, fill: float) -> float | None:
