@@ -62,7 +62,7 @@ def _device(device: str, calibrate: bool, refresh: bool, allow_contended: bool =
 def _print_notes(rows) -> None:
     """What fit approximated or assumed, under its tables: fallbacks, warnings, repacking,
     the MoE prefill basis and the tasks' risk priors."""
-    for r in rows:
+    for r in {(r.model, r.quant): r for r in rows}.values():  # one build's fallbacks, once
         for note in r.fallbacks[:3]:
             console.print(f"[dim]{r.quant}: fallback {note}[/]")
         if len(r.fallbacks) > 3:
@@ -177,6 +177,11 @@ def fit(
         return
     per_model = len(rows) // max(1, len(refs))
     names = [refs[i // per_model].label if per_model else r.model for i, r in enumerate(rows)]
+    if plans is None:  # 'native' and the file's own type named again give the same row: once
+        seen: set[tuple[str, str]] = set()
+        keep = [i for i, r in enumerate(rows)
+                if (k := (names[i], r.model_dump_json())) not in seen and not seen.add(k)]
+        rows, names = [rows[i] for i in keep], [names[i] for i in keep]
     _print_tables(rows, names, dev, margin)
     if plans is not None:
         print_plans(rows, names, plans)
