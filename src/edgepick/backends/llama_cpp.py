@@ -24,6 +24,7 @@ from edgepick.records.candidate import Candidate
 from edgepick.backends import llama_cpp_support as support
 from edgepick.backends.llama_cpp_batched import generate_batched, multi_sequence_context
 from edgepick.backends.llama_cpp_grammar import grammar_chain
+from edgepick.backends.llama_cpp_placement import placement_args, placement_problem
 from edgepick.backends.llama_cpp_prefix import can_share
 from edgepick.backends.llama_cpp_step import GreedyStepper, sampler_chain, time_decode
 from edgepick.backends.llama_cpp_stream import generate_stream
@@ -63,10 +64,16 @@ class LlamaCppBackend(support.LlamaCppFiles, Backend):
     # False prefills every prompt whole (the side-by-side measurement switches it off)
     reuse_prefixes: ClassVar[bool] = True
     # all passed to llama-cpp-python's Llama in load (type_k/type_v, flash_attn, n_batch,
-    # n_ubatch, n_threads/n_threads_batch, use_mmap, swa_full, n_ctx, seed)
+    # n_ubatch, n_threads/n_threads_batch, use_mmap, swa_full, n_ctx, seed; a placement's
+    # n_gpu_layers and tensor_split where the build has a device: llama_cpp_placement.py,
+    # which refuses the rest per candidate)
     honoured_settings: ClassVar[frozenset[str]] = frozenset({
         "threads", "n_ctx", "n_batch", "n_ubatch", "seed", "kv_type", "flash_attn", "swa_full",
-        "mmap", "adapter", "constrain"})
+        "mmap", "adapter", "constrain", "placement"})
+
+    @staticmethod
+    def settings_problem(settings) -> str | None:
+        return support.settings_problem(settings) or placement_problem(settings)
 
     @classmethod
     def engine_label(cls) -> str:
@@ -107,7 +114,7 @@ class LlamaCppBackend(support.LlamaCppFiles, Backend):
                     type_k=KV_TYPES[own.kv_type], type_v=KV_TYPES[own.kv_type],
                     flash_attn=own.flash_attn, swa_full=own.swa_full, use_mmap=own.mmap,
                     logits_all=options.need_logits,
-                    verbose=False, **_adapter_args(s, path),
+                    verbose=False, **_adapter_args(s, path), **placement_args(s),
                 )
         except (ValueError, RuntimeError) as exc:
             raise EdgepickError(f"{path}: llama.cpp could not load the model ({exc})") from None

@@ -43,8 +43,10 @@ LOGIT_SETTINGS = ("kv_type", "flash_attn", "n_ubatch", "swa_full")
 # logits and keeps a draft token only when it equals that sample (common/sampling.cpp,
 # common_sampler_sample_and_accept_n), one draw per emitted token, so greedy text and, for a
 # given seed, sampled text are the target's up to the numerics of a batched verification
-# (tests/bench/test_speculation.py checks both)
-PRESERVING = ("threads", "mmap", "speculative")
+# (tests/bench/test_speculation.py checks both). A placement (records/placement.py) is another:
+# it moves where each layer is computed, not what; the logits are read in process on the CPU,
+# so a device's own kernels' rounding is not part of this comparison
+PRESERVING = ("threads", "mmap", "speculative", "placement")
 
 
 def store_key(req: FidelityRequest) -> str:

@@ -136,6 +136,14 @@ def _field(loc: tuple) -> str:
     return out
 
 
+def _once(errs: list) -> list:
+    """A placement list's first value is checked twice, as the base runtime's and as the axis's:
+    the axis's error names the item, so the base's is dropped."""
+    listed = {e["loc"][1] for e in errs if e["loc"][:1] == ("runtime_axes",) and len(e["loc"]) > 1}
+    return [e for e in errs if not (tuple(e["loc"][:2]) == ("runtime", "placement")
+                                    and len(e["loc"]) > 2 and e["loc"][2] in listed)] or errs
+
+
 DEFAULT = "default"
 
 
@@ -156,10 +164,13 @@ def load_plan(path: str | Path) -> LoadedPlan:
     try:
         plan = Plan.model_validate(data)
     except ValidationError as exc:
-        errs = exc.errors()
+        errs = _once(exc.errors())
         loc = tuple(errs[0]["loc"])
         if loc[:1] == ("runtime_axes",):  # the lists are written under runtime
             loc = ("runtime", *loc[1:])
+        flat = "placement" not in (data.get("runtime") or {})
+        if loc[:2] == ("runtime", "placement") and flat:  # written beside the other settings
+            loc = ("runtime", *loc[2:])
         _, msg = pydantic_problem(errs[0])
         more = f" (and {len(errs) - 1} more problem{'s' if len(errs) > 2 else ''})" \
             if len(errs) > 1 else ""

@@ -45,7 +45,9 @@ def bench_requests(st: RunState) -> list:
         lengths, gen, notes = bench_lengths(b.prompt_lengths, b.gen_tokens, plan.runtime.n_ctx,
                                             scenario, counted.get(c.name))
         st.notes += [n for n in notes if n not in st.notes]
-        groups.setdefault((tuple(lengths), gen, c.variant), []).append(c)
+        # a placement's `half` is each model's own count under one variant name
+        groups.setdefault((tuple(lengths), gen, c.variant, repr(st.settings(c).placement)),
+                          []).append(c)
     power_note = f"bench power: {power_source(b.power)[1]}"
     if power_note not in st.notes:
         st.notes.append(power_note)
@@ -58,7 +60,7 @@ def bench_requests(st: RunState) -> list:
                          timeout_s=b.timeout_s, power=b.power, quiet_wait_s=b.quiet_wait_s,
                          contended_share=b.contended_share,
                          memory_growth_max=b.memory_growth_max)
-            for (lengths, gen, _), group in groups.items()]
+            for (lengths, gen, _, _), group in groups.items()]
 
 
 def _context_from(st: RunState, active: list[RunCandidate], scenario) -> dict:
@@ -106,8 +108,11 @@ def eval_request(st: RunState):
             return None
     sampling, samples = sampling_of(scenario)
     return EvalRequest(data=st.lp.eval_specs(),
+                       # the reference answers for quality: where its tensors lie is no part of
+                       # it, and a candidate's placement may not suit its engine
                        reference=Candidate(ref=st.lp.ref(plan.eval.reference),
-                                           settings=plan.runtime),
+                                           settings=plan.runtime.model_copy(
+                                               update={"placement": None})),
                        candidates=[st.candidate(c) for c in active], limit=plan.eval.limit,
                        max_tokens=plan.eval.max_tokens, sampling=sampling, samples=samples,
                        sequential=plan.eval.sequential,

@@ -21,6 +21,7 @@ from edgepick.errors import EdgepickError, InputError
 from edgepick.models.adapter import read_adapter
 from edgepick.models.draft_vocab import draft_mismatch
 from edgepick.models.quant_types import normalize_ftype
+from edgepick.models.spec import ref_spec
 from edgepick.plan.loader import LoadedPlan
 from edgepick.plan.prune_section import prune_cuts
 from edgepick.plan.requests import decide_request
@@ -31,6 +32,7 @@ from edgepick.quantize.ladder import output_path
 from edgepick.records.candidate import AdapterSetting
 from edgepick.records.decision import CandidateSummary, Decision
 from edgepick.records.model_ref import ModelRef
+from edgepick.records.placement import HALF
 from edgepick.store import ResultStore
 from edgepick.store.identity import file_sha256
 
@@ -111,7 +113,7 @@ def settings_candidates(lp: LoadedPlan, models: list[RunCandidate]) -> list[RunC
     one line; a combination an engine cannot run at all is kept, unmeasured, with its reason."""
     axes = lp.plan.runtime_axes
     combos = [with_draft(lp, rt) for rt in combinations(lp.plan.runtime, axes)]
-    if len(combos) == 1 and combos[0].speculative is None:
+    if len(combos) == 1 and combos[0].speculative is None and combos[0].placement is None:
         return models
     check_grid(axes, len(models), lp.yes)
     out = []
@@ -126,8 +128,9 @@ def settings_candidates(lp: LoadedPlan, models: list[RunCandidate]) -> list[RunC
                                            "variant": f"{rt.variant},{m.settings.variant}"})
             if rt.variant is not None:
                 c.name = f"{m.name}@{rt.variant}"
+            rt, unplaced = placed_for(m, rt)
             c.settings = rt
-            problem = backend_class(m.ref.backend).settings_problem(rt) \
+            problem = unplaced or backend_class(m.ref.backend).settings_problem(rt) \
                 or draft_problem(m.ref, rt)
             if problem and not c.skipped:
                 c.skipped = f"cannot run with {rt.variant or 'these settings'}: {problem}"
@@ -150,6 +153,18 @@ def with_draft(lp: LoadedPlan, rt):
     sha = file_sha256(path) if os.path.isfile(path) else None
     return rt.model_copy(update={"speculative": spec.model_copy(
         update={"model": path, "sha256": sha})})
+
+
+def placed_for(m: RunCandidate, rt):
+    """(`rt` with `n_gpu_layers: half` as half of this model's repeating layers, read from its
+    GGUF's block count; None) or (`rt`, why it cannot be read)."""
+    if rt.placement is None or rt.placement.n_gpu_layers != HALF:
+        return rt, None
+    try:
+        n_layer = ref_spec(m.source or m.ref).n_layers
+    except (EdgepickError, OSError) as exc:
+        return rt, f"n_gpu_layers half: the model's layers cannot be read ({exc})"
+    return rt.model_copy(update={"placement": rt.placement.resolved(n_layer)}), None
 
 
 def draft_problem(ref, rt) -> str | None:

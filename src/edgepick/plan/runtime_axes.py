@@ -6,6 +6,10 @@ and each combination becomes a candidate of every model, named by the settings t
 
     runtime: {n_ctx: 2048, kv_type: [f16, q8_0, q4_0], flash_attn: [true, false]}
 
+Where the tensors live is one more (seed 001 §2.3, seed 003 §4.1): llama.cpp's `n_gpu_layers`,
+`rpc`, `tensor_overrides`, `n_cpu_moe` and `tensor_split`, each value as its flag takes it,
+make each combination's `placement` (records/placement.py).
+
 The plan's `runtime` keeps one value per field (the first of each list), the base every stage
 reads; the lists live in `RuntimeAxes`. A grid larger than `DEFAULT_MAX_COMBINATIONS` is refused
 before any work unless the plan raises `runtime.max_combinations` or the run says `--yes`.
@@ -14,24 +18,35 @@ before any work unless the plan raises `runtime.max_combinations` or the run say
 from __future__ import annotations
 
 import itertools
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from edgepick.backends.registry import backend_class, backend_names
 from edgepick.errors import EdgepickError
 from edgepick.records.candidate import RuntimeSettings
+from edgepick.records.placement import FIELDS as PLACEMENT_FIELDS, Placement, axis_value
 from edgepick.records.speculative import Speculation, parse_speculative
 
 # field -> (short name in a candidate's name, how a value is written there); the order is the
 # order of the name's parts
 AXES: dict[str, str] = {"kv_type": "kv", "flash_attn": "fa", "threads": "t", "n_batch": "b",
                         "n_ubatch": "ub", "mmap": "mmap", "constrain": "constrain",
-                        "speculative": "spec"}
+                        "speculative": "spec", "n_gpu_layers": "ngl", "n_cpu_moe": "cmoe",
+                        "tensor_overrides": "ot", "tensor_split": "ts", "rpc": "rpc"}
 DEFAULT_MAX_COMBINATIONS = 16
 # A stated rough figure when the store has nothing better: one small model (SmolLM2-135M) through
 # a short plan's bench, eval and fidelity on two cores (make run: about 3 minutes per candidate).
 ROUGH_S_PER_CANDIDATE = 180.0
+
+
+def _placed(field: str) -> Any:
+    """One value of a placement axis, checked where the plan lists it (its line in an error)."""
+    return Annotated[Any, BeforeValidator(lambda v: axis_value(field, v))]
+
+
+GpuLayers, Overrides, Split, Rpc = (_placed(f) for f in ("n_gpu_layers", "tensor_overrides",
+                                                         "tensor_split", "rpc"))
 
 
 class RuntimeAxes(BaseModel):
@@ -48,6 +63,13 @@ class RuntimeAxes(BaseModel):
     constrain: list[Literal["none", "grammar"]] | None = Field(None, min_length=1)
     # `none` or a kind of speculative decoding (records/speculative.py), each a candidate
     speculative: list[Speculation | None] | None = Field(None, min_length=1)
+    # where the tensors live (records/placement.py), each value as llama.cpp's flag takes it;
+    # together they make each candidate's placement
+    n_gpu_layers: list[GpuLayers] | None = Field(None, min_length=1)
+    n_cpu_moe: list[Annotated[int, Field(ge=0)]] | None = Field(None, min_length=1)
+    tensor_overrides: list[Overrides] | None = Field(None, min_length=1)
+    tensor_split: list[Split] | None = Field(None, min_length=1)
+    rpc: list[Rpc] | None = Field(None, min_length=1)
     # the largest grid this plan accepts without `run --yes`
     max_combinations: int = Field(DEFAULT_MAX_COMBINATIONS, ge=1)
 
@@ -98,6 +120,8 @@ def tag(settings: dict, fields: list[str]) -> str:
             return v.tag()
         if v is None:  # the speculative axis's plain decoding
             return "none"
+        if isinstance(v, str):  # llama.cpp's lists (-ts 3,1) would read as two of the name's parts
+            return v.replace(",", "+")
         return ("on" if v else "off") if isinstance(v, bool) else str(v)
 
     return ",".join(f"{AXES[f]}={word(settings[f])}" for f in fields)
@@ -113,8 +137,18 @@ def combinations(base: RuntimeSettings, axes: RuntimeAxes | None) -> list[Runtim
     out = []
     for values in itertools.product(*lists.values()):
         update = dict(zip(fields, values))
-        out.append(base.model_copy(update={**update, "variant": tag(update, fields)}))
+        settings = {k: v for k, v in update.items() if k not in PLACEMENT_FIELDS}
+        if len(settings) < len(update):
+            settings["placement"] = _placement(base.placement, update)
+        out.append(base.model_copy(update={**settings, "variant": tag(update, fields)}))
     return out
+
+
+def _placement(base: Placement | None, update: dict) -> Placement:
+    """`base` (the plan's first values) with this combination's placement fields."""
+    data = base.model_dump(exclude={"devices"}) if base is not None else {}
+    return Placement.model_validate(data | {k: v for k, v in update.items()
+                                            if k in PLACEMENT_FIELDS})
 
 
 def check_grid(axes: RuntimeAxes | None, n_models: int, yes: bool) -> None:
@@ -131,7 +165,7 @@ def check_grid(axes: RuntimeAxes | None, n_models: int, yes: bool) -> None:
 
 
 # settings that change what runs even when the plan gives them once (not only as an axis)
-SET_ONCE = ("speculative",)
+SET_ONCE = ("speculative", "placement")
 
 
 def unhonoured(backend: str, axes: RuntimeAxes | None,
@@ -139,7 +173,8 @@ def unhonoured(backend: str, axes: RuntimeAxes | None,
     """One line when the engine `backend` does not apply a setting the plan varies (or sets, for
     SET_ONCE); None when it applies them all (the engine declares them:
     Backend.honoured_settings). The line names the engines that do apply them."""
-    varied = list(axes.lists()) if axes is not None else []
+    varied = list(dict.fromkeys("placement" if f in PLACEMENT_FIELDS else f
+                                for f in (axes.lists() if axes is not None else [])))
     varied += [f for f in SET_ONCE if base is not None and getattr(base, f) is not None
                and f not in varied]
     if not varied:

@@ -59,8 +59,10 @@ def fit_stage(st: RunState, tick: Tick) -> None:
 
 def _fit_settings(rt, request_cls) -> dict:
     """The runtime settings fit's request takes (those it models: the KV type, the
-    micro-batch, mmap..., and whatever further ones fit's request learns to accept)."""
-    names = ("kv_type", "n_ubatch", "swa_full", "mmap", "flash_attn", "n_batch", "threads")
+    micro-batch, mmap, the placement..., and whatever further ones fit's request learns to
+    accept)."""
+    names = ("kv_type", "n_ubatch", "swa_full", "mmap", "flash_attn", "n_batch", "threads",
+             "placement")
     return {k: getattr(rt, k) for k in names if k in request_cls.model_fields}
 
 

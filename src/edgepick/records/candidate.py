@@ -13,6 +13,7 @@ from pydantic import (BaseModel, ConfigDict, Field, computed_field, field_valida
                       model_serializer, model_validator)
 
 from edgepick.records.model_ref import ModelRef
+from edgepick.records.placement import FIELDS as PLACEMENT_FIELDS, Placement
 from edgepick.records.speculative import Speculation, parse_speculative
 
 
@@ -33,6 +34,16 @@ class AdapterSetting(BaseModel):
 # refuses one set away from its default (EngineSettings.problem), in one line, when the plan
 # loads.
 ENGINE_FLAT = frozenset({"kv_type", "flash_attn", "swa_full", "mmap"})
+
+
+def _move(src: dict, src_name: str, dst: dict, dst_name: str, keys) -> None:
+    """`keys` of `src` moved into `dst`; one given in both with two values is one line."""
+    for key in sorted(set(keys) & src.keys()):
+        value = src.pop(key)
+        if key in dst and dst[key] != value:
+            raise ValueError(f"{key} is given twice: {dst_name}{key} {dst[key]!r} and "
+                             f"{src_name}{key} {value!r}")
+        dst[key] = value
 
 
 class RuntimeSettings(BaseModel):
@@ -67,11 +78,30 @@ class RuntimeSettings(BaseModel):
     # speculative decoding (records/speculative.py; engines that honour "speculative"); None:
     # plain decoding, left out of stored keys and payloads
     speculative: Speculation | None = None
+    # where each tensor lives (records/placement.py; engines that honour "placement"): given
+    # flat with llama.cpp's names (n_gpu_layers, rpc, ...) or as one mapping; None: the
+    # engine's own default, left out of stored keys and payloads
+    placement: Placement | None = None
 
     @field_validator("speculative", mode="before")
     @classmethod
     def _speculative(cls, v: Any) -> Any:
         return parse_speculative(v)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_placement(cls, data: Any) -> Any:
+        # a plan writes `n_gpu_layers: all` beside `threads: 2`, as llama.cpp's flags sit
+        # beside -t; the record keeps them together, as fit --json and deploy.yaml show them
+        if not isinstance(data, dict) or not set(PLACEMENT_FIELDS) & data.keys():
+            return data
+        data = dict(data)
+        place = data.get("placement") or {}
+        place = dict(place.model_dump(exclude_unset=True) if isinstance(place, Placement)
+                     else place)
+        _move(data, "", place, "placement.", PLACEMENT_FIELDS)
+        data["placement"] = place
+        return data
 
     @model_validator(mode="before")
     @classmethod
@@ -82,12 +112,7 @@ class RuntimeSettings(BaseModel):
         if not isinstance(engine, dict) or not ENGINE_FLAT & engine.keys():
             return data
         data, engine = dict(data), dict(engine)
-        for key in sorted(ENGINE_FLAT & engine.keys()):
-            value = engine.pop(key)
-            if key in data and data[key] != value:
-                raise ValueError(f"{key} is given twice, as {data[key]!r} and as "
-                                 f"engine.{key} {value!r}")
-            data[key] = value
+        _move(engine, "engine.", data, "", ENGINE_FLAT)
         data["engine"] = engine
         return data
 
@@ -98,7 +123,7 @@ class RuntimeSettings(BaseModel):
         data = handler(self)
         if not data.get("engine"):
             data.pop("engine", None)
-        for optional in ("variant", "adapter", "speculative"):
+        for optional in ("variant", "adapter", "speculative", "placement"):
             if data.get(optional) is None:
                 data.pop(optional, None)
         if data.get("constrain") == "none":

@@ -70,6 +70,8 @@ def llama_server_command(spec: EngineSpec, exe: str, port: int) -> list[str]:
         cmd += ["--lora-scaled", f"{rt.adapter.path}:{rt.adapter.scale:g}"]
     if rt.speculative is not None:  # the kind the decision measured (records/speculative.py)
         cmd += rt.speculative.server_flags()
+    if rt.placement is not None:  # where the decision measured each tensor (-ngl, --rpc, -ot...)
+        cmd += rt.placement.llama_args()
     if rt.swa_full:
         cmd.append("--swa-full")
     if not rt.mmap:

@@ -49,7 +49,7 @@ class LlamaServerBackend(support.LlamaCppFiles, OpenAIHttpBackend):
     # all on llama-server's command line (serve/engine/llama_server.py llama_server_command)
     honoured_settings: ClassVar[frozenset[str]] = frozenset({
         "threads", "n_ctx", "n_batch", "n_ubatch", "seed", "kv_type", "flash_attn", "swa_full",
-        "mmap", "adapter", "constrain", "speculative"})
+        "mmap", "adapter", "constrain", "speculative", "placement"})
     maturity: ClassVar[float] = 1.0
     maturity_reason: ClassVar[str] = ("the pinned llama-server serve runs, started with serve's "
                                       "own command line")
