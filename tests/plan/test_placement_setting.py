@@ -109,6 +109,10 @@ def test_flat_and_grouped_are_one_record_and_plain_settings_keep_their_keys():
     assert flat == grouped and flat.key_dict() == grouped.key_dict()
     assert flat.placement.llama_args() == ["-ngl", "4", "--rpc", f"{RPC},10.0.0.2:50052",
                                            "-ts", "3,1"]
+    # what is set, as deploy.yaml carries it; read back it is the same record
+    assert RuntimeSettings(n_gpu_layers=0, rpc=RPC).model_dump()["placement"] == {
+        "n_gpu_layers": 0, "rpc": [RPC]}
+    assert RuntimeSettings.model_validate(flat.model_dump()) == flat
     assert "placement" not in RuntimeSettings().key_dict()
     assert "placement" not in RuntimeSettings().model_dump()
     with pytest.raises(ValidationError, match="given twice"):

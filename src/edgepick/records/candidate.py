@@ -128,6 +128,9 @@ class RuntimeSettings(BaseModel):
                 data.pop(optional, None)
         if data.get("constrain") == "none":
             data.pop("constrain", None)
+        if isinstance(data.get("placement"), dict):  # what is set: deploy.yaml reads as flags do
+            data["placement"] = {k: v for k, v in data["placement"].items()
+                                 if v or k == "n_gpu_layers"}
         return data
 
     def key_dict(self) -> dict:
