@@ -130,3 +130,27 @@ def test_a_table_rich_would_crop_becomes_blocks_not_a_cut_table():
     t.add_row("tiny", "ok", "26.9", "599.2", "96.2", "8.2", "58", "161", "0.4 J")
     out = _render(t, width=100)
     assert max(len(line) for line in out.splitlines()) <= 100 and "0.4 J" in out, out
+
+
+def test_a_table_rich_would_crop_at_its_right_edge_is_not_passed_as_whole():
+    """A column with a min_width made rich draw the table one border too wide and crop it at
+    the screen's edge: every line fit, the last border was gone. Such a table is not whole."""
+    t = Table(title="bench")
+    t.add_column("model / config", min_width=16)
+    for name in ("status", "TTFT", "prefill", "decode", "ITL", "e2e", "RSS", "note"):
+        t.add_column(name)
+    t.add_row("smollm2\nthreads=2 prompt=16", "ok", "1,643.4", "11.0", "3.1", "1714.5/-",
+              "10,800", "190", "contended (others 50% CPU)")
+    out = _render(t, width=100)
+    for line in out.splitlines():
+        if line[:1] in "┏┃┡│└":
+            assert line[-1] in "┓┃┩│┘", out
+
+
+def test_bench_reads_as_a_table_at_100_columns(cli, tiny_model, tmp_path):
+    r = cli("bench", "-m", tiny_model, "--prompt-lengths", "16,32", "--gen", "4", "--warmup", "0",
+            "--repeats", "1", "--threads", "1", "--ctx", "128",
+            "--store", str(tmp_path / "s.sqlite"), env={"COLUMNS": "100"})
+    assert r.returncode == 0, r.stderr
+    head = next(line for line in r.stdout.splitlines() if "model / config" in line)
+    assert head.startswith("┃") and head.rstrip().endswith("┃") and "note" in head, r.stdout

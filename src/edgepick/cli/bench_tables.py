@@ -32,7 +32,7 @@ def results_table(results: list[BenchResult]) -> Table:
     # units in the title, short headers: the table reads as a table at 100 columns
     t = Table(title="edgepick bench, medians: TTFT, ITL (P50/P99), e2e in ms; prefill, decode "
                     "in tok/s; peak RSS in MiB", header_style="bold")
-    t.add_column("model / config", min_width=16)
+    t.add_column("model / config")  # no min_width: rich crops a table whose minimums do not fit
     for col in ("status", "TTFT", "prefill", "decode", "ITL", "e2e", "RSS", "note"):
         t.add_column(col)
     for r in results:
