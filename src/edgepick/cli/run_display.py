@@ -13,6 +13,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskID, Text
 
 from edgepick.cli.job_board import DeviceBoard
 from edgepick.cli.output import err_console
+from edgepick.cli.progress_lines import progress_lines
 from edgepick.progress import ProgressEvent, Tick
 
 
@@ -38,6 +39,26 @@ class _Bars:
         return tick
 
 
+class _LineBars:
+    """Where no bar can be drawn (a log file, CI, `make run > log`): a rich bar would show
+    nothing until the run ended, so each step is one line when it starts and the step running is
+    repeated every 10 s (cli/progress_lines)."""
+
+    def __init__(self, say, tick: Tick) -> None:
+        self.say, self.tick, self.last = say, tick, ""
+
+    def overall(self, what: str, advance: int = 0) -> None:
+        if what and what != self.last:
+            self.last = what
+            self.say(what)
+
+    def stage(self, name: str) -> Tick:
+        def tick(ev: ProgressEvent) -> None:
+            self.tick(ProgressEvent(ev.done, ev.total, f"{name}: {ev.what}" if ev.what else name))
+
+        return tick
+
+
 class RichRunDisplay:
     def __init__(self, console: Console | None = None) -> None:
         self.console = console or err_console
@@ -46,7 +67,11 @@ class RichRunDisplay:
         self.console.print(line, highlight=False)
 
     @contextmanager
-    def bars(self, total: int) -> Iterator[_Bars]:
+    def bars(self, total: int) -> Iterator[_Bars | _LineBars]:
+        if not self.console.is_terminal:
+            with progress_lines(self.say) as tick:
+                yield _LineBars(self.say, tick)
+            return
         with Progress(TextColumn("[bold]{task.fields[stage]:<9}"), BarColumn(),
                       MofNCompleteColumn(), TextColumn("{task.description}"),
                       TimeElapsedColumn(), console=self.console, transient=False) as prog:
