@@ -13,7 +13,8 @@ the most alive at one point of the nodes it runs, 4 bytes an element:
 - an attention it holds: the layer's input, its norm and the attention's output (three `n_embd`
   rows) and Q (`n_head × head size`); without flash attention the scores `n_head × n_kv` and K
   and V of the batch instead of Q;
-- the LM head, on the output layer's device: `n_vocab + 2 n_embd` per output row;
+- the LM head, on the output layer's device: `n_vocab + 2 n_embd` per output row on the CPU,
+  beside the mask; on another device `n_vocab + n_embd`, after the mask is freed;
 - the KQ mask (an input kept whole on the CPU, copied to every backend that runs a layer);
 - on the CPU, two `n_embd` rows of the input embedding beside whatever it runs, except a CPU
   that only runs routed experts (`3 × width + n_embd`); on another device that runs the first
@@ -93,7 +94,12 @@ def backend_compute_bytes(spec: ModelSpec, homes: list[TensorHome], layers: list
             points = [(attn_pt + first) if dev in attn else 0,
                       ffn_pt + (first if first_ffn == dev else 0)]
             layer_pt = max(points)
-        if dev == output:
+        if dev == output and dev == CPU:
             points.append(F32 * n_outputs * (spec.vocab_size + 2 * e))
         out[dev] = masks + max(points) if dev == CPU or layer_pt else max(points)
+        if dev == output and dev != CPU:
+            # the LM head on a device: the logits and one n_embd row per output, after the
+            # last layer, when the KQ mask is no longer alive (llama-fit-params' projections
+            # of dense and MoE shapes at 512 and 2048 tokens of context, 512 output rows)
+            out[dev] = max(out[dev], F32 * n_outputs * (spec.vocab_size + e))
     return out
