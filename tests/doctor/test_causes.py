@@ -3,6 +3,8 @@ deploy.yaml edit, the edit is applied and the finding goes away (issue 36)."""
 
 from __future__ import annotations
 
+import pytest
+
 from doctor_fixes import apply_fix
 
 
@@ -156,21 +158,30 @@ def test_a_budget_below_the_weights_still_gets_a_command(doctor, write_deploy, s
     assert not any(e.unit == "bytes" for e in f.evidence if e.baseline is not None)  # limits
 
 
-def test_a_template_of_another_family_is_chat_template(doctor, smollm2_q4_1, tmp_path):
-    """SmolLM2 given Gemma's template renders, but writes `<start_of_turn>`, which SmolLM2's
-    vocabulary spells in pieces: the model never saw those turns. Its own family's (the
-    bundled Q4_1's) template is the measured fix."""
+LLAMA3 = ("{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m['role'] }}"
+          "<|end_header_id|>\n\n{{ m['content'] }}<|eot_id|>{% endfor %}"
+          "{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n"
+          "{% endif %}")
+
+
+@pytest.mark.parametrize("family, marker", [("gemma", "<start_of_turn>"),
+                                            ("llama3", "<|start_header_id|>")])
+def test_a_template_of_another_family_is_chat_template(doctor, smollm2_q4_1, tmp_path, family,
+                                                       marker):
+    """SmolLM2 given Gemma's (or Llama 3's) template renders, but writes turn markers that
+    SmolLM2's vocabulary spells in pieces: the model never saw those turns. Its own family's
+    (the bundled Q4_1's) template is the measured fix."""
     import gguf
 
     from edgepick.doctor.served_template import GEMMA
     from edgepick.models.gguf_rewrite import rewrite_gguf
 
-    wrong = tmp_path / "smollm2.gemma-template.gguf"
-    rewrite_gguf(smollm2_q4_1, wrong, kv_overrides={
-        "tokenizer.chat_template": (GEMMA, gguf.GGUFValueType.STRING)})
+    wrong = tmp_path / f"smollm2.{family}-template.gguf"
+    rewrite_gguf(smollm2_q4_1, wrong, kv_overrides={"tokenizer.chat_template": (
+        GEMMA if family == "gemma" else LLAMA3, gguf.GGUFValueType.STRING)})
     f = _first(doctor(str(wrong), symptom="garbled"))
     assert f.cause == "chat_template" and f.detail == "foreign"
-    assert "<start_of_turn>" in f.summary and "family's template" in f.fix.text
+    assert marker in f.summary and "family's template" in f.fix.text
     _agrees(f)
     fixed = f.fix.deploy_edit["model.path"]
     assert not doctor(fixed, symptom="garbled", checks=["chat_template"]).findings

@@ -189,7 +189,7 @@ def foreign_template(ctx, template: str, fp: str):
     _, _, tokens = _template_and_vocab(path)
     vocab = set(tokens)
     fmt = st.format_of(template)
-    pieces = [m for m in st.FORMAT_MARKERS.get(fmt, ()) if m not in vocab]
+    pieces = [m for m in st.SPECIAL_MARKERS if m in template and m not in vocab]
     if not pieces:
         return None
     source = _template_source(ctx, fp)
@@ -207,7 +207,7 @@ def foreign_template(ctx, template: str, fp: str):
     served = figs["served"]
     best_label, best_t = max(options, key=lambda o: figs[o[0]]["sound"])
     best, n = figs[best_label], served["n"]
-    what = (f"the GGUF's chat template writes {fmt} turns ({', '.join(pieces)}), which are not "
+    what = (f"the GGUF's chat template writes turn markers ({', '.join(pieces)}) that are not "
             "tokens of this vocabulary: the model never saw those turns")
     if best["sound"] > served["sound"]:
         summary = (f"{what}; sound answers {served['sound']}/{n} with it, "

@@ -36,6 +36,11 @@ PLAIN = ("{% for m in messages %}{% if m['role'] == 'system' %}{{ m['content'] }
 # turn markers a template writes, by the format's name; a leaked one in an answer is garble
 FORMAT_MARKERS = {"chatml": ("<|im_start|>", "<|im_end|>"),
                   "gemma": ("<start_of_turn>", "<end_of_turn>")}
+# markers that are one special token in every vocabulary whose family writes them (ChatML's,
+# Gemma's, Llama 3's): a template writing one that this vocabulary spells in pieces is another
+# family's. `[INST]` and `<|user|>` are left out: some families write them as plain text.
+SPECIAL_MARKERS = ("<|im_start|>", "<|im_end|>", "<start_of_turn>", "<end_of_turn>",
+                   "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>")
 LEAK_MARKERS = ("<|im_start|>", "<|im_end|>", "<start_of_turn>", "<end_of_turn>",
                 "<|start_header_id|>", "<|eot_id|>", "[INST]", "<|user|>", "<|assistant|>")
 PROBES = 4  # docs/doctor.md: the four built-in probes
