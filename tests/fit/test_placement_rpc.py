@@ -23,9 +23,10 @@ from synthetic_moe import synthetic_qwen3moe
 
 MIB = 2**20
 EXPS = r"\.ffn_(up|down|gate)_exps=CPU"
-# model and KV within 3%. The compute buffers meet 3% on the shapes the rules were read from
-# but not on these: up to 23% low (docs/placement.md lists each), so this bounds the gap
-LIMIT = {"model": 0.03, "context": 0.03, "compute": 0.25}
+# model and KV within 3%. The compute buffers meet 3% on four of these eight, not on the MoE's
+# RPC device when an earlier layer's experts ran on the CPU (11% and 6% low) nor on Gemma-3
+# (3.5% low): docs/placement.md lists each, so this bounds the gap
+LIMIT = {"model": 0.03, "context": 0.03, "compute": 0.12}
 
 
 def _dense():

@@ -66,6 +66,12 @@ def backend_compute_bytes(spec: ModelSpec, homes: list[TensorHome], layers: list
                 experts[h.device] = max(experts[h.device], shape[1] * max(1, spec.n_experts_used))
             else:
                 dense[h.device] = max(dense[h.device], shape[1])
+    # without flash attention V is stored transposed, so V's cache indices are one int64 per
+    # element of the batch's V (llama-kv-cache.cpp, `build_input_v_idxs`; one per cache kind):
+    # on the CPU a graph input, which ggml-alloc allocates with the other leafs before any node
+    # and frees after the CPU's last set_rows, before its last layer's peak
+    v_width = max(spec.n_kv_heads or [spec.n_heads]) * spec.head_dim_v
+    v_idxs = 0 if flash_attn else 8 * n_tokens * v_width * len(set(cells))
     masks = mask_bytes(cells, n_tokens, flash_attn)
     if flash_attn:  # the layer's input, its norm, Q and the attention's output
         attn_pt = F32 * n_tokens * (3 * e + spec.n_heads * spec.head_dim_k)
@@ -84,7 +90,7 @@ def backend_compute_bytes(spec: ModelSpec, homes: list[TensorHome], layers: list
             # the input embedding's rows stay beside whatever the CPU runs; a CPU that only
             # runs routed experts has them copied in and out per layer instead
             only_experts = dev not in attn and not dense.get(dev)
-            points = [2 * row, (F32 * n_tokens * (3 * experts[dev] + e)) if only_experts
+            points = [2 * row + v_idxs, (F32 * n_tokens * (3 * experts[dev] + e)) if only_experts
                       and experts.get(dev) else 2 * row + layer_pt]
         else:
             # the embedding copied in when the device runs the first layer, a split input alive
