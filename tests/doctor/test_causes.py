@@ -185,3 +185,23 @@ def test_a_template_of_another_family_is_chat_template(doctor, smollm2_q4_1, tmp
     _agrees(f)
     fixed = f.fix.deploy_edit["model.path"]
     assert not doctor(fixed, symptom="garbled", checks=["chat_template"]).findings
+
+
+def test_an_end_of_generation_token_of_ordinary_text_is_chat_template(doctor, smollm2_q4_1,
+                                                                       tmp_path):
+    """SmolLM2 whose EOS names ' the' stops each answer the first time it writes the word; the
+    copy with the template's end of turn (<|im_end|>) as EOS answers on, and clears it."""
+    import gguf
+
+    from edgepick.models.gguf_rewrite import rewrite_gguf
+
+    tokens = gguf.GGUFReader(smollm2_q4_1).fields["tokenizer.ggml.tokens"].contents()
+    wrong = tmp_path / "smollm2.eos-the.gguf"
+    rewrite_gguf(smollm2_q4_1, wrong, kv_overrides={"tokenizer.ggml.eos_token_id": (
+        tokens.index("\u0120the"), gguf.GGUFValueType.UINT32)})
+    f = _first(doctor(str(wrong), symptom="garbled"))
+    assert f.cause == "chat_template" and f.detail == "stop_token" and f.confidence >= 0.9
+    cut = next(e for e in f.evidence if e.what.startswith("answers stopped at it"))
+    assert cut.value > 0 and f"{cut.value} of" in f.fix.verified
+    fixed = f.fix.deploy_edit["model.path"]
+    assert not doctor(fixed, symptom="garbled", checks=["chat_template"]).findings

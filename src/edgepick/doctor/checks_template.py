@@ -18,6 +18,7 @@ import gguf
 from edgepick.assets import bundled
 from edgepick.doctor import served_template as st
 from edgepick.doctor.checks import finding
+from edgepick.doctor.checks_stop import stop_token
 from edgepick.doctor.finding import Evidence, Fix
 from edgepick.doctor.workdir import work_dir
 from edgepick.errors import EdgepickError
@@ -93,13 +94,14 @@ def _with_template(ctx, template: str) -> str:
 
 def chat_template(ctx):
     """A template that does not render; one of another family, whose turn markers are not
-    tokens of this vocabulary (foreign_template); or none at all, which serve answers in
-    llama-server's ChatML fallback (missing_template)."""
-    template, fp, _ = _template_and_vocab(ctx.target.model_path)
+    tokens of this vocabulary (foreign_template); an end-of-generation token that is ordinary
+    text (checks_stop); or none at all, which serve answers in llama-server's ChatML fallback
+    (missing_template)."""
+    template, fp, tokens = _template_and_vocab(ctx.target.model_path)
     if template:
         err = _render_error(template)
         if err is None:
-            return foreign_template(ctx, template, fp)
+            return foreign_template(ctx, template, fp) or stop_token(ctx, template, tokens)
         source = _template_source(ctx, fp)
         fix = Fix(text="replace the template with one that renders"
                        + (f" (the one in {source[1]})" if source else ""))

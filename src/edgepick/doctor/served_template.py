@@ -60,21 +60,29 @@ def trained_formats(vocab: set[str]) -> list[str]:
     return [name for name, marks in FORMAT_MARKERS.items() if all(m in vocab for m in marks)]
 
 
-def answers(engine, prompts, template: str, max_tokens: int = 32) -> dict:
-    """The first PROBES prompts rendered by `template` and sent as raw text: how many answers
-    the model ended, how many looped, how many spilled a turn marker, how many were sound."""
+def rendered_answers(engine, prompts, template: str, max_tokens: int = 32) -> list:
+    """The first PROBES prompts rendered by `template` and sent as raw text, as serve would:
+    each answer's generation (text, finish_reason)."""
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
     llm = engine.llm
     bos = llm._model.token_get_text(llm.token_bos()) if llm.token_bos() >= 0 else ""
     eos = llm._model.token_get_text(llm.token_eos()) if llm.token_eos() >= 0 else ""
     fmt = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
-    out = {"n": 0, "ended": 0, "loops": 0, "leaks": 0, "sound": 0, "first": ""}
+    out = []
     for p in prompts[:PROBES]:
         text = fmt(messages=p.messages).prompt
         if bos and text.startswith(bos):  # generate adds the model's BOS itself
             text = text[len(bos):]
-        g = engine.generate(text, max_tokens)
+        out.append(engine.generate(text, max_tokens))
+    return out
+
+
+def answers(engine, prompts, template: str, max_tokens: int = 32) -> dict:
+    """How many of the rendered answers the model ended, how many looped, how many spilled a
+    turn marker, how many were sound."""
+    out = {"n": 0, "ended": 0, "loops": 0, "leaks": 0, "sound": 0, "first": ""}
+    for g in rendered_answers(engine, prompts, template, max_tokens):
         text = g.text
         leak = any(m in text for m in LEAK_MARKERS)
         loop = bool(text.strip()) and repetition_loop(text)
