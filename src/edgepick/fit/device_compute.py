@@ -18,10 +18,14 @@ the most alive at one point of the nodes it runs, 4 bytes an element:
 - the KQ mask (an input kept whole on the CPU, copied to every backend that runs a layer);
 - on the CPU, two `n_embd` rows of the input embedding beside whatever it runs, except a CPU
   that only runs routed experts (`3 × width + n_embd`); on another device that runs the first
-  layer, the embedding's copy (a split input) while that split runs.
-These were read from the source and fitted on llama.cpp's logs of a few shapes; on unseen shapes
-they are up to 23% off (docs/placement.md): which tensors ggml-alloc keeps alive across a split
-boundary is not modelled exactly.
+  layer, the embedding's copy (a split input) while that split runs;
+- on the CPU without flash attention, V's cache indices (an int64 per element of the batch's V)
+  beside the graph's other inputs before the first node.
+These were read from the source and fitted on llama.cpp's logs of a few shapes. What they miss
+(docs/placement.md) is placement: ggml-alloc puts a split's input copies at the bottom of its
+buffer with the KQ mask above them, and a tensor larger than every hole below goes above the
+highest live one, so a device that receives experts' outputs from the CPU, or a CPU that runs
+only experts without flash attention, is off by a row or two of holes.
 
 The rows of logits reserved depend on the engine: `n_outputs = min(n_tokens, n_outputs_max)`,
 which llama-cpp-python leaves at n_batch and llama-server sets to its slots
