@@ -2,10 +2,11 @@
 llama-server logs with an rpc-server on 127.0.0.1 as the second device, on shapes and settings
 test_placement_rpc.py does not run. Not collected by pytest (twenty servers); run it by hand:
 
-    heavy .venv/bin/python tests/fit/compute_heldout.py [1|2]
+    heavy .venv/bin/python tests/fit/compute_heldout.py [1|2|3|4]
 
-Set 1 was measured once the flash-attention-off V indices rule was written; set 2 after its
-last change, before its numbers were looked at (docs/placement.md reports both)."""
+Sets 1 and 2 were measured against the earlier rules; sets 3 and 4 after the replay
+(fit/alloc_replay.py) was written, before their numbers were looked at (docs/placement.md
+reports each)."""
 
 from __future__ import annotations
 
@@ -42,7 +43,11 @@ def _args(text: str) -> list[str]:
 MODELS = {"d768": _llama(768, 2048, 6, 12, 4), "d512": _llama(512, 1536, 4, 8, 2),
           "m512": _moe(512, 4, 8, 2, 4, 2, 512), "d896": _llama(896, 2560, 4, 14, 2),
           "d576": _llama(576, 1536, 7, 9, 3), "m256": _moe(256, 3, 4, 2, 8, 2, 256),
-          "m448": _moe(448, 3, 7, 1, 4, 1, 640)}
+          "m448": _moe(448, 3, 7, 1, 4, 1, 640), "d1024": _llama(1024, 2816, 3, 16, 4),
+          "d384": _llama(384, 1024, 6, 6, 2), "m320": _moe(320, 4, 5, 1, 6, 3, 384),
+          "m640": _moe(640, 2, 10, 2, 4, 2, 1024), "m384": _moe(384, 3, 6, 2, 16, 4, 192),
+          "m192": _moe(192, 5, 3, 1, 8, 2, 512), "d704": _llama(704, 1920, 4, 11, 1),
+          "d256": _llama(256, 768, 8, 4, 4)}
 # placements split by `;`: the model, then llama-server's flags
 SETS = {"1": """d768 -ngl all -c 3000 -fa off; d768 -ngl 3 -c 1200 -fa off; d768 -ngl 4 -c 2500;
                 d512 -ngl 2 -c 2000 -fa off; d512 -ngl all -c 800; d512 -ngl 1 -c 1000;
@@ -51,7 +56,17 @@ SETS = {"1": """d768 -ngl all -c 3000 -fa off; d768 -ngl 3 -c 1200 -fa off; d768
         "2": """d896 -ngl 2 -c 1800 -fa off; d896 -ngl all -c 1000 -fa off; d896 -ngl 3 -c 3000;
                 d576 -ngl 5 -c 2200; d576 -ngl all -c 4000 -fa off; d576 -ngl 4 -c 900 -fa off;
                 m256 -ngl all -c 1500 -fa off --n-cpu-moe 1; m256 -ngl 2 -c 1200;
-                m448 -ngl all -c 1500 -fa off -ot EXPS; m448 -ngl 3 -c 2500 -fa off"""}
+                m448 -ngl all -c 1500 -fa off -ot EXPS; m448 -ngl 3 -c 2500 -fa off""",
+        "3": """d1024 -ngl 2 -c 1000; d1024 -ngl all -c 1700 -fa off; d384 -ngl 4 -c 3000 -fa off;
+                d384 -ngl 6 -c 600; d384 -ngl 1 -c 2000 -fa off;
+                m320 -ngl all -c 1300 --n-cpu-moe 3; m320 -ngl 3 -c 2200 -fa off;
+                m320 -ngl all -c 700 -ot EXPS; m640 -ngl 2 -c 1600;
+                m640 -ngl all -c 1200 -fa off --n-cpu-moe 1""",
+        "4": """m384 -ngl all -c 900 --n-cpu-moe 2; m384 -ngl 2 -c 1400 -fa off;
+                m384 -ngl all -c 2100 -fa off -ot EXPS; m192 -ngl 3 -c 1000;
+                m192 -ngl all -c 2500 -fa off --n-cpu-moe 4; d704 -ngl 3 -c 2300 -fa off;
+                d704 -ngl all -c 1100; d256 -ngl 5 -c 4000; d256 -ngl 2 -c 700 -fa off;
+                d256 -ngl all -c 3500 -fa off"""}
 
 
 def main(which: str) -> None:
@@ -78,4 +93,4 @@ def main(which: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "2")
+    main(sys.argv[1] if len(sys.argv) > 1 else "4")

@@ -23,10 +23,11 @@ from synthetic_moe import synthetic_qwen3moe
 
 MIB = 2**20
 EXPS = r"\.ffn_(up|down|gate)_exps=CPU"
-# model and KV within 3%. The compute buffers meet 3% on four of these eight, not on the MoE's
-# RPC device when an earlier layer's experts ran on the CPU (11% and 6% low) nor on Gemma-3
-# (3.5% low): docs/placement.md lists each, so this bounds the gap
-LIMIT = {"model": 0.03, "context": 0.03, "compute": 0.12}
+# model, KV and compute within 3%. The compute buffers of Llama and Qwen3-MoE are replayed
+# through ggml's scheduler and allocator (fit/alloc_replay.py); Gemma-3's still come from the
+# rules in fit/device_compute.py, 3.5% low on these two cases (docs/placement.md)
+LIMIT = {"model": 0.03, "context": 0.03, "compute": 0.03}
+RULES_LIMIT = 0.04
 
 
 def _dense():
@@ -77,6 +78,8 @@ def test_memory_per_device_is_what_llama_cpp_allocates(endpoint, kind, model, ar
                "compute": dev.compute_bytes}
         logged = got["buffers"].get(row, {})
         for part, limit in LIMIT.items():
+            if part == "compute" and kind == "iswa":
+                limit = RULES_LIMIT
             want = logged.get(part, 0.0) * MIB
             if abs(fit[part] - want) > max(limit * want, 0.02 * MIB):
                 misses.append(f"{row} {part}: fit {fit[part] / MIB:.2f} MiB, llama.cpp "

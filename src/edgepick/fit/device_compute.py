@@ -1,11 +1,17 @@
 """The compute buffer of each backend when a model is split across devices.
 
-ggml's scheduler (ggml/src/ggml-backend.cpp, `ggml_backend_sched_split_graph`) runs each op on
-the backend that holds its weight, gives the ops between weights their neighbours' backend,
-keeps the graph inputs (token ids, positions, the KQ mask) on the CPU ("1.inp": the last
-backend), and copies every tensor a split reads from another backend into the split's own
-buffer. Each backend's compute buffer (`sched_reserve`: "<buffer> compute buffer size") is then
-the most alive at one point of the nodes it runs, 4 bytes an element:
+For Llama and Qwen3-MoE files (fit/replay_graph.py) the buffers are replayed: the prompt graph
+llama.cpp reserves, node for node, through ggml's scheduler and allocator
+(fit/alloc_replay.py). Which bytes are alive at the peak is not enough there: ggml-alloc puts a
+split's input copies at the bottom of its buffer with the KQ mask above them and gives a
+tensor larger than every hole below the space above the highest live one, so the buffer
+depends on where each tensor lands. The replay agrees with llama.cpp's log to 0.01 MiB on the
+placements docs/placement.md lists.
+
+Other architectures keep rules read from the same source (ggml/src/ggml-backend.cpp,
+`ggml_backend_sched_split_graph`: each op runs on the backend of its weight, the ops between
+take a neighbour's, the graph inputs stay on the CPU and every tensor a split reads from
+another backend is copied into its buffer), the most alive at one point, 4 bytes an element:
 - a feed-forward it holds the weights of: gate, up and their product `3 × width` plus two
   `n_embd` rows per token, the width of routed experts being `n_ff_exp × n_expert_used`; the
   last layer's feed-forward runs on the output rows only (`build_inp_out_ids`), so it counts
@@ -21,11 +27,7 @@ the most alive at one point of the nodes it runs, 4 bytes an element:
   layer, the embedding's copy (a split input) while that split runs;
 - on the CPU without flash attention, V's cache indices (an int64 per element of the batch's V)
   beside the graph's other inputs before the first node.
-These were read from the source and fitted on llama.cpp's logs of a few shapes. What they miss
-(docs/placement.md) is placement: ggml-alloc puts a split's input copies at the bottom of its
-buffer with the KQ mask above them, and a tensor larger than every hole below goes above the
-highest live one, so a device that receives experts' outputs from the CPU, or a CPU that runs
-only experts without flash attention, is off by a row or two of holes.
+They miss the holes, by up to a row or two (Gemma-3: 3.5% low on docs/placement.md's cases).
 
 The rows of logits reserved depend on the engine: `n_outputs = min(n_tokens, n_outputs_max)`,
 which llama-cpp-python leaves at n_batch and llama-server sets to its slots
@@ -36,8 +38,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from edgepick.fit.alloc_replay import T, replay
 from edgepick.fit.compute import F32, Batches, _kv_width, mask_bytes
 from edgepick.fit.placement import CPU, TensorHome
+from edgepick.fit.replay_graph import prompt_graph, replayable
 from edgepick.records.model import ModelSpec
 
 FFN_UP = ("ffn_up.weight", "ffn_up_shexp.weight", "ffn_up_exps.weight")
@@ -51,7 +55,14 @@ def _layer(name: str) -> int:
 def backend_compute_bytes(spec: ModelSpec, homes: list[TensorHome], layers: list[str],
                           cells: list[int], b: Batches, flash_attn: bool,
                           n_outputs_max: int | None = None) -> dict[str, int]:
-    """Backend -> compute buffer bytes, for the prompt graph llama.cpp reserves."""
+    """Backend -> compute buffer bytes, for the prompt graph llama.cpp reserves: replayed where
+    fit/replay_graph.py builds the graph and a device beside the CPU runs part of it, else by
+    the rules above."""
+    if any(h.device != CPU for h in homes):
+        replayed = replayed_compute_bytes(spec, homes, layers, cells, b, flash_attn,
+                                          n_outputs_max)
+        if replayed is not None:
+            return replayed
     n_tokens = min(b.n_ctx, b.n_ubatch)
     n_outputs = min(n_tokens, b.n_batch if n_outputs_max is None else n_outputs_max)
     e, last = spec.n_embd, spec.n_layers - 1
@@ -113,3 +124,36 @@ def backend_compute_bytes(spec: ModelSpec, homes: list[TensorHome], layers: list
             # of dense and MoE shapes at 512 and 2048 tokens of context, 512 output rows)
             out[dev] = max(out[dev], F32 * n_outputs * (spec.vocab_size + e))
     return out
+
+
+def replayed_compute_bytes(spec: ModelSpec, homes: list[TensorHome], layers: list[str],
+                           cells: list[int], b: Batches, flash_attn: bool,
+                           n_outputs_max: int | None = None) -> dict[str, int] | None:
+    """Backend -> compute buffer bytes by replaying ggml's scheduler and allocator over the
+    prompt graph (fit/alloc_replay.py), for the models fit/replay_graph.py builds; else None."""
+    if not replayable(spec):
+        return None
+    names = list(dict.fromkeys([*(d for d in layers if d != CPU), *(h.device for h in homes
+                                                                  if h.device != CPU)]))
+    names.append(CPU)
+    index = {d: i for i, d in enumerate(names)}
+    cpu = index[CPU]
+    weights: dict[str, int] = {}
+    for h in homes:  # a tied embedding's copy for the LM head comes second
+        if h.tensor.name in weights and h.tensor.name == "token_embd.weight":
+            weights["output.weight"] = index[h.device]
+        weights.setdefault(h.tensor.name, index[h.device])
+    weights.setdefault("output.weight", weights["token_embd.weight"])
+
+    def weight(name: str) -> T:
+        return T(name, 0, weight=True, external=True, backend=weights.get(name, cpu))
+
+    sizes = [0] * len(names)
+    n_tokens = min(b.n_ctx, b.n_ubatch)
+    n_outputs = min(n_tokens, b.n_batch if n_outputs_max is None else n_outputs_max)
+    for tokens, outputs in ((n_tokens, n_outputs), (1, 1)):
+        caches = [(T("cache_k", 0, external=True, backend=index[d]),
+                   T("cache_v", 0, external=True, backend=index[d])) for d in layers[:-1]]
+        nodes, leafs = prompt_graph(spec, weight, caches, cells, tokens, outputs, flash_attn, cpu)
+        sizes = [max(a, c) for a, c in zip(sizes, replay(nodes, leafs, len(names)))]
+    return {d: sizes[i] for d, i in index.items()}
