@@ -1,6 +1,6 @@
 """The compute buffer of each backend when a model is split across devices.
 
-For Llama and Qwen3-MoE files (fit/replay_graph.py) the buffers are replayed: the prompt graph
+For Llama, Qwen3-MoE and Gemma-3 files (fit/replay_graph.py) the buffers are replayed: the prompt graph
 llama.cpp reserves, node for node, through ggml's scheduler and allocator
 (fit/alloc_replay.py). Which bytes are alive at the peak is not enough there: ggml-alloc puts a
 split's input copies at the bottom of its buffer with the KQ mask above them and gives a
@@ -27,7 +27,7 @@ another backend is copied into its buffer), the most alive at one point, 4 bytes
   layer, the embedding's copy (a split input) while that split runs;
 - on the CPU without flash attention, V's cache indices (an int64 per element of the batch's V)
   beside the graph's other inputs before the first node.
-They miss the holes, by up to a row or two (Gemma-3: 3.5% low on docs/placement.md's cases).
+They miss the holes, by up to a row or two (Gemma-3 was 3.5% low before its replay).
 
 The rows of logits reserved depend on the engine: `n_outputs = min(n_tokens, n_outputs_max)`,
 which llama-cpp-python leaves at n_batch and llama-server sets to its slots

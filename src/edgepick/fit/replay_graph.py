@@ -1,5 +1,5 @@
-"""The prompt graph llama.cpp reserves for a Llama or Qwen3-MoE model, node for node, for
-fit/alloc_replay.py: src/models/llama.cpp and src/models/qwen3moe.cpp over src/llama-graph.cpp
+"""The prompt graph llama.cpp reserves for a Llama, Qwen3-MoE or Gemma-3 model, node for node,
+for fit/alloc_replay.py: src/models/llama.cpp, qwen3moe.cpp and gemma3.cpp over src/llama-graph.cpp
 (`build_inp_embd` keeps the unused `inp_embd` input in the graph through
 `ggml_build_forward_select`; `build_attn`; `build_moe_ffn`; the last layer on the output rows
 only; `set_outputs` marks the final norm and the logits as outputs). F32 activations."""
@@ -20,13 +20,18 @@ LAYER_TENSORS = {
     "qwen3moe": {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "attn_q_norm",
                  "attn_k_norm", "ffn_norm", "ffn_gate_inp", "ffn_gate_exps", "ffn_up_exps",
                  "ffn_down_exps"},
+    "gemma3": {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "attn_q_norm",
+               "attn_k_norm", "post_attention_norm", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down",
+               "post_ffw_norm"},
 }
 
 
 def replayable(spec: ModelSpec) -> bool:
     """Whether prompt_graph builds this model's graph as llama.cpp does."""
     known = LAYER_TENSORS.get(spec.architecture)
-    if not known or spec.swa_layers or spec.kv_lora_rank or not spec.tensors:
+    if not known or spec.kv_lora_rank or not spec.tensors:
+        return False
+    if spec.swa_layers and spec.architecture != "gemma3":
         return False
     seen = {t.name.split(".")[2] for t in spec.tensors if t.name.startswith("blk.")}
     return seen == known
@@ -59,16 +64,22 @@ def _attention(g: _Graph, spec: ModelSpec, il: int, x: T, inp: dict[str, T], cac
                n: int, n_kv: int, fa: bool) -> T:
     hd, hv, nh = spec.head_dim_k, spec.head_dim_v, spec.n_heads
     nkv = (spec.n_kv_heads or [nh])[il]
-    qk_norm = spec.architecture == "qwen3moe"
+    gemma = spec.architecture == "gemma3"
+    qk_norm = spec.architecture in ("qwen3moe", "gemma3")
     blk = f"blk.{il}."
     out = {}
-    for name, heads, width in (("q", nh, hd), ("v", nkv, hv), ("k", nkv, hd)):
+    # the order ggml's graph holds them in (Gemma-3's K before V, as llama.cpp's log shows)
+    order = (("q", nh, hd), ("k", nkv, hd), ("v", nkv, hv)) if gemma else \
+        (("q", nh, hd), ("v", nkv, hv), ("k", nkv, hd))
+    for name, heads, width in order:
         cur = g.view(g.mm(blk + f"attn_{name}.weight", x, heads * width, n), "RESHAPE",
                      layout=(width, heads, n))
         if name != "v":
             if qk_norm:
                 cur = g.norm(cur, blk + f"attn_{name}_norm.weight")
             cur = g.op("ROPE", [cur, inp["pos"]], cur.nbytes, cur.layout)
+            if gemma and name == "q":  # the attention scale on Q
+                cur = g.op("SCALE", [cur], cur.nbytes, cur.layout)
         out[name] = cur
     for name, idxs in (("k", "k_idxs"), ("v", "v_idxs")):
         dst = cache[name == "v"]
@@ -125,28 +136,59 @@ def _moe(g: _Graph, spec: ModelSpec, il: int, x: T, n: int) -> T:
     return out if used > 1 else g.op("CONT", [out], F32 * e * n, (e, n))
 
 
+def _inputs(spec: ModelSpec, cells: list[int], n: int, n_outputs: int, fa: bool,
+            cpu: int) -> tuple[dict[str, T], list[dict[str, T]], list[T]]:
+    """The graph inputs: the shared ones, one set of cache indices and KQ mask per layer (a
+    sliding-window cache has its own), and every input in the order the graph meets them."""
+    v_idx = n * (1 if fa else max(spec.n_kv_heads or [spec.n_heads]) * spec.head_dim_v)
+    shared = {k: T(f"inp_{k}", b, backend=cpu) for k, b in
+              (("tokens", 4 * n), ("embd", F32 * spec.n_embd * n), ("pos", 4 * n))}
+    leafs = list(shared.values())
+    kinds: dict[bool, dict[str, T]] = {}
+    per_layer = []
+    for il in range(spec.n_layers):
+        swa = il in spec.swa_layers
+        if swa not in kinds:
+            kinds[swa] = {k: T(f"inp_{k}", b, backend=cpu) for k, b in
+                          (("k_idxs", 8 * n), ("v_idxs", 8 * v_idx),
+                           ("mask", cells[il] * n * (2 if fa else F32)))}
+            leafs += kinds[swa].values()
+        per_layer.append(shared | kinds[swa])
+    shared["out_ids"] = T("inp_out_ids", 4 * n_outputs, backend=cpu)
+    leafs.append(shared["out_ids"])
+    return shared, per_layer, leafs
+
+
+def _dense(g: _Graph, il: int, x: T, rows: int, width: int, e: int) -> T:
+    gate = g.mm(f"blk.{il}.ffn_gate.weight", x, width, rows)
+    up = g.mm(f"blk.{il}.ffn_up.weight", x, width, rows)
+    act = g.op("GLU", [gate, up], gate.nbytes, gate.layout)
+    return g.mm(f"blk.{il}.ffn_down.weight", act, e, rows)
+
+
 def prompt_graph(spec: ModelSpec, weight: Callable[[str], T], caches: list[tuple[T, T]],
                  cells: list[int], n_tokens: int, n_outputs: int, fa: bool,
                  cpu: int) -> tuple[list[T], list[T]]:
     """The nodes in llama.cpp's order and the graph inputs (leafs, on the CPU)."""
     g = _Graph(weight)
     e, n = spec.n_embd, n_tokens
-    n_kv = max(cells)
-    v_idx = n * (1 if fa else max(spec.n_kv_heads or [spec.n_heads]) * spec.head_dim_v)
-    sizes = {"tokens": 4 * n, "embd": F32 * e * n, "pos": 4 * n, "k_idxs": 8 * n,
-             "v_idxs": 8 * v_idx, "mask": n_kv * n * (2 if fa else F32), "out_ids": 4 * n_outputs}
-    inp = {k: T(f"inp_{k}", b, backend=cpu) for k, b in sizes.items()}
+    gemma = spec.architecture == "gemma3"
+    inp, per_layer, leafs = _inputs(spec, cells, n, n_outputs, fa, cpu)
     cur = g.op("GET_ROWS", [weight("token_embd.weight"), inp["tokens"]], F32 * e * n, (e, n))
+    if gemma:  # the embedding scaled by sqrt(n_embd)
+        cur = g.op("SCALE", [cur], cur.nbytes, cur.layout)
     last = spec.n_layers - 1
     for il in range(spec.n_layers):
         residual = cur
-        cur = _attention(g, spec, il, g.norm(cur, f"blk.{il}.attn_norm.weight"), inp,
-                         caches[il], n, cells[il], fa)
+        cur = _attention(g, spec, il, g.norm(cur, f"blk.{il}.attn_norm.weight"),
+                         per_layer[il], caches[il], n, cells[il], fa)
         rows = n
         if il == last:
             rows = n_outputs
             cur = g.op("GET_ROWS", [cur, inp["out_ids"]], F32 * e * rows, (e, rows))
             residual = g.op("GET_ROWS", [residual, inp["out_ids"]], F32 * e * rows, (e, rows))
+        if gemma:
+            cur = g.norm(cur, f"blk.{il}.post_attention_norm.weight")
         ffn_inp = g.op("ADD", [cur, residual], F32 * e * rows, (e, rows))
         x = g.norm(ffn_inp, f"blk.{il}.ffn_norm.weight")
         if spec.architecture == "qwen3moe":
@@ -154,13 +196,12 @@ def prompt_graph(spec: ModelSpec, weight: Callable[[str], T], caches: list[tuple
         else:
             width = next(t.shape[1] for t in spec.tensors
                          if t.name == f"blk.{il}.ffn_up.weight")
-            gate = g.mm(f"blk.{il}.ffn_gate.weight", x, width, rows)
-            up = g.mm(f"blk.{il}.ffn_up.weight", x, width, rows)
-            act = g.op("SWIGLU", [gate, up], gate.nbytes, gate.layout)
-            cur = g.mm(f"blk.{il}.ffn_down.weight", act, e, rows)
+            cur = _dense(g, il, x, rows, width, e)
+        if gemma:
+            cur = g.norm(cur, f"blk.{il}.post_ffw_norm.weight")
         cur = g.op("ADD", [cur, ffn_inp], F32 * e * rows, (e, rows))
     cur = g.norm(cur, "output_norm.weight")
     cur.output = True
     logits = g.mm("output.weight", cur, spec.vocab_size, n_outputs)
     logits.output = True
-    return g.nodes, [inp[k] for k in sizes]
+    return g.nodes, leafs
