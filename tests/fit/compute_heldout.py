@@ -2,7 +2,7 @@
 llama-server logs with an rpc-server on 127.0.0.1 as the second device, on shapes and settings
 test_placement_rpc.py does not run. Not collected by pytest (twenty servers); run it by hand:
 
-    heavy .venv/bin/python tests/fit/compute_heldout.py [1|2|3|4|5]
+    heavy .venv/bin/python tests/fit/compute_heldout.py [1|2|3|4|5|6]
 
 Sets 1 and 2 were measured against the earlier rules; sets 3 and 4 after the replay
 (fit/alloc_replay.py) was written and set 5 (Gemma-3) after its graph was, each before its
@@ -48,7 +48,8 @@ MODELS = {"d768": _llama(768, 2048, 6, 12, 4), "d512": _llama(512, 1536, 4, 8, 2
           "d384": _llama(384, 1024, 6, 6, 2), "m320": _moe(320, 4, 5, 1, 6, 3, 384),
           "m640": _moe(640, 2, 10, 2, 4, 2, 1024), "m384": _moe(384, 3, 6, 2, 16, 4, 192),
           "m192": _moe(192, 5, 3, 1, 8, 2, 512), "d704": _llama(704, 1920, 4, 11, 1),
-          "d256": _llama(256, 768, 8, 4, 4), "g270": bundled.gemma3_270m_f16}
+          "d256": _llama(256, 768, 8, 4, 4), "g270": bundled.gemma3_270m_f16,
+          "s135": bundled.smollm2_f16, "s135q": bundled.smollm2_q4_1}
 # placements split by `;`: the model, then llama-server's flags
 SETS = {"1": """d768 -ngl all -c 3000 -fa off; d768 -ngl 3 -c 1200 -fa off; d768 -ngl 4 -c 2500;
                 d512 -ngl 2 -c 2000 -fa off; d512 -ngl all -c 800; d512 -ngl 1 -c 1000;
@@ -69,7 +70,9 @@ SETS = {"1": """d768 -ngl all -c 3000 -fa off; d768 -ngl 3 -c 1200 -fa off; d768
                 d704 -ngl all -c 1100; d256 -ngl 5 -c 4000; d256 -ngl 2 -c 700 -fa off;
                 d256 -ngl all -c 3500 -fa off""",
         "5": """g270 -ngl 1 -c 2000; g270 -ngl 7 -c 1200 -fa off; g270 -ngl 17 -c 6000;
-                g270 -ngl all -c 800 -fa off; g270 -ngl 13 -c 4500"""}
+                g270 -ngl all -c 800 -fa off; g270 -ngl 13 -c 4500""",
+        "6": """s135 -ngl 10 -c 2048; s135 -ngl all -c 1000 -fa off; s135q -ngl 1 -c 3000;
+                s135q -ngl 20 -c 1500 -fa off; s135q -ngl all -c 4096"""}
 
 
 def main(which: str) -> None:
@@ -96,4 +99,4 @@ def main(which: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "5")
+    main(sys.argv[1] if len(sys.argv) > 1 else "6")
