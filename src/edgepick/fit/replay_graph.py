@@ -63,7 +63,7 @@ class _Graph:
 def _attention(g: _Graph, spec: ModelSpec, il: int, x: T, inp: dict[str, T], cache: tuple[T, T],
                n: int, n_kv: int, fa: bool) -> T:
     hd, hv, nh = spec.head_dim_k, spec.head_dim_v, spec.n_heads
-    nkv = (spec.n_kv_heads or [nh])[il]
+    nkv = spec.n_kv_heads[il] if spec.n_kv_heads else nh
     gemma = spec.architecture == "gemma3"
     qk_norm = spec.architecture in ("qwen3moe", "gemma3")
     blk = f"blk.{il}."
