@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{'-' if r.draft_share is None else f'{100 * r.draft_share:.0f}':>7}"
               f"{r.identical:>3}/{r.items:<2} {r.verdict}")
     gap = timing_agreement(reqs)
-    print(f"client vs llama-server timings: largest gap of the medians "
+    print(f"client vs llama-server timings (summed over each setting's requests): largest gap "
           f"{'-' if gap is None else f'{100 * gap:.1f}%'}")
     if a.json:
         with open(a.json, "w") as fh:
