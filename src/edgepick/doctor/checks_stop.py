@@ -12,17 +12,13 @@ post-processing and its special tokens).
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
-
 import gguf
 
 from edgepick.doctor import served_template as st
 from edgepick.doctor.checks import finding
 from edgepick.doctor.finding import Evidence, Fix
-from edgepick.doctor.workdir import work_dir
+from edgepick.doctor.workdir import rewritten
 from edgepick.models.gguf_fast_reader import fast_reader
-from edgepick.models.gguf_rewrite import rewrite_gguf
 from edgepick.store.identity import file_sha256
 
 NORMAL = int(gguf.TokenType.NORMAL)
@@ -36,15 +32,6 @@ def _end_marker(template: str, tokens: list[str]) -> int | None:
         if end in template and end in tokens:
             return tokens.index(end)
     return None
-
-
-def _with_eos(path: str, eos: int) -> str:
-    tag = hashlib.sha256(f"{file_sha256(path)}:{eos}".encode()).hexdigest()[:10]
-    dst = work_dir() / f"{Path(path).stem}.{tag}.eos.gguf"
-    if not dst.exists():
-        rewrite_gguf(path, dst, kv_overrides={
-            "tokenizer.ggml.eos_token_id": (eos, gguf.GGUFValueType.UINT32)})
-    return str(dst)
 
 
 def _answers(engine, prompts, template: str) -> list[str]:
@@ -66,7 +53,8 @@ def stop_token(ctx, template: str, tokens: list[str]):
     end = _end_marker(template, tokens)
     if end is None or end == eos:
         return None
-    fixed = _with_eos(path, end)
+    fixed = rewritten(path, {"tokenizer.ggml.eos_token_id": (end, gguf.GGUFValueType.UINT32)},
+                      "eos")
     ours = _answers(ctx.engine(None), ctx.prompts, template)
     theirs = _answers(ctx.engine(fixed), ctx.prompts, template)
     cut = sum(len(b) > len(a) and b.startswith(a.rstrip()) for a, b in zip(ours, theirs))

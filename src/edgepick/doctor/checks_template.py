@@ -20,10 +20,9 @@ from edgepick.doctor import served_template as st
 from edgepick.doctor.checks import finding
 from edgepick.doctor.checks_stop import stop_token
 from edgepick.doctor.finding import Evidence, Fix
-from edgepick.doctor.workdir import work_dir
+from edgepick.doctor.workdir import rewritten
 from edgepick.errors import EdgepickError
 from edgepick.models.gguf_fast_reader import fast_reader
-from edgepick.models.gguf_rewrite import rewrite_gguf
 from edgepick.store.identity import file_sha256
 
 
@@ -83,13 +82,8 @@ def _template_source(ctx, fingerprint: str) -> tuple[str, str] | None:
 
 def _with_template(ctx, template: str) -> str:
     """The target's file with `template` written in, beside doctor's other files."""
-    src = Path(ctx.target.model_path)
-    tag = hashlib.sha256((file_sha256(str(src)) + template).encode()).hexdigest()[:10]
-    dst = work_dir() / f"{src.stem}.{tag}.with-template.gguf"
-    if not dst.exists():
-        rewrite_gguf(src, dst, kv_overrides={
-            "tokenizer.chat_template": (template, gguf.GGUFValueType.STRING)})
-    return str(dst)
+    return rewritten(ctx.target.model_path, {
+        "tokenizer.chat_template": (template, gguf.GGUFValueType.STRING)}, "with-template")
 
 
 def chat_template(ctx):
