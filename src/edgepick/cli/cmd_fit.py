@@ -178,10 +178,8 @@ def fit(
     per_model = len(rows) // max(1, len(refs))
     names = [refs[i // per_model].label if per_model else r.model for i, r in enumerate(rows)]
     if plans is None:  # 'native' and the file's own type named again give the same row: once
-        seen: set[tuple[str, str]] = set()
-        keep = [i for i, r in enumerate(rows)
-                if (k := (names[i], r.model_dump_json())) not in seen and not seen.add(k)]
-        rows, names = [rows[i] for i in keep], [names[i] for i in keep]
+        once = {(n, r.model_dump_json()): (r, n) for r, n in zip(rows, names)}
+        rows, names = [r for r, _ in once.values()], [n for _, n in once.values()]
     _print_tables(rows, names, dev, margin)
     if plans is not None:
         print_plans(rows, names, plans)

@@ -115,14 +115,13 @@ def backend_compute_bytes(spec: ModelSpec, homes: list[TensorHome], layers: list
             points = [(attn_pt + first) if dev in attn else 0,
                       ffn_pt + (first if first_ffn == dev else 0)]
             layer_pt = max(points)
-        if dev == output and dev == CPU:
-            points.append(F32 * n_outputs * (spec.vocab_size + 2 * e))
         out[dev] = masks + max(points) if dev == CPU or layer_pt else max(points)
-        if dev == output and dev != CPU:
-            # the LM head on a device: the logits and one n_embd row per output, after the
-            # last layer, when the KQ mask is no longer alive (llama-fit-params' projections
+        if dev == output:
+            # the LM head: the logits and two n_embd rows per output on the CPU, beside the
+            # mask; on a device one row, after the mask is freed (llama-fit-params' projections
             # of dense and MoE shapes at 512 and 2048 tokens of context, 512 output rows)
-            out[dev] = max(out[dev], F32 * n_outputs * (spec.vocab_size + e))
+            head = F32 * n_outputs * (spec.vocab_size + (2 * e if dev == CPU else e))
+            out[dev] = max(out[dev], head + (masks if dev == CPU else 0))
     return out
 
 
